@@ -1,0 +1,45 @@
+/* keys.h - the one place that names Redis keys, streams, groups and message fields.
+ *
+ * Streams
+ *   gantry:jobs    server -> scheduler.  Fields: job (the task JSON, see msg.h).
+ *                  Consumer group "schedulers"; an entry is XACKed only in the same
+ *                  MULTI as the LPUSH that puts the task in a worker's list.
+ *   gantry:events  everyone -> server.  Fields: event (the event JSON, see msg.h).
+ *                  Consumer group "servers"; XACKed after the event is committed to SQLite.
+ * Registry
+ *   gantry:workers             SET of worker ids ever registered (pruned by the scheduler)
+ *   gantry:worker:<id>         HASH: info (JSON: kind, host, pid, slots, memory_bytes, labels),
+ *                              hb (ms), util, running (job id or ""); PEXPIREd by each heartbeat,
+ *                              so a missing hash means a dead worker.
+ * Work
+ *   gantry:tasks:<worker>      LIST of task JSON; scheduler LPUSHes, worker BLMOVEs RIGHT->LEFT
+ *   gantry:inflight:<worker>   LIST the worker moved its current task into; LREM when done
+ *   gantry:claim:<job>:<attempt> STRING worker id, SET NX by the scheduler so that a job
+ *                              published twice (outbox retry) is assigned once
+ *   gantry:cancel:<job>        STRING "1" set by the server on cancel; workers poll it
+ *   gantry:leader              scheduler lease lock (control-plane issue)
+ */
+#ifndef GANTRY_KEYS_H
+#define GANTRY_KEYS_H
+
+#define K_JOBS_STREAM "gantry:jobs"
+#define K_EVENTS_STREAM "gantry:events"
+#define K_SCHED_GROUP "schedulers"
+#define K_SERVER_GROUP "servers"
+#define K_WORKERS_SET "gantry:workers"
+#define K_WORKER_PREFIX "gantry:worker:"
+#define K_TASKS_PREFIX "gantry:tasks:"
+#define K_INFLIGHT_PREFIX "gantry:inflight:"
+#define K_CLAIM_PREFIX "gantry:claim:"
+#define K_CANCEL_PREFIX "gantry:cancel:"
+
+#define F_JOB "job"
+#define F_EVENT "event"
+
+/* Streams are trimmed approximately to this many entries (MAXLEN ~). */
+#define K_STREAM_MAXLEN 1000000
+/* A worker hash lives this long without a heartbeat. */
+#define K_WORKER_TTL_MS 5000
+#define K_HEARTBEAT_MS 1000
+
+#endif

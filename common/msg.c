@@ -1,0 +1,108 @@
+#include "common/msg.h"
+#include "common/clock.h"
+#include "common/ids.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+    snprintf(dst, len, "%s", src ? src : "");
+}
+
+char *msg_task_encode(const task_msg *t)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:O}", "job_id", t->job_id, "tenant", t->tenant, "type", t->type,
+                          "priority", t->priority, "slots", t->slots, "attempt", t->attempt, "spec",
+                          t->spec ? t->spec : json_null());
+    if (!o)
+        return NULL;
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+int msg_task_decode(const char *s, task_msg *t)
+{
+    memset(t, 0, sizeof(*t));
+    json_t *o = json_loads(s, 0, NULL);
+    const char *job_id, *tenant, *type;
+    json_t *spec;
+    if (!o || json_unpack(o, "{s:s, s:s, s:s, s:i, s:i, s:i, s:o}", "job_id", &job_id, "tenant", &tenant, "type", &type,
+                          "priority", &t->priority, "slots", &t->slots, "attempt", &t->attempt, "spec", &spec) != 0 ||
+        strlen(job_id) >= MSG_ID_LEN || strlen(tenant) >= MSG_ID_LEN || strlen(type) >= sizeof(t->type)) {
+        json_decref(o);
+        memset(t, 0, sizeof(*t));
+        return -1;
+    }
+    copy_str(t->job_id, sizeof(t->job_id), job_id);
+    copy_str(t->tenant, sizeof(t->tenant), tenant);
+    copy_str(t->type, sizeof(t->type), type);
+    t->spec = json_incref(spec);
+    json_decref(o);
+    return 0;
+}
+
+void msg_task_clear(task_msg *t)
+{
+    json_decref(t->spec);
+    memset(t, 0, sizeof(*t));
+}
+
+void msg_event_init(event_msg *e, const char *job_id, const char *source)
+{
+    memset(e, 0, sizeof(*e));
+    if (id_random("e", 12, e->id, sizeof(e->id)) != 0)
+        snprintf(e->id, sizeof(e->id), "e_%lld", (long long)clock_mono_us());
+    copy_str(e->job_id, sizeof(e->job_id), job_id);
+    copy_str(e->source, sizeof(e->source), source);
+    e->ts = clock_now_ms();
+    e->progress = -1;
+}
+
+char *msg_event_encode(const event_msg *e)
+{
+    json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:f, s:O}", "id", e->id, "job_id", e->job_id, "ts",
+                          (json_int_t)e->ts, "source", e->source, "state", e->state, "reason", e->reason, "worker",
+                          e->worker, "progress", e->progress, "result", e->result ? e->result : json_null());
+    if (!o)
+        return NULL;
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+int msg_event_decode(const char *s, event_msg *e)
+{
+    memset(e, 0, sizeof(*e));
+    json_t *o = json_loads(s, 0, NULL);
+    const char *id, *job_id, *source = "", *state = "", *reason = "", *worker = "";
+    json_int_t ts = 0;
+    json_t *result = NULL;
+    double progress = -1;
+    if (!o || json_unpack(o, "{s:s, s:s, s:I, s?s, s?s, s?s, s?s, s?F, s?o}", "id", &id, "job_id", &job_id, "ts", &ts,
+                          "source", &source, "state", &state, "reason", &reason, "worker", &worker, "progress",
+                          &progress, "result", &result) != 0 ||
+        strlen(id) >= MSG_ID_LEN || strlen(job_id) >= MSG_ID_LEN) {
+        json_decref(o);
+        memset(e, 0, sizeof(*e));
+        return -1;
+    }
+    copy_str(e->id, sizeof(e->id), id);
+    copy_str(e->job_id, sizeof(e->job_id), job_id);
+    copy_str(e->source, sizeof(e->source), source);
+    copy_str(e->state, sizeof(e->state), state);
+    copy_str(e->reason, sizeof(e->reason), reason);
+    copy_str(e->worker, sizeof(e->worker), worker);
+    e->ts = ts;
+    e->progress = progress;
+    e->result = (result && !json_is_null(result)) ? json_incref(result) : NULL;
+    json_decref(o);
+    return 0;
+}
+
+void msg_event_clear(event_msg *e)
+{
+    json_decref(e->result);
+    memset(e, 0, sizeof(*e));
+}

@@ -1,0 +1,80 @@
+#include "common/redis_uv.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    redisAsyncContext *ac;
+    uv_poll_t poll;
+    int events;
+} redis_uv;
+
+static void on_poll(uv_poll_t *handle, int status, int events)
+{
+    redis_uv *p = handle->data;
+    if (status < 0)
+        events = p->events; /* let hiredis find the error on the socket it wanted */
+    if (p->ac && (events & UV_READABLE))
+        redisAsyncHandleRead(p->ac);
+    if (p->ac && (events & UV_WRITABLE))
+        redisAsyncHandleWrite(p->ac);
+}
+
+static void update(redis_uv *p, int add, int del)
+{
+    p->events = (p->events | add) & ~del;
+    if (p->events)
+        uv_poll_start(&p->poll, p->events, on_poll);
+    else
+        uv_poll_stop(&p->poll);
+}
+
+static void add_read(void *d)
+{
+    update(d, UV_READABLE, 0);
+}
+static void del_read(void *d)
+{
+    update(d, 0, UV_READABLE);
+}
+static void add_write(void *d)
+{
+    update(d, UV_WRITABLE, 0);
+}
+static void del_write(void *d)
+{
+    update(d, 0, UV_WRITABLE);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void cleanup(void *d)
+{
+    redis_uv *p = d;
+    p->ac = NULL;
+    uv_close((uv_handle_t *)&p->poll, on_closed);
+}
+
+int redis_uv_attach(redisAsyncContext *ac, uv_loop_t *loop)
+{
+    if (ac->ev.data)
+        return REDIS_ERR;
+    redis_uv *p = calloc(1, sizeof(*p));
+    if (!p)
+        return REDIS_ERR;
+    if (uv_poll_init(loop, &p->poll, ac->c.fd) != 0) {
+        free(p);
+        return REDIS_ERR;
+    }
+    p->ac = ac;
+    p->poll.data = p;
+    ac->ev.data = p;
+    ac->ev.addRead = add_read;
+    ac->ev.delRead = del_read;
+    ac->ev.addWrite = add_write;
+    ac->ev.delWrite = del_write;
+    ac->ev.cleanup = cleanup;
+    return REDIS_OK;
+}

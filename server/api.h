@@ -1,0 +1,25 @@
+/* api.h - the route handlers (one file per resource: api_jobs.c, api_admin.c, api_ops.c). */
+#ifndef GANTRY_API_H
+#define GANTRY_API_H
+
+#include "server/http.h"
+
+void api_healthz(http_ctx *c);
+void api_readyz(http_ctx *c);
+void api_metrics(http_ctx *c);
+void api_workers(http_ctx *c);
+void api_events_stream(http_ctx *c);
+void api_models(http_ctx *c);
+
+void api_whoami(http_ctx *c);
+void api_tenant_create(http_ctx *c);
+void api_tenant_list(http_ctx *c);
+void api_token_create(http_ctx *c);
+
+void api_job_submit(http_ctx *c);
+void api_job_list(http_ctx *c);
+void api_job_get(http_ctx *c);
+void api_job_cancel(http_ctx *c);
+void api_job_events(http_ctx *c);
+
+#endif

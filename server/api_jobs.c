@@ -1,0 +1,208 @@
+/* api_jobs.c - /v1/jobs: submit (durable before 201, group commit), list with
+ * keyset pagination, get, cancel, events.  A tenant sees only its own jobs;
+ * another tenant's job is a 404 (never 403, which would reveal it exists).
+ * Admin tokens see every tenant's jobs. */
+#include "common/ids.h"
+#include "common/jobstate.h"
+#include "common/log.h"
+#include "server/api.h"
+#include "server/bus.h"
+#include "server/jobs.h"
+#include "server/spec.h"
+#include "server/sse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define IDEM_MAX_LEN 200
+
+/* the tenant filter of the caller: NULL for admins */
+static const char *scope(http_ctx *c)
+{
+    return c->auth.role == ROLE_ADMIN ? NULL : c->auth.tenant_id;
+}
+
+typedef struct {
+    http_defer *defer;
+    server *srv;
+    job_new job;
+    json_t *spec;
+    char idem[IDEM_MAX_LEN + 1];
+} submit_op;
+
+static int apply_submit(sqlite3 *db, void *arg)
+{
+    return jobs_insert(db, &((submit_op *)arg)->job);
+}
+
+static void submit_done(void *arg, int ok)
+{
+    submit_op *op = arg;
+    http_ctx *c = http_defer_ctx(op->defer);
+    const char *id = op->job.existing[0] ? op->job.existing : op->job.id;
+    if (ok && !op->job.existing[0]) {
+        task_msg t = {.priority = op->job.priority, .slots = op->job.slots, .attempt = 0, .spec = op->spec};
+        snprintf(t.job_id, sizeof(t.job_id), "%s", op->job.id);
+        snprintf(t.tenant, sizeof(t.tenant), "%s", op->job.tenant_id);
+        snprintf(t.type, sizeof(t.type), "%s", op->job.type);
+        bus_publish_job(op->srv->bus, &t);
+        char ev[256];
+        snprintf(ev, sizeof(ev), "{\"job_id\":\"%s\",\"state\":\"queued\",\"reason\":\"accepted\",\"source\":\"server\"}",
+                 op->job.id);
+        sse_publish(op->srv->sse, op->job.tenant_id, "job", ev);
+    }
+    if (c) {
+        json_t *job = ok ? jobs_get_json(op->srv->db, id, NULL, true) : NULL;
+        if (!job) {
+            http_error(c, GERR_INTERNAL, NULL, "the job could not be stored; nothing was accepted, retry");
+        } else {
+            char loc[96];
+            snprintf(loc, sizeof(loc), "/v1/jobs/%s", id);
+            http_add_header(c, "location", loc);
+            if (op->job.existing[0])
+                http_add_header(c, "idempotent-replayed", "true");
+            http_reply_json(c, op->job.existing[0] ? 200 : 201, job);
+        }
+    }
+    http_defer_end(op->defer);
+    json_decref(op->spec);
+    free(op);
+}
+
+void api_job_submit(http_ctx *c)
+{
+    submit_op *op = calloc(1, sizeof(*op));
+    char field[256] = "", msg[512] = "";
+    if (spec_validate_job(c->body, &op->job, field, sizeof(field), msg, sizeof(msg)) != 0) {
+        free(op);
+        http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
+        return;
+    }
+    const char *idem = http_header(c, "idempotency-key");
+    if (idem && (strlen(idem) == 0 || strlen(idem) > IDEM_MAX_LEN)) {
+        free(op);
+        http_error(c, GERR_BAD_REQUEST, "Idempotency-Key", "the Idempotency-Key header must be 1 to %d characters",
+                   IDEM_MAX_LEN);
+        return;
+    }
+    if (id_random("j", 10, op->job.id, sizeof(op->job.id)) != 0) {
+        free(op);
+        http_error(c, GERR_INTERNAL, NULL, "random generator failed");
+        return;
+    }
+    if (idem) {
+        snprintf(op->idem, sizeof(op->idem), "%s", idem);
+        op->job.idem = op->idem;
+    }
+    snprintf(op->job.tenant_id, sizeof(op->job.tenant_id), "%s", c->auth.tenant_id);
+    op->spec = json_incref(op->job.spec);
+    op->job.spec = op->spec;
+    op->srv = c->srv;
+    op->defer = http_defer_begin(c);
+    store_submit(c->srv->store, apply_submit, submit_done, op);
+}
+
+void api_job_list(http_ctx *c)
+{
+    job_filter f = {.tenant_id = scope(c), .limit = 50};
+    f.type = http_query(c, "type");
+    f.state = http_query(c, "state");
+    const char *limit = http_query(c, "limit"), *cursor = http_query(c, "cursor");
+    if (f.type && !job_type_valid(f.type))
+        return http_error(c, GERR_INVALID_FIELD, "type", "must be one of placement, training, inference, federated");
+    if (f.state && job_state_parse(f.state) == JS_INVALID)
+        return http_error(c, GERR_INVALID_FIELD, "state",
+                          "must be one of queued, scheduled, running, resizing, succeeded, failed, cancelled");
+    if (limit) {
+        char *end;
+        long n = strtol(limit, &end, 10);
+        if (*end || n < 1 || n > c->srv->list_max)
+            return http_error(c, GERR_INVALID_FIELD, "limit", "must be an integer from 1 to %d", c->srv->list_max);
+        f.limit = (int)n;
+    }
+    if (cursor) {
+        char *end;
+        long long n = strtoll(cursor, &end, 10);
+        if (*end || n < 1)
+            return http_error(c, GERR_INVALID_FIELD, "cursor", "not a cursor returned by this endpoint");
+        f.cursor = n;
+    }
+    json_t *out = jobs_list_json(c->srv->db, &f);
+    if (!out)
+        return http_error(c, GERR_INTERNAL, NULL, "database error");
+    http_reply_json(c, 200, out);
+}
+
+void api_job_get(http_ctx *c)
+{
+    json_t *job = jobs_get_json(c->srv->db, http_param(c, 0), scope(c), true);
+    if (!job)
+        return http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
+    http_reply_json(c, 200, job);
+}
+
+void api_job_events(http_ctx *c)
+{
+    const char *id = http_param(c, 0);
+    json_t *job = jobs_get_json(c->srv->db, id, scope(c), false);
+    if (!job)
+        return http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
+    json_decref(job);
+    http_reply_json(c, 200, jobs_events_json(c->srv->db, id));
+}
+
+typedef struct {
+    http_defer *defer;
+    server *srv;
+    char id[64], tenant[48], who[200], event_id[48];
+    int scoped;
+    int rc;
+} cancel_op;
+
+static int apply_cancel(sqlite3 *db, void *arg)
+{
+    cancel_op *op = arg;
+    op->rc = jobs_cancel(db, op->id, op->scoped ? op->tenant : NULL, op->who, op->event_id);
+    return op->rc < 0 ? -1 : 0;
+}
+
+static void cancel_done(void *arg, int ok)
+{
+    cancel_op *op = arg;
+    http_ctx *c = http_defer_ctx(op->defer);
+    if (ok && op->rc == 0) {
+        bus_cancel(op->srv->bus, op->id);
+        char ev[256];
+        snprintf(ev, sizeof(ev), "{\"job_id\":\"%s\",\"state\":\"cancelled\",\"reason\":\"cancelled\",\"source\":\"server\"}",
+                 op->id);
+        json_t *job = jobs_get_json(op->srv->db, op->id, NULL, false);
+        const char *tenant = job ? json_string_value(json_object_get(job, "tenant")) : NULL;
+        if (tenant)
+            sse_publish(op->srv->sse, tenant, "job", ev);
+        json_decref(job);
+    }
+    if (c) {
+        if (!ok)
+            http_error(c, GERR_INTERNAL, NULL, "database error");
+        else if (op->rc == 2)
+            http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
+        else if (op->rc == 1)
+            http_error(c, GERR_CONFLICT, NULL, "the job has already finished");
+        else
+            http_reply_json(c, 200, jobs_get_json(op->srv->db, op->id, NULL, true));
+    }
+    http_defer_end(op->defer);
+    free(op);
+}
+
+void api_job_cancel(http_ctx *c)
+{
+    cancel_op *op = calloc(1, sizeof(*op));
+    snprintf(op->id, sizeof(op->id), "%s", http_param(c, 0));
+    snprintf(op->tenant, sizeof(op->tenant), "%s", c->auth.tenant_id);
+    snprintf(op->who, sizeof(op->who), "token %s (%s)", c->auth.token_id, c->auth.token_name);
+    op->scoped = scope(c) != NULL;
+    op->srv = c->srv;
+    op->defer = http_defer_begin(c);
+    store_submit(c->srv->store, apply_cancel, cancel_done, op);
+}

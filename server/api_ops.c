@@ -1,0 +1,64 @@
+/* api_ops.c - probes, metrics, the worker registry view, the SSE stream, models. */
+#include "server/api.h"
+#include "server/bus.h"
+#include "server/metrics.h"
+#include "server/sse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void api_healthz(http_ctx *c)
+{
+    http_reply_json(c, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+void api_readyz(http_ctx *c)
+{
+    sqlite3_stmt *st;
+    int db_ok = sqlite3_prepare_v2(c->srv->db, "SELECT 1", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    int redis_ok = bus_ready(c->srv->bus);
+    json_t *body = json_pack("{s:s, s:b, s:b}", "status", db_ok && redis_ok ? "ready" : "not ready", "sqlite", db_ok,
+                             "redis", redis_ok);
+    http_reply_json(c, db_ok && redis_ok ? 200 : 503, body);
+}
+
+void api_metrics(http_ctx *c)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    metrics_render(c->srv->metrics, c->srv, out);
+    fclose(out);
+    http_reply_text(c, 200, "text/plain; version=0.0.4", buf, len);
+    free(buf);
+}
+
+static void workers_done(void *arg, json_t *workers)
+{
+    http_defer *d = arg;
+    http_ctx *c = http_defer_ctx(d);
+    if (c && workers)
+        http_reply_json(c, 200, workers);
+    else if (c)
+        http_error(c, GERR_UNAVAILABLE, NULL, "the worker registry (Redis) is unreachable");
+    else
+        json_decref(workers);
+    http_defer_end(d);
+}
+
+void api_workers(http_ctx *c)
+{
+    bus_workers(c->srv->bus, workers_done, http_defer_begin(c));
+}
+
+void api_events_stream(http_ctx *c)
+{
+    sse_attach(c->srv->sse, c->req, c->auth.role == ROLE_ADMIN ? NULL : c->auth.tenant_id);
+}
+
+void api_models(http_ctx *c)
+{
+    /* the model registry arrives with training jobs; until then it is empty */
+    http_reply_json(c, 200, json_pack("{s:[]}", "models"));
+}

@@ -1,0 +1,467 @@
+#include "server/bus.h"
+#include "common/clock.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/redis_uv.h"
+#include "server/jobs.h"
+#include "server/server.h"
+#include "server/sse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BUS_TICK_MS 500
+#define SWEEP_EVERY_MS 2000
+#define SWEEP_MIN_AGE_MS 1000 /* younger unpublished jobs are probably being published right now */
+#define READ_COUNT 512
+
+struct bus {
+    server *srv;
+    char host[256], password[256], consumer[64];
+    int port;
+    redisAsyncContext *cmd, *rd;
+    int cmd_ready, rd_ready;
+    int backlog;      /* reading our own pending entries (ID 0) before new ones (>) */
+    int read_waiting; /* a read must be re-issued by the tick (after an error) */
+    int64_t last_sweep_ms;
+    uv_timer_t tick;
+    long long len_jobs, len_events;
+    unsigned long long published, consumed, duplicates;
+};
+
+/* ---- connections ---- */
+
+static void on_cmd_connect(const redisAsyncContext *ac, int status);
+static void on_rd_connect(const redisAsyncContext *ac, int status);
+static void on_disconnect(const redisAsyncContext *ac, int status);
+static void read_next(bus *b);
+static void sweep(bus *b, int64_t before_ms);
+
+static redisAsyncContext *connect_one(bus *b, redisConnectCallback *on_connect)
+{
+    redisAsyncContext *ac = redisAsyncConnect(b->host, b->port);
+    if (!ac)
+        return NULL;
+    if (ac->err || redis_uv_attach(ac, b->srv->loop) != REDIS_OK) {
+        redisAsyncFree(ac);
+        return NULL;
+    }
+    ac->data = b;
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    if (b->password[0])
+        redisAsyncCommand(ac, NULL, NULL, "AUTH %s", b->password);
+    return ac;
+}
+
+static void ignore_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)ac, (void)r, (void)priv;
+}
+
+static void ensure_group(redisAsyncContext *ac)
+{
+    /* from 0: events written before the group existed (a wiped Redis) are still read */
+    redisAsyncCommand(ac, ignore_reply, NULL, "XGROUP CREATE %s %s 0 MKSTREAM", K_EVENTS_STREAM, K_SERVER_GROUP);
+}
+
+static void on_cmd_connect(const redisAsyncContext *ac, int status)
+{
+    bus *b = ac->data;
+    if (status != REDIS_OK) {
+        b->cmd = NULL; /* hiredis frees a context whose connect failed, without a disconnect callback */
+        return;
+    }
+    log_info("redis: connected (commands)");
+    b->cmd_ready = 1;
+    ensure_group(b->cmd);
+    sweep(b, INT64_MAX); /* publish everything still unpublished */
+}
+
+static void on_rd_connect(const redisAsyncContext *ac, int status)
+{
+    bus *b = ac->data;
+    if (status != REDIS_OK) {
+        b->rd = NULL;
+        return;
+    }
+    b->rd_ready = 1;
+    b->backlog = 1;
+    ensure_group(b->rd);
+    read_next(b);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    bus *b = ac->data;
+    (void)status;
+    if (ac == b->cmd) {
+        b->cmd = NULL;
+        b->cmd_ready = 0;
+        log_warn("redis: command connection lost");
+    } else if (ac == b->rd) {
+        b->rd = NULL;
+        b->rd_ready = 0;
+    }
+}
+
+static void on_len(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)ac;
+    redisReply *reply = r;
+    if (reply && reply->type == REDIS_REPLY_INTEGER)
+        *(long long *)priv = reply->integer;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    bus *b = t->data;
+    if (b->srv->stopping)
+        return;
+    if (!b->cmd)
+        b->cmd = connect_one(b, on_cmd_connect);
+    if (!b->rd)
+        b->rd = connect_one(b, on_rd_connect);
+    if (b->rd_ready && b->read_waiting) {
+        b->read_waiting = 0;
+        read_next(b);
+    }
+    int64_t now = clock_now_ms();
+    if (b->cmd_ready && now - b->last_sweep_ms >= SWEEP_EVERY_MS) {
+        sweep(b, now - SWEEP_MIN_AGE_MS);
+        redisAsyncCommand(b->cmd, on_len, &b->len_jobs, "XLEN %s", K_JOBS_STREAM);
+        redisAsyncCommand(b->cmd, on_len, &b->len_events, "XLEN %s", K_EVENTS_STREAM);
+    }
+}
+
+bus *bus_create(server *srv, const char *host, int port, const char *password, const char *consumer)
+{
+    bus *b = calloc(1, sizeof(*b));
+    b->srv = srv;
+    snprintf(b->host, sizeof(b->host), "%s", host);
+    snprintf(b->password, sizeof(b->password), "%s", password ? password : "");
+    snprintf(b->consumer, sizeof(b->consumer), "%s", consumer);
+    b->port = port;
+    b->len_jobs = b->len_events = -1;
+    uv_timer_init(srv->loop, &b->tick);
+    b->tick.data = b;
+    uv_timer_start(&b->tick, on_tick, 0, BUS_TICK_MS);
+    return b;
+}
+
+bool bus_ready(const bus *b)
+{
+    return b->cmd_ready && b->rd_ready;
+}
+
+/* ---- outbox ---- */
+
+typedef struct {
+    bus *b;
+    char job_id[MSG_ID_LEN];
+} publish_ctx;
+
+static int apply_published(sqlite3 *db, void *arg)
+{
+    return jobs_mark_published(db, ((publish_ctx *)arg)->job_id);
+}
+
+static void free_ctx(void *arg, int ok)
+{
+    (void)ok;
+    free(arg);
+}
+
+static void on_xadd(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)ac;
+    publish_ctx *p = priv;
+    redisReply *reply = r;
+    if (reply && reply->type == REDIS_REPLY_STRING) {
+        p->b->published++;
+        store_submit(p->b->srv->store, apply_published, free_ctx, p);
+        return;
+    }
+    if (reply && reply->type == REDIS_REPLY_ERROR)
+        log_warn("outbox: XADD %s failed: %s (will retry)", p->job_id, reply->str);
+    free(p);
+}
+
+void bus_publish_job(bus *b, const task_msg *t)
+{
+    if (!b->cmd_ready)
+        return; /* stays unpublished; the next connect or sweep publishes it */
+    char *s = msg_task_encode(t);
+    publish_ctx *p = malloc(sizeof(*p));
+    if (!s || !p) {
+        free(s);
+        free(p);
+        return;
+    }
+    p->b = b;
+    snprintf(p->job_id, sizeof(p->job_id), "%s", t->job_id);
+    redisAsyncCommand(b->cmd, on_xadd, p, "XADD %s MAXLEN ~ %d * %s %b", K_JOBS_STREAM, K_STREAM_MAXLEN, F_JOB, s,
+                      strlen(s));
+    free(s);
+}
+
+static void publish_cb(void *arg, const task_msg *t)
+{
+    bus_publish_job(arg, t);
+}
+
+static void sweep(bus *b, int64_t before_ms)
+{
+    b->last_sweep_ms = clock_now_ms();
+    int64_t after = 0, last;
+    int rounds = 0;
+    while ((last = jobs_each_unpublished(b->srv->db, after, before_ms, 1000, publish_cb, b)) != after && ++rounds < 100)
+        after = last;
+    if (after > 0)
+        log_info("outbox: republished unpublished jobs up to seq %lld", (long long)after);
+}
+
+void bus_cancel(bus *b, const char *job_id)
+{
+    if (b->cmd_ready)
+        redisAsyncCommand(b->cmd, ignore_reply, NULL, "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id);
+}
+
+/* ---- events ---- */
+
+typedef struct {
+    bus *b;
+    int n;
+    char (*entry_ids)[64];
+    event_msg *events;
+    apply_result *results;
+    char (*tenants)[48];
+} event_batch;
+
+static void batch_free(event_batch *batch)
+{
+    for (int i = 0; i < batch->n; i++)
+        msg_event_clear(&batch->events[i]);
+    free(batch->entry_ids);
+    free(batch->events);
+    free(batch->results);
+    free(batch->tenants);
+    free(batch);
+}
+
+static int apply_batch(sqlite3 *db, void *arg)
+{
+    event_batch *batch = arg;
+    for (int i = 0; i < batch->n; i++) {
+        if (!batch->events[i].id[0]) {
+            batch->results[i] = APPLY_UNKNOWN_JOB; /* undecodable entry: acknowledged and dropped */
+            continue;
+        }
+        if (jobs_apply_event(db, &batch->events[i], &batch->results[i], batch->tenants[i]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void push_sse(bus *b, const event_msg *e, const char *tenant)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "job_id", e->job_id, "state", e->state, "reason", e->reason,
+                          "source", e->source, "ts", (json_int_t)e->ts);
+    json_object_set_new(o, "progress", e->progress >= 0 ? json_real(e->progress) : json_null());
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (s)
+        sse_publish(b->srv->sse, tenant, "job", s);
+    free(s);
+}
+
+static void on_batch_done(void *arg, int ok)
+{
+    event_batch *batch = arg;
+    bus *b = batch->b;
+    if (!ok) {
+        log_error("events: could not persist a batch of %d; will read them again", batch->n);
+        b->backlog = 1;
+        b->read_waiting = 1;
+        batch_free(batch);
+        return;
+    }
+    if (b->rd_ready) {
+        const char **argv = malloc(sizeof(char *) * (size_t)(batch->n + 3));
+        argv[0] = "XACK";
+        argv[1] = K_EVENTS_STREAM;
+        argv[2] = K_SERVER_GROUP;
+        for (int i = 0; i < batch->n; i++)
+            argv[3 + i] = batch->entry_ids[i];
+        redisAsyncCommandArgv(b->rd, ignore_reply, NULL, batch->n + 3, argv, NULL);
+        free(argv);
+    }
+    for (int i = 0; i < batch->n; i++) {
+        if (batch->results[i] == APPLY_DUPLICATE)
+            b->duplicates++;
+        if (batch->results[i] == APPLY_MOVED || batch->results[i] == APPLY_RECORDED)
+            push_sse(b, &batch->events[i], batch->tenants[i]);
+    }
+    b->consumed += (unsigned long long)batch->n;
+    batch_free(batch);
+    read_next(b);
+}
+
+static event_batch *batch_from_reply(bus *b, redisReply *entries)
+{
+    event_batch *batch = calloc(1, sizeof(*batch));
+    size_t n = entries->elements;
+    batch->b = b;
+    batch->entry_ids = calloc(n, sizeof(*batch->entry_ids));
+    batch->events = calloc(n, sizeof(*batch->events));
+    batch->results = calloc(n, sizeof(*batch->results));
+    batch->tenants = calloc(n, sizeof(*batch->tenants));
+    for (size_t i = 0; i < n; i++) {
+        redisReply *entry = entries->element[i];
+        if (entry->type != REDIS_REPLY_ARRAY || entry->elements < 2 || entry->element[0]->type != REDIS_REPLY_STRING)
+            continue;
+        snprintf(batch->entry_ids[batch->n], 64, "%s", entry->element[0]->str);
+        redisReply *fields = entry->element[1];
+        for (size_t f = 0; fields->type == REDIS_REPLY_ARRAY && f + 1 < fields->elements; f += 2)
+            if (strcmp(fields->element[f]->str, F_EVENT) == 0 &&
+                msg_event_decode(fields->element[f + 1]->str, &batch->events[batch->n]) != 0)
+                log_warn("events: dropping malformed entry %s", entry->element[0]->str);
+        batch->n++;
+    }
+    return batch;
+}
+
+static void on_read(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)ac;
+    (void)priv;
+    bus *b = ac->data;
+    redisReply *reply = r;
+    if (!reply || b->srv->stopping)
+        return; /* disconnected: the connect callback restarts reading */
+    if (reply->type == REDIS_REPLY_ERROR) {
+        log_warn("events: XREADGROUP failed: %s", reply->str);
+        if (strncmp(reply->str, "NOGROUP", 7) == 0)
+            ensure_group(b->rd);
+        b->read_waiting = 1;
+        return;
+    }
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) {
+        read_next(b); /* BLOCK timed out */
+        return;
+    }
+    redisReply *stream = reply->element[0];
+    redisReply *entries = stream->elements >= 2 ? stream->element[1] : NULL;
+    if (!entries || entries->type != REDIS_REPLY_ARRAY || entries->elements == 0) {
+        b->backlog = 0;
+        read_next(b);
+        return;
+    }
+    store_submit(b->srv->store, apply_batch, on_batch_done, batch_from_reply(b, entries));
+}
+
+static void read_next(bus *b)
+{
+    if (!b->rd_ready || b->srv->stopping)
+        return;
+    redisAsyncCommand(b->rd, on_read, NULL, "XREADGROUP GROUP %s %s COUNT %d BLOCK 2000 STREAMS %s %s", K_SERVER_GROUP,
+                      b->consumer, READ_COUNT, K_EVENTS_STREAM, b->backlog ? "0" : ">");
+}
+
+/* ---- registry ---- */
+
+static const char workers_script[] = "local ids = redis.call('SMEMBERS', KEYS[1]) "
+                                     "local out = {} "
+                                     "for _, id in ipairs(ids) do "
+                                     "  local h = redis.call('HGETALL', ARGV[1] .. id) "
+                                     "  if #h > 0 then out[#out + 1] = id; out[#out + 1] = h end "
+                                     "end "
+                                     "return out";
+
+typedef struct {
+    bus_workers_cb cb;
+    void *arg;
+} workers_req;
+
+static json_t *worker_json(const char *id, redisReply *h)
+{
+    json_t *w = json_object();
+    json_object_set_new(w, "id", json_string(id));
+    const char *running = "";
+    for (size_t i = 0; i + 1 < h->elements; i += 2) {
+        const char *k = h->element[i]->str, *v = h->element[i + 1]->str;
+        if (strcmp(k, "info") == 0) {
+            json_t *info = json_loads(v, 0, NULL);
+            if (json_is_object(info))
+                json_object_update(w, info);
+            json_decref(info);
+        } else if (strcmp(k, "hb") == 0) {
+            char iso[32];
+            clock_iso8601(strtoll(v, NULL, 10), iso, sizeof(iso));
+            json_object_set_new(w, "last_heartbeat", json_string(iso));
+        } else if (strcmp(k, "util") == 0) {
+            json_object_set_new(w, "utilization", json_real(strtod(v, NULL)));
+        } else if (strcmp(k, "running") == 0) {
+            running = v;
+        }
+    }
+    json_object_set_new(w, "running", running[0] ? json_string(running) : json_null());
+    json_object_set_new(w, "state", json_string(running[0] ? "busy" : "idle"));
+    return w;
+}
+
+static void on_workers(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)ac;
+    workers_req *req = priv;
+    redisReply *reply = r;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY) {
+        req->cb(req->arg, NULL);
+        free(req);
+        return;
+    }
+    json_t *list = json_array();
+    for (size_t i = 0; i + 1 < reply->elements; i += 2)
+        if (reply->element[i + 1]->type == REDIS_REPLY_ARRAY)
+            json_array_append_new(list, worker_json(reply->element[i]->str, reply->element[i + 1]));
+    req->cb(req->arg, json_pack("{s:o}", "workers", list));
+    free(req);
+}
+
+void bus_workers(bus *b, bus_workers_cb cb, void *arg)
+{
+    if (!b->cmd_ready) {
+        cb(arg, NULL);
+        return;
+    }
+    workers_req *req = malloc(sizeof(*req));
+    *req = (workers_req){cb, arg};
+    redisAsyncCommand(b->cmd, on_workers, req, "EVAL %s 1 %s %s", workers_script, K_WORKERS_SET, K_WORKER_PREFIX);
+}
+
+void bus_render_metrics(bus *b, FILE *out)
+{
+    fprintf(out,
+            "# HELP gantry_redis_up Whether both Redis connections are up.\n# TYPE gantry_redis_up gauge\n"
+            "gantry_redis_up %d\n"
+            "# HELP gantry_outbox_published_total Jobs XADDed to gantry:jobs (republications included).\n"
+            "# TYPE gantry_outbox_published_total counter\ngantry_outbox_published_total %llu\n"
+            "# HELP gantry_events_consumed_total Entries read from gantry:events.\n"
+            "# TYPE gantry_events_consumed_total counter\ngantry_events_consumed_total %llu\n"
+            "# HELP gantry_events_duplicate_total Events already persisted (replays), ignored.\n"
+            "# TYPE gantry_events_duplicate_total counter\ngantry_events_duplicate_total %llu\n"
+            "# HELP gantry_stream_length Entries in a Redis stream (-1 unknown).\n# TYPE gantry_stream_length gauge\n"
+            "gantry_stream_length{stream=\"jobs\"} %lld\ngantry_stream_length{stream=\"events\"} %lld\n",
+            bus_ready(b) ? 1 : 0, b->published, b->consumed, b->duplicates, b->len_jobs, b->len_events);
+}
+
+void bus_close(bus *b)
+{
+    uv_timer_stop(&b->tick);
+    uv_close((uv_handle_t *)&b->tick, NULL);
+    if (b->cmd)
+        redisAsyncDisconnect(b->cmd);
+    if (b->rd)
+        redisAsyncFree(b->rd); /* it may be blocked in XREADGROUP */
+    b->cmd = b->rd = NULL;
+}

@@ -1,0 +1,34 @@
+/* bus.h - the server's side of Redis.
+ *
+ * Owns two hiredis async connections: `cmd` (XADD to gantry:jobs through the
+ * outbox, cancel keys, registry reads, XACK) and `rd` (the blocking XREADGROUP
+ * on gantry:events).  Both reconnect on their own.  Outbox: a committed job is
+ * XADDed and then marked published; whatever is still unpublished (Redis was
+ * down, the server died between commit and XADD) is published again on every
+ * (re)connect and by a periodic sweep.  Events are persisted through the store
+ * (idempotent by event id), XACKed after the commit, then pushed to SSE. */
+#ifndef GANTRY_BUS_H
+#define GANTRY_BUS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "common/msg.h"
+
+struct server;
+typedef struct bus bus;
+
+bus *bus_create(struct server *srv, const char *host, int port, const char *password, const char *consumer);
+void bus_publish_job(bus *b, const task_msg *t);
+void bus_cancel(bus *b, const char *job_id);
+bool bus_ready(const bus *b);
+
+/* reads the worker registry; cb gets {"workers":[...]} or NULL when Redis is unreachable */
+typedef void (*bus_workers_cb)(void *arg, json_t *workers);
+void bus_workers(bus *b, bus_workers_cb cb, void *arg);
+
+void bus_render_metrics(bus *b, FILE *out);
+void bus_close(bus *b);
+
+#endif

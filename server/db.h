@@ -1,0 +1,17 @@
+/* db.h - the server's SQLite database: opening it durable (WAL, synchronous=FULL)
+ * and applying migrations/ in order, each in its own transaction, recorded in
+ * schema_migrations.  The server is the only writer. */
+#ifndef GANTRY_DB_H
+#define GANTRY_DB_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+/* opens (creating) path; 0 or -1 with a message in err */
+int db_open(const char *path, sqlite3 **out, char *err, size_t errlen);
+/* applies every NNNN_name.sql in dir not yet recorded; returns how many were applied, -1 on error */
+int db_migrate(sqlite3 *db, const char *dir, char *err, size_t errlen);
+/* sqlite3_exec that logs failures; 0 or -1 */
+int db_exec(sqlite3 *db, const char *sql);
+
+#endif

@@ -1,0 +1,359 @@
+#include "server/http.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "server/metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    h2o_handler_t super;
+    server *srv;
+} api_handler;
+
+struct http_defer {
+    http_ctx *c; /* NULL once the request is gone */
+    int refs;
+};
+
+/* ---- replies ---- */
+
+static const char *reason_phrase(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
+    case 503: return "Service Unavailable";
+    default: return status < 400 ? "OK" : "Error";
+    }
+}
+
+static void finish(http_ctx *c, int status)
+{
+    metrics_http(c->srv->metrics, c->route_index, status, (double)(clock_mono_us() - c->start_us) / 1e6);
+}
+
+void http_add_header(http_ctx *c, const char *name, const char *value)
+{
+    h2o_add_header_by_str(&c->req->pool, &c->req->res.headers, name, strlen(name), 1, NULL, value, strlen(value));
+}
+
+void http_reply_text(http_ctx *c, int status, const char *content_type, const char *body, size_t len)
+{
+    h2o_req_t *req = c->req;
+    req->res.status = status;
+    req->res.reason = reason_phrase(status);
+    req->res.content_length = len; /* h2o_send_inline does not set it */
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, strlen(content_type));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-store"));
+    finish(c, status);
+    h2o_send_inline(req, body, len);
+}
+
+void http_reply_json(http_ctx *c, int status, json_t *body)
+{
+    char *s = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!s) {
+        static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"field\":null}}";
+        http_reply_text(c, 500, "application/json", oom, sizeof(oom) - 1);
+        return;
+    }
+    http_reply_text(c, status, "application/json", s, strlen(s));
+    free(s);
+}
+
+void http_error(http_ctx *c, gerr e, const char *field, const char *fmt, ...)
+{
+    char msg[1024];
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+    } else {
+        snprintf(msg, sizeof(msg), "%s", gerr_message(e));
+    }
+    json_t *err = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", gerr_code(e), "message", msg, "field",
+                            field ? json_string(field) : json_null());
+    http_reply_json(c, gerr_status(e), err);
+}
+
+/* ---- request accessors ---- */
+
+const char *http_param(http_ctx *c, int i)
+{
+    return h2o_strdup(&c->req->pool, c->params[i].base, c->params[i].len).base;
+}
+
+static int hexval(int ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+const char *http_query(http_ctx *c, const char *name)
+{
+    h2o_req_t *req = c->req;
+    if (req->query_at == SIZE_MAX)
+        return NULL;
+    const char *p = req->path.base + req->query_at + 1, *end = req->path.base + req->path.len;
+    size_t nlen = strlen(name);
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *stop = amp ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(stop - p));
+        if (eq && (size_t)(eq - p) == nlen && memcmp(p, name, nlen) == 0) {
+            size_t vlen = (size_t)(stop - eq - 1);
+            char *out = h2o_mem_alloc_pool(&req->pool, vlen + 1);
+            size_t o = 0;
+            for (const char *q = eq + 1; q < stop; q++) {
+                if (*q == '%' && q + 2 < stop && hexval(q[1]) >= 0 && hexval(q[2]) >= 0) {
+                    out[o++] = (char)(hexval(q[1]) * 16 + hexval(q[2]));
+                    q += 2;
+                } else {
+                    out[o++] = *q == '+' ? ' ' : *q;
+                }
+            }
+            out[o] = '\0';
+            return out;
+        }
+        p = stop + 1;
+    }
+    return NULL;
+}
+
+const char *http_header(http_ctx *c, const char *name)
+{
+    size_t nlen = strlen(name);
+    for (size_t i = 0; i < c->req->headers.size; i++) {
+        h2o_header_t *h = c->req->headers.entries + i;
+        if (h->name->len == nlen && h2o_lcstris(h->name->base, nlen, name, nlen))
+            return h2o_strdup(&c->req->pool, h->value.base, h->value.len).base;
+    }
+    return NULL;
+}
+
+/* ---- deferred replies ---- */
+
+static void on_dispose(void *p)
+{
+    http_defer **slot = p;
+    http_defer *d = *slot;
+    d->c = NULL;
+    if (--d->refs == 0)
+        free(d);
+}
+
+http_defer *http_defer_begin(http_ctx *c)
+{
+    http_defer *d = malloc(sizeof(*d));
+    http_defer **slot = h2o_mem_alloc_shared(&c->req->pool, sizeof(*slot), on_dispose);
+    *d = (http_defer){c, 2};
+    *slot = d;
+    c->defer = d;
+    return d;
+}
+
+http_ctx *http_defer_ctx(http_defer *d)
+{
+    return d->c;
+}
+
+void http_defer_end(http_defer *d)
+{
+    if (--d->refs == 0)
+        free(d);
+}
+
+/* ---- matching ---- */
+
+int http_json_depth(const char *s, size_t len)
+{
+    int depth = 0, max = 0, in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = s[i];
+        if (in_str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == '{' || ch == '[') {
+            if (++depth > max)
+                max = depth;
+        } else if (ch == '}' || ch == ']') {
+            depth--;
+        }
+    }
+    return max;
+}
+
+/* 1 when path matches pattern, capturing {params} */
+static int match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params)
+{
+    const char *p = pattern, *s = path.base, *end = path.base + path.len;
+    int n = 0;
+    while (*p && s < end) {
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            const char *seg = s;
+            while (s < end && *s != '/')
+                s++;
+            if (s == seg || n >= 2)
+                return 0;
+            params[n++] = h2o_iovec_init(seg, (size_t)(s - seg));
+            p = close + 1;
+        } else if (*p++ != *s++) {
+            return 0;
+        }
+    }
+    return *p == '\0' && s == end;
+}
+
+static int is_api_path(h2o_iovec_t path)
+{
+    static const char *const prefixes[] = {"/v1/", "/v2/", "/healthz", "/readyz", "/metrics", "/v1"};
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+        size_t n = strlen(prefixes[i]);
+        if (path.len >= n && memcmp(path.base, prefixes[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int authenticate(http_ctx *c)
+{
+    const char *h = http_header(c, "authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0 || h[7] == '\0') {
+        http_error(c, GERR_UNAUTHORIZED, NULL, "missing bearer token (header 'Authorization: Bearer <token>')");
+        return -1;
+    }
+    const char *secret = h + 7;
+    if (strlen(secret) > 256 || auth_lookup(c->srv->db, secret, strlen(secret), &c->auth) != 0) {
+        http_error(c, GERR_UNAUTHORIZED, NULL, "unknown or revoked token");
+        return -1;
+    }
+    if (c->auth.role < c->route->role) {
+        http_error(c, GERR_FORBIDDEN, NULL, "role '%s' may not do this (needs '%s')", role_name(c->auth.role),
+                   role_name(c->route->role));
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_body(http_ctx *c)
+{
+    h2o_req_t *req = c->req;
+    size_t limit = c->route->body == BODY_JSON_LARGE ? c->srv->placement_body_limit : c->srv->body_limit;
+    if (req->entity.len > limit) {
+        http_error(c, GERR_TOO_LARGE, NULL, "body is %zu bytes; the limit is %zu", req->entity.len, limit);
+        return -1;
+    }
+    if (req->entity.len == 0 || req->entity.base == NULL) {
+        c->body = json_object();
+        return 0;
+    }
+    const char *ct = http_header(c, "content-type");
+    if (!ct || strncasecmp(ct, "application/json", 16) != 0) {
+        http_error(c, GERR_UNSUPPORTED_MEDIA, NULL, "send the body as 'Content-Type: application/json'");
+        return -1;
+    }
+    int depth = http_json_depth(req->entity.base, req->entity.len);
+    if (depth > c->srv->json_max_depth) {
+        http_error(c, GERR_INVALID_JSON, NULL, "JSON nesting depth %d exceeds the limit of %d", depth,
+                   c->srv->json_max_depth);
+        return -1;
+    }
+    json_error_t jerr;
+    c->body = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!c->body) {
+        http_error(c, GERR_INVALID_JSON, NULL, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
+                   jerr.text);
+        return -1;
+    }
+    if (!json_is_object(c->body)) {
+        http_error(c, GERR_INVALID_JSON, NULL, "the body must be a JSON object");
+        return -1;
+    }
+    return 0;
+}
+
+static void free_body(void *p)
+{
+    http_ctx *c = *(http_ctx **)p;
+    json_decref(c->body);
+    c->body = NULL;
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    server *srv = ((api_handler *)self)->srv;
+    h2o_iovec_t path = req->path_normalized;
+    if (!is_api_path(path))
+        return -1; /* the static dashboard */
+
+    http_ctx *c = h2o_mem_alloc_pool(&req->pool, sizeof(*c));
+    memset(c, 0, sizeof(*c));
+    c->req = req;
+    c->srv = srv;
+    c->start_us = clock_mono_us();
+    c->route_index = -1;
+    http_ctx **owner = h2o_mem_alloc_shared(&req->pool, sizeof(*owner), free_body);
+    *owner = c;
+
+    char allow[128] = "";
+    for (int i = 0; i < routes_count; i++) {
+        h2o_iovec_t params[2] = {{NULL, 0}, {NULL, 0}};
+        if (!match(routes[i].pattern, path, params))
+            continue;
+        if (!h2o_memis(req->method.base, req->method.len, routes[i].method, strlen(routes[i].method))) {
+            size_t n = strlen(allow);
+            snprintf(allow + n, sizeof(allow) - n, "%s%s", n ? ", " : "", routes[i].method);
+            continue;
+        }
+        c->route = &routes[i];
+        c->route_index = i;
+        memcpy(c->params, params, sizeof(params));
+        break;
+    }
+    if (!c->route) {
+        if (allow[0]) {
+            http_add_header(c, "allow", allow);
+            http_error(c, GERR_METHOD_NOT_ALLOWED, NULL, "%.*s is not allowed here; allowed: %s", (int)req->method.len,
+                       req->method.base, allow);
+        } else {
+            http_error(c, GERR_NOT_FOUND, NULL, "no such endpoint: %.*s", (int)path.len, path.base);
+        }
+        return 0;
+    }
+    if (c->route->role != ROLE_NONE && authenticate(c) != 0)
+        return 0;
+    if (c->route->body != BODY_NONE && parse_body(c) != 0)
+        return 0;
+    c->route->fn(c);
+    return 0;
+}
+
+void http_register(server *srv, h2o_pathconf_t *pathconf)
+{
+    api_handler *h = (api_handler *)h2o_create_handler(pathconf, sizeof(*h));
+    h->srv = srv;
+    h->super.on_req = on_req;
+}

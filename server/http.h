@@ -1,0 +1,75 @@
+/* http.h - the request context, replies and the route table's types.
+ *
+ * One table (routes.c) lists every endpoint: method, path pattern with {params},
+ * the least role needed, the body limit and the handler.  http.c matches a
+ * request against it in one place: 404/405, authentication (401), roles (403),
+ * content type (415), body size (413), JSON syntax and nesting depth (400)
+ * are all decided there, before any handler runs.  Handlers answer with
+ * http_reply_json or http_error; a handler that must wait (for a commit)
+ * takes an http_defer and answers later. */
+#ifndef GANTRY_HTTP_H
+#define GANTRY_HTTP_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "server/auth.h"
+#include "server/errors.h"
+#include "server/server.h"
+
+typedef struct http_ctx http_ctx;
+typedef void (*route_fn)(http_ctx *c);
+
+enum { BODY_NONE = 0, BODY_JSON = 1, BODY_JSON_LARGE = 2 };
+
+typedef struct {
+    const char *method;
+    const char *pattern; /* "/v1/jobs/{id}/cancel" */
+    role role;           /* ROLE_NONE: no token needed */
+    int body;            /* BODY_* */
+    route_fn fn;
+    const char *summary;
+} route;
+
+struct http_ctx {
+    h2o_req_t *req;
+    server *srv;
+    const route *route;
+    int route_index;
+    auth_info auth;
+    h2o_iovec_t params[2];
+    json_t *body; /* parsed body for BODY_JSON routes, owned by the context */
+    int64_t start_us;
+    struct http_defer *defer;
+};
+
+extern const route routes[];
+extern const int routes_count;
+
+/* installs the API dispatcher on pathconf; requests outside the API fall through (-1) */
+void http_register(server *srv, h2o_pathconf_t *pathconf);
+
+/* stealing `body`; adds Content-Type and Content-Length */
+void http_reply_json(http_ctx *c, int status, json_t *body);
+void http_reply_text(http_ctx *c, int status, const char *content_type, const char *body, size_t len);
+void http_error(http_ctx *c, gerr e, const char *field, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void http_add_header(http_ctx *c, const char *name, const char *value);
+
+/* the named {param} of the route ("" when absent), copied into the request pool */
+const char *http_param(http_ctx *c, int i);
+/* the query parameter's value copied into the request pool, NULL when absent (no decoding beyond %XX) */
+const char *http_query(http_ctx *c, const char *name);
+/* a request header's value copied into the request pool, NULL when absent */
+const char *http_header(http_ctx *c, const char *name);
+
+/* Deferred replies: the request may be gone (client closed) before the answer
+ * is ready.  http_defer_ctx returns NULL then; http_defer_end releases. */
+typedef struct http_defer http_defer;
+http_defer *http_defer_begin(http_ctx *c);
+http_ctx *http_defer_ctx(http_defer *d);
+void http_defer_end(http_defer *d);
+
+/* the depth of the deepest nesting of arrays/objects in a JSON text (strings skipped) */
+int http_json_depth(const char *s, size_t len);
+
+#endif

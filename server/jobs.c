@@ -1,0 +1,380 @@
+#include "server/jobs.h"
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/jobstate.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define JOB_COLS                                                                                                       \
+    "seq, id, tenant_id, type, name, priority, state, created_at, updated_at, started_at, finished_at, progress, "     \
+    "worker, error, attempts, spec, result"
+
+static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+    return sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s && *s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static int insert_event(sqlite3 *db, const char *event_id, const char *job_id, int64_t ts, const char *state,
+                        const char *reason, const char *source, double progress)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "INSERT OR IGNORE INTO job_events (id, job_id, ts, state, reason, source, progress) VALUES (?,?,?,?,?,?,?)",
+             &st) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, event_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, ts);
+    sqlite3_bind_text(st, 4, state ? state : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, reason ? reason : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, source ? source : "", -1, SQLITE_STATIC);
+    if (progress >= 0)
+        sqlite3_bind_double(st, 7, progress);
+    else
+        sqlite3_bind_null(st, 7);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? sqlite3_changes(db) : -1;
+    sqlite3_finalize(st);
+    return rc; /* 1 inserted, 0 duplicate */
+}
+
+static int find_idem(sqlite3 *db, job_new *j)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?", &st) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, j->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, j->idem, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        snprintf(j->existing, sizeof(j->existing), "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int jobs_insert(sqlite3 *db, job_new *j)
+{
+    j->existing[0] = '\0';
+    if (j->idem && (find_idem(db, j) != 0 || j->existing[0]))
+        return j->existing[0] ? 0 : -1;
+    char *spec = json_dumps(j->spec, JSON_COMPACT);
+    sqlite3_stmt *st;
+    if (!spec || prep(db,
+                      "INSERT INTO jobs (id, tenant_id, type, name, priority, slots, state, spec, created_at, "
+                      "updated_at) VALUES (?,?,?,?,?,?,'queued',?,?,?)",
+                      &st) != 0) {
+        free(spec);
+        return -1;
+    }
+    int64_t now = clock_now_ms();
+    sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, j->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, j->type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, j->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 5, j->priority);
+    sqlite3_bind_int(st, 6, j->slots);
+    sqlite3_bind_text(st, 7, spec, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, now);
+    sqlite3_bind_int64(st, 9, now);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(st);
+    free(spec);
+    char eid[48];
+    if (rc == 0 && (id_random("e", 12, eid, sizeof(eid)) != 0 ||
+                    insert_event(db, eid, j->id, now, "queued", "accepted", "server", -1) != 1))
+        rc = -1;
+    if (rc == 0 && j->idem) {
+        if (prep(db, "INSERT INTO idempotency_keys (tenant_id, key, job_id, created_at) VALUES (?,?,?,?)", &st) != 0)
+            return -1;
+        sqlite3_bind_text(st, 1, j->tenant_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, j->idem, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, j->id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, now);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+        sqlite3_finalize(st);
+    }
+    return rc;
+}
+
+/* ---- reading ---- */
+
+static json_t *time_or_null(sqlite3_stmt *st, int col)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        return json_null();
+    char buf[32];
+    clock_iso8601(sqlite3_column_int64(st, col), buf, sizeof(buf));
+    return json_string(buf);
+}
+
+static json_t *text_or_null(sqlite3_stmt *st, int col)
+{
+    const unsigned char *v = sqlite3_column_text(st, col);
+    return v ? json_string((const char *)v) : json_null();
+}
+
+static json_t *parsed_or_null(sqlite3_stmt *st, int col)
+{
+    const char *v = (const char *)sqlite3_column_text(st, col);
+    json_t *j = v ? json_loads(v, 0, NULL) : NULL;
+    return j ? j : json_null();
+}
+
+/* one row of JOB_COLS as API JSON */
+static json_t *row_json(sqlite3_stmt *st, bool full)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", text_or_null(st, 1));
+    json_object_set_new(o, "tenant", text_or_null(st, 2));
+    json_object_set_new(o, "type", text_or_null(st, 3));
+    json_object_set_new(o, "name", text_or_null(st, 4));
+    json_object_set_new(o, "priority", json_string(job_priority_name(sqlite3_column_int(st, 5))));
+    json_object_set_new(o, "state", text_or_null(st, 6));
+    json_object_set_new(o, "created_at", time_or_null(st, 7));
+    json_object_set_new(o, "updated_at", time_or_null(st, 8));
+    json_object_set_new(o, "started_at", time_or_null(st, 9));
+    json_object_set_new(o, "finished_at", time_or_null(st, 10));
+    json_object_set_new(o, "progress", sqlite3_column_type(st, 11) == SQLITE_NULL
+                                           ? json_null()
+                                           : json_real(sqlite3_column_double(st, 11)));
+    json_object_set_new(o, "worker", text_or_null(st, 12));
+    json_object_set_new(o, "error", text_or_null(st, 13));
+    json_object_set_new(o, "attempts", json_integer(sqlite3_column_int(st, 14)));
+    if (full) {
+        json_object_set_new(o, "spec", parsed_or_null(st, 15));
+        json_object_set_new(o, "result", parsed_or_null(st, 16));
+    }
+    return o;
+}
+
+json_t *jobs_get_json(sqlite3 *db, const char *id, const char *tenant_id, bool full)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT " JOB_COLS " FROM jobs WHERE id = ? AND (?2 IS NULL OR tenant_id = ?2)", &st) != 0)
+        return NULL;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 2, tenant_id);
+    json_t *o = sqlite3_step(st) == SQLITE_ROW ? row_json(st, full) : NULL;
+    sqlite3_finalize(st);
+    return o;
+}
+
+json_t *jobs_list_json(sqlite3 *db, const job_filter *f)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT " JOB_COLS " FROM jobs WHERE (?1 IS NULL OR tenant_id = ?1) AND (?2 IS NULL OR type = ?2) AND "
+             "(?3 IS NULL OR state = ?3) AND (?4 = 0 OR seq < ?4) ORDER BY seq DESC LIMIT ?5",
+             &st) != 0)
+        return NULL;
+    bind_text_or_null(st, 1, f->tenant_id);
+    bind_text_or_null(st, 2, f->type);
+    bind_text_or_null(st, 3, f->state);
+    sqlite3_bind_int64(st, 4, f->cursor);
+    sqlite3_bind_int(st, 5, f->limit + 1);
+    json_t *jobs = json_array();
+    int64_t last = 0;
+    bool more = false;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if ((int)json_array_size(jobs) == f->limit) {
+            more = true;
+            break;
+        }
+        last = sqlite3_column_int64(st, 0);
+        json_array_append_new(jobs, row_json(st, false));
+    }
+    sqlite3_finalize(st);
+    char cursor[32];
+    snprintf(cursor, sizeof(cursor), "%lld", (long long)last);
+    return json_pack("{s:o, s:o}", "jobs", jobs, "next_cursor", more ? json_string(cursor) : json_null());
+}
+
+json_t *jobs_events_json(sqlite3 *db, const char *job_id)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT id, ts, state, reason, source, progress FROM job_events WHERE job_id = ? ORDER BY seq", &st) != 0)
+        return NULL;
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    json_t *events = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        json_t *e = json_object();
+        json_object_set_new(e, "id", text_or_null(st, 0));
+        json_object_set_new(e, "job_id", json_string(job_id));
+        json_object_set_new(e, "ts", time_or_null(st, 1));
+        json_object_set_new(e, "state", text_or_null(st, 2));
+        json_object_set_new(e, "reason", text_or_null(st, 3));
+        json_object_set_new(e, "source", text_or_null(st, 4));
+        json_object_set_new(e, "progress", sqlite3_column_type(st, 5) == SQLITE_NULL
+                                               ? json_null()
+                                               : json_real(sqlite3_column_double(st, 5)));
+        json_array_append_new(events, e);
+    }
+    sqlite3_finalize(st);
+    return json_pack("{s:o}", "events", events);
+}
+
+/* ---- writing from events ---- */
+
+static int job_state_of(sqlite3 *db, const char *id, job_state *state, char *tenant)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT state, tenant_id FROM jobs WHERE id = ?", &st) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int rc = 1;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *state = job_state_parse((const char *)sqlite3_column_text(st, 0));
+        snprintf(tenant, 48, "%s", (const char *)sqlite3_column_text(st, 1));
+        rc = 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int move_job(sqlite3 *db, const event_msg *e, job_state to)
+{
+    sqlite3_stmt *st;
+    char *result = e->result ? json_dumps(e->result, JSON_COMPACT) : NULL;
+    if (prep(db,
+             "UPDATE jobs SET state = ?2, updated_at = ?3, "
+             "started_at = CASE WHEN ?2 = 'running' AND started_at IS NULL THEN ?3 ELSE started_at END, "
+             "finished_at = CASE WHEN ?4 THEN ?3 ELSE finished_at END, "
+             "worker = COALESCE(?5, worker), result = COALESCE(?6, result), "
+             "error = CASE WHEN ?2 = 'failed' OR ?2 = 'cancelled' THEN ?7 ELSE error END, "
+             "attempts = attempts + (?2 = 'scheduled'), "
+             "progress = CASE WHEN ?2 = 'succeeded' THEN 1.0 WHEN ?2 = 'queued' THEN NULL ELSE progress END "
+             "WHERE id = ?1",
+             &st) != 0) {
+        free(result);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, e->job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, job_state_name(to), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, e->ts);
+    sqlite3_bind_int(st, 4, job_state_terminal(to));
+    bind_text_or_null(st, 5, e->worker);
+    bind_text_or_null(st, 6, result);
+    sqlite3_bind_text(st, 7, e->reason, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(st);
+    free(result);
+    return rc;
+}
+
+static int set_progress(sqlite3 *db, const event_msg *e)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "UPDATE jobs SET progress = ?, updated_at = ? WHERE id = ?", &st) != 0)
+        return -1;
+    sqlite3_bind_double(st, 1, e->progress);
+    sqlite3_bind_int64(st, 2, e->ts);
+    sqlite3_bind_text(st, 3, e->job_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *tenant_out)
+{
+    job_state cur = JS_INVALID;
+    int found = job_state_of(db, e->job_id, &cur, tenant_out);
+    if (found < 0)
+        return -1;
+    if (found > 0) {
+        *res = APPLY_UNKNOWN_JOB;
+        return 0;
+    }
+    int ins = insert_event(db, e->id, e->job_id, e->ts, e->state, e->reason, e->source, e->progress);
+    if (ins < 0)
+        return -1;
+    if (ins == 0) {
+        *res = APPLY_DUPLICATE;
+        return 0;
+    }
+    *res = APPLY_RECORDED;
+    job_state to = job_state_parse(e->state);
+    if (e->state[0] && job_state_can_move(cur, to)) {
+        if (move_job(db, e, to) != 0)
+            return -1;
+        *res = APPLY_MOVED;
+    }
+    if (!e->state[0] && e->progress >= 0 && !job_state_terminal(cur) && set_progress(db, e) != 0)
+        return -1;
+    return 0;
+}
+
+int jobs_cancel(sqlite3 *db, const char *id, const char *tenant_id, const char *who, char *event_id_out)
+{
+    job_state cur;
+    char tenant[48];
+    int found = job_state_of(db, id, &cur, tenant);
+    if (found != 0 || (tenant_id && strcmp(tenant, tenant_id) != 0))
+        return found < 0 ? -1 : 2;
+    if (job_state_terminal(cur))
+        return 1;
+    event_msg e;
+    msg_event_init(&e, id, "server");
+    snprintf(e.state, sizeof(e.state), "cancelled");
+    snprintf(e.reason, sizeof(e.reason), "cancelled by %s", who);
+    snprintf(event_id_out, 48, "%s", e.id);
+    if (insert_event(db, e.id, id, e.ts, e.state, e.reason, e.source, -1) != 1)
+        return -1;
+    return move_job(db, &e, JS_CANCELLED);
+}
+
+int jobs_mark_published(sqlite3 *db, const char *id)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "UPDATE jobs SET published = 1 WHERE id = ?", &st) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int max, jobs_task_fn fn, void *arg)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT seq, id, tenant_id, type, priority, slots, attempts, spec FROM jobs WHERE published = 0 AND seq > ? "
+             "AND created_at < ? AND state NOT IN ('succeeded', 'failed', 'cancelled') ORDER BY seq LIMIT ?",
+             &st) != 0)
+        return after;
+    sqlite3_bind_int64(st, 1, after);
+    sqlite3_bind_int64(st, 2, before_ms);
+    sqlite3_bind_int(st, 3, max);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        task_msg t;
+        memset(&t, 0, sizeof(t));
+        after = sqlite3_column_int64(st, 0);
+        snprintf(t.job_id, sizeof(t.job_id), "%s", (const char *)sqlite3_column_text(st, 1));
+        snprintf(t.tenant, sizeof(t.tenant), "%s", (const char *)sqlite3_column_text(st, 2));
+        snprintf(t.type, sizeof(t.type), "%s", (const char *)sqlite3_column_text(st, 3));
+        t.priority = sqlite3_column_int(st, 4);
+        t.slots = sqlite3_column_int(st, 5);
+        t.attempt = sqlite3_column_int(st, 6);
+        t.spec = json_loads((const char *)sqlite3_column_text(st, 7), 0, NULL);
+        fn(arg, &t);
+        json_decref(t.spec);
+    }
+    sqlite3_finalize(st);
+    return after;
+}
+
+void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, const char *state, long n), void *arg)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT type, state, count(*) FROM jobs GROUP BY type, state", &st) != 0)
+        return;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        fn(arg, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+           (long)sqlite3_column_int64(st, 2));
+    sqlite3_finalize(st);
+}

@@ -1,0 +1,59 @@
+/* jobs.h - the jobs and job_events tables: every SQL statement about jobs lives here.
+ * Functions that write run inside a store transaction (see store.h). */
+#ifndef GANTRY_JOBS_H
+#define GANTRY_JOBS_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/msg.h"
+
+typedef struct {
+    char id[48];
+    char tenant_id[48];
+    char type[16];
+    char name[256];
+    int priority;
+    int slots;
+    json_t *spec;       /* borrowed */
+    const char *idem;   /* Idempotency-Key or NULL */
+    char existing[48];  /* out: set when the key was already used (the earlier job's id) */
+} job_new;
+
+/* inserts the job (state queued, unpublished) and its first event; 0 or -1 */
+int jobs_insert(sqlite3 *db, job_new *j);
+
+/* The job as API JSON; NULL when it does not exist or tenant_id (when not NULL) does not own it. */
+json_t *jobs_get_json(sqlite3 *db, const char *id, const char *tenant_id, bool full);
+
+typedef struct {
+    const char *tenant_id; /* NULL: every tenant (admin) */
+    const char *type, *state;
+    int64_t cursor; /* 0: from the newest */
+    int limit;
+} job_filter;
+/* {"jobs":[...],"next_cursor":..} */
+json_t *jobs_list_json(sqlite3 *db, const job_filter *f);
+/* {"events":[...]} oldest first */
+json_t *jobs_events_json(sqlite3 *db, const char *job_id);
+
+typedef enum { APPLY_DUPLICATE, APPLY_UNKNOWN_JOB, APPLY_RECORDED, APPLY_MOVED } apply_result;
+/* Persists a stream event once (by event id) and moves the job when the transition is legal.
+ * `tenant_out` (48 bytes) receives the job's tenant. -1 on a database error. */
+int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *tenant_out);
+
+/* Cancels a live job: 0, 1 when it is already terminal, 2 when unknown/not owned, -1 on error. */
+int jobs_cancel(sqlite3 *db, const char *id, const char *tenant_id, const char *who, char *event_id_out);
+
+int jobs_mark_published(sqlite3 *db, const char *id);
+/* Calls fn for up to `max` unpublished, unfinished jobs after seq `after` created before `before_ms`
+ * (oldest first); returns the last seq seen (== after when there were none). */
+typedef void (*jobs_task_fn)(void *arg, const task_msg *t);
+int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int max, jobs_task_fn fn, void *arg);
+
+/* counts by type and state for /metrics: calls fn(type, state, n) */
+void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, const char *state, long n), void *arg);
+
+#endif

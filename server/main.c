@@ -1,0 +1,215 @@
+/* gantry-server: the REST API, the dashboard, SQLite's only writer. */
+#include "common/config.h"
+#include "common/log.h"
+#include "server/auth.h"
+#include "server/bus.h"
+#include "server/db.h"
+#include "server/http.h"
+#include "server/metrics.h"
+#include "server/server.h"
+#include "server/sse.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static config_opt opts[] = {
+    {"listen", "HTTP address host:port", "127.0.0.1:8080"},
+    {"redis", "Redis address host:port", "127.0.0.1:6380"},
+    {"redis-password", "Redis AUTH password (empty: none)", ""},
+    {"state", "state directory (database, admin token)", "./var"},
+    {"db", "SQLite database file (default: STATE/gantry.db)", ""},
+    {"web", "directory of the dashboard's static files", GANTRY_SOURCE_DIR "/web"},
+    {"migrations", "directory of NNNN_name.sql migrations", GANTRY_SOURCE_DIR "/migrations"},
+    {"admin-token", "bootstrap admin token (default: $GANTRY_ADMIN_TOKEN, else STATE/admin.token, else generated)", ""},
+    {"body-limit", "largest JSON body in bytes", "1048576"},
+    {"placement-body-limit", "largest placement job submission in bytes", "33554432"},
+    {"json-max-depth", "deepest JSON nesting accepted", "64"},
+    {"consumer", "this server's consumer name in the gantry:events group", "server"},
+    {"log-level", "debug, info, warn or error", "info"},
+};
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+#define OPT(name) config_get(opts, NOPTS, name)
+
+static server srv;
+static uv_signal_t sigterm, sigint;
+
+static int split_hostport(const char *s, char *host, size_t hlen, int *port)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || (size_t)(colon - s) >= hlen)
+        return -1;
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = '\0';
+    *port = atoi(colon + 1);
+    return *port > 0 && *port < 65536 ? 0 : -1;
+}
+
+static int admin_token(const char *state)
+{
+    char secret[256] = "", path[4096];
+    const char *preset = OPT("admin-token")[0] ? OPT("admin-token") : getenv("GANTRY_ADMIN_TOKEN");
+    snprintf(path, sizeof(path), "%s/admin.token", state);
+    if (preset && *preset) {
+        snprintf(secret, sizeof(secret), "%s", preset);
+    } else {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(secret, sizeof(secret), f))
+                secret[0] = '\0';
+            fclose(f);
+            secret[strcspn(secret, "\r\n")] = '\0';
+        }
+    }
+    if (!secret[0]) {
+        if (auth_new_secret(secret) != 0)
+            return -1;
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || write(fd, secret, strlen(secret)) < 0 || write(fd, "\n", 1) < 0) {
+            log_error("cannot write %s: %s", path, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        close(fd);
+        log_info("generated the bootstrap admin token into %s", path);
+    }
+    if (strlen(secret) < 16) {
+        log_error("the admin token must be at least 16 characters");
+        return -1;
+    }
+    return auth_ensure_admin(srv.db, secret);
+}
+
+static void on_accept(uv_stream_t *listener, int status)
+{
+    if (status != 0)
+        return;
+    uv_tcp_t *conn = malloc(sizeof(*conn));
+    uv_tcp_init(listener->loop, conn);
+    if (uv_accept(listener, (uv_stream_t *)conn) != 0) {
+        uv_close((uv_handle_t *)conn, (uv_close_cb)free);
+        return;
+    }
+    uv_tcp_nodelay(conn, 1);
+    h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, (uv_close_cb)free);
+    h2o_accept(&srv.accept, sock);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    (void)h;
+    log_info("signal %d: stopping", signum);
+    srv.stopping = true;
+    uv_close((uv_handle_t *)&srv.listener, NULL);
+    store_close(srv.store);
+    bus_close(srv.bus);
+    sse_close(srv.sse);
+    uv_signal_stop(&sigterm);
+    uv_signal_stop(&sigint);
+    uv_stop(srv.loop);
+}
+
+static int setup_http(const char *listen)
+{
+    char host[256];
+    int port;
+    if (split_hostport(listen, host, sizeof(host), &port) != 0) {
+        log_error("--listen must be host:port, got '%s'", listen);
+        return -1;
+    }
+    h2o_config_init(&srv.h2o);
+    srv.h2o.max_request_entity_size = srv.placement_body_limit + 1; /* the per-route limits answer 413 in JSON */
+    h2o_hostconf_t *host_conf = h2o_config_register_host(&srv.h2o, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *root = h2o_config_register_path(host_conf, "/", 0);
+    http_register(&srv, root); /* API first: it passes every other path on to the files */
+    h2o_file_register(root, srv.web_dir, NULL, NULL, 0);
+    h2o_context_init(&srv.h2o_ctx, srv.loop, &srv.h2o);
+    srv.accept.ctx = &srv.h2o_ctx;
+    srv.accept.hosts = srv.h2o.hosts;
+
+    struct sockaddr_in addr;
+    if (uv_ip4_addr(host, port, &addr) != 0) {
+        log_error("bad listen address %s", listen);
+        return -1;
+    }
+    uv_tcp_init(srv.loop, &srv.listener);
+    int rc = uv_tcp_bind(&srv.listener, (struct sockaddr *)&addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&srv.listener, 1024, on_accept);
+    if (rc != 0) {
+        log_error("cannot listen on %s: %s", listen, uv_strerror(rc));
+        return -1;
+    }
+    log_info("listening on http://%s", listen);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    log_init("server");
+    int rc = config_parse(argc, argv, opts, NOPTS, "gantry-server",
+                          "The gantry REST API and dashboard; the only writer of the SQLite database.");
+    if (rc != 0)
+        return rc < 0 ? 2 : 0;
+    const char *lvl = OPT("log-level");
+    log_set_level(strcmp(lvl, "debug") == 0 ? LOG_DEBUG : strcmp(lvl, "warn") == 0 ? LOG_WARN : LOG_INFO);
+    signal(SIGPIPE, SIG_IGN);
+
+    const char *state = OPT("state");
+    if (mkdir(state, 0700) != 0 && errno != EEXIST) {
+        log_error("cannot create state directory %s: %s", state, strerror(errno));
+        return 1;
+    }
+    char dbpath[4096], err[512];
+    snprintf(dbpath, sizeof(dbpath), "%s", OPT("db")[0] ? OPT("db") : "");
+    if (!dbpath[0])
+        snprintf(dbpath, sizeof(dbpath), "%s/gantry.db", state);
+
+    srv.loop = uv_default_loop();
+    srv.state_dir = state;
+    srv.web_dir = OPT("web");
+    srv.body_limit = strtoull(OPT("body-limit"), NULL, 10);
+    srv.placement_body_limit = strtoull(OPT("placement-body-limit"), NULL, 10);
+    srv.json_max_depth = atoi(OPT("json-max-depth"));
+    srv.list_max = 500;
+    if (srv.placement_body_limit < srv.body_limit)
+        srv.placement_body_limit = srv.body_limit;
+
+    if (db_open(dbpath, &srv.db, err, sizeof(err)) != 0 || db_migrate(srv.db, OPT("migrations"), err, sizeof(err)) < 0) {
+        log_error("%s", err);
+        return 1;
+    }
+    if (admin_token(state) != 0) {
+        log_error("cannot set up the bootstrap admin token");
+        return 1;
+    }
+    char rhost[256];
+    int rport;
+    if (split_hostport(OPT("redis"), rhost, sizeof(rhost), &rport) != 0) {
+        log_error("--redis must be host:port");
+        return 2;
+    }
+    srv.store = store_create(srv.loop, srv.db);
+    srv.sse = sse_create(srv.loop);
+    srv.metrics = metrics_create(routes_count);
+    srv.bus = bus_create(&srv, rhost, rport, OPT("redis-password"), OPT("consumer"));
+    if (setup_http(OPT("listen")) != 0)
+        return 1;
+
+    uv_signal_init(srv.loop, &sigterm);
+    uv_signal_init(srv.loop, &sigint);
+    uv_signal_start(&sigterm, on_signal, SIGTERM);
+    uv_signal_start(&sigint, on_signal, SIGINT);
+    log_info("database %s, redis %s, dashboard files %s", dbpath, OPT("redis"), srv.web_dir);
+    uv_run(srv.loop, UV_RUN_DEFAULT);
+    store_flush(srv.store);
+    sqlite3_close(srv.db);
+    log_info("stopped");
+    return 0;
+}

@@ -1,0 +1,24 @@
+/* routes.c - the route table: the one list of endpoints, their roles and body
+ * rules.  http.c routes by it; /metrics labels come from it; the OpenAPI document
+ * (operations issue) will be generated from it. */
+#include "server/api.h"
+
+const route routes[] = {
+    {"GET", "/healthz", ROLE_NONE, BODY_NONE, api_healthz, "liveness probe"},
+    {"GET", "/readyz", ROLE_NONE, BODY_NONE, api_readyz, "readiness: SQLite and Redis reachable"},
+    {"GET", "/metrics", ROLE_NONE, BODY_NONE, api_metrics, "Prometheus metrics"},
+    {"GET", "/v1/whoami", ROLE_VIEWER, BODY_NONE, api_whoami, "the caller's tenant and role"},
+    {"POST", "/v1/tenants", ROLE_ADMIN, BODY_JSON, api_tenant_create, "create a tenant"},
+    {"GET", "/v1/tenants", ROLE_ADMIN, BODY_NONE, api_tenant_list, "list tenants"},
+    {"POST", "/v1/tenants/{id}/tokens", ROLE_ADMIN, BODY_JSON, api_token_create, "create a token (shown once)"},
+    {"POST", "/v1/jobs", ROLE_MEMBER, BODY_JSON_LARGE, api_job_submit, "submit a job"},
+    {"GET", "/v1/jobs", ROLE_VIEWER, BODY_NONE, api_job_list, "list jobs (keyset pagination)"},
+    {"GET", "/v1/jobs/{id}", ROLE_VIEWER, BODY_NONE, api_job_get, "a job with its spec and result"},
+    {"POST", "/v1/jobs/{id}/cancel", ROLE_MEMBER, BODY_JSON, api_job_cancel, "cancel a job"},
+    {"GET", "/v1/jobs/{id}/events", ROLE_VIEWER, BODY_NONE, api_job_events, "a job's events, oldest first"},
+    {"GET", "/v1/events", ROLE_VIEWER, BODY_NONE, api_events_stream, "Server-Sent Events for the tenant"},
+    {"GET", "/v1/workers", ROLE_VIEWER, BODY_NONE, api_workers, "workers, their slots and what they run"},
+    {"GET", "/v1/models", ROLE_VIEWER, BODY_NONE, api_models, "the tenant's registered models"},
+};
+
+const int routes_count = sizeof(routes) / sizeof(routes[0]);

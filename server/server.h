@@ -1,0 +1,43 @@
+/* server.h - the gantry-server process: what it owns and the pieces it wires.
+ *
+ * One libuv loop runs everything: h2o (HTTP), the Redis bus (hiredis async),
+ * the group-commit store (SQLite, the only writer), the SSE hub, timers. */
+#ifndef GANTRY_SERVER_H
+#define GANTRY_SERVER_H
+
+#define H2O_USE_LIBUV 1
+#include <h2o.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "server/store.h"
+
+typedef struct bus bus;
+typedef struct sse_hub sse_hub;
+typedef struct metrics metrics;
+
+typedef struct server {
+    uv_loop_t *loop;
+    sqlite3 *db;
+    store *store;
+    bus *bus;
+    sse_hub *sse;
+    metrics *metrics;
+
+    /* settings */
+    const char *web_dir;
+    const char *state_dir;
+    size_t body_limit;           /* every JSON body (default 1 MiB) */
+    size_t placement_body_limit; /* POST /v1/jobs with a placement graph (default 32 MiB) */
+    int json_max_depth;
+    int list_max;
+
+    h2o_globalconf_t h2o;
+    h2o_context_t h2o_ctx;
+    h2o_accept_ctx_t accept;
+    uv_tcp_t listener;
+    bool stopping;
+} server;
+
+#endif

@@ -1,0 +1,63 @@
+#include "server/spec.h"
+#include "common/jobstate.h"
+#include "workers/place/place.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define NAME_MAX_LEN 200
+
+static int fail(char *field, size_t flen, char *msg, size_t mlen, const char *f, const char *m)
+{
+    snprintf(field, flen, "%s", f);
+    snprintf(msg, mlen, "%s", m);
+    return -1;
+}
+
+int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char *msg, size_t mlen)
+{
+    static const char *const known[] = {"type", "name", "priority", "spec"};
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v)
+    {
+        int ok = 0;
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+            ok |= strcmp(key, known[i]) == 0;
+        if (!ok) {
+            snprintf(field, flen, "%s", key);
+            snprintf(msg, mlen, "unknown field '%s' (a job has type, name, priority and spec)", key);
+            return -1;
+        }
+    }
+    json_t *type = json_object_get(body, "type");
+    if (!json_is_string(type))
+        return fail(field, flen, msg, mlen, "type", "required: one of placement, training, inference, federated");
+    if (!job_type_valid(json_string_value(type)))
+        return fail(field, flen, msg, mlen, "type", "must be one of placement, training, inference, federated");
+    snprintf(out->type, sizeof(out->type), "%s", json_string_value(type));
+
+    json_t *name = json_object_get(body, "name");
+    if (name && !json_is_string(name))
+        return fail(field, flen, msg, mlen, "name", "must be a string");
+    if (name && (json_string_length(name) == 0 || json_string_length(name) > NAME_MAX_LEN))
+        return fail(field, flen, msg, mlen, "name", "must be 1 to 200 characters");
+    snprintf(out->name, sizeof(out->name), "%s", name ? json_string_value(name) : out->type);
+
+    json_t *prio = json_object_get(body, "priority");
+    out->priority = 1;
+    if (prio && (!json_is_string(prio) || (out->priority = job_priority_parse(json_string_value(prio))) < 0))
+        return fail(field, flen, msg, mlen, "priority", "must be one of low, normal, high");
+
+    json_t *spec = json_object_get(body, "spec");
+    if (!json_is_object(spec))
+        return fail(field, flen, msg, mlen, "spec", "required: an object with the job's settings");
+    out->spec = spec;
+    out->slots = 1;
+
+    if (strcmp(out->type, "placement") == 0)
+        return place_spec_validate(spec, field, flen, msg, mlen);
+    snprintf(field, flen, "type");
+    snprintf(msg, mlen, "job type '%s' is not available in this version of gantry yet (placement is)", out->type);
+    return -1;
+}

@@ -1,0 +1,16 @@
+/* spec.h - validation of a job submission {"type","name","priority","spec"}.
+ * The per-type spec schemas live with the executors that run them (for
+ * placement: workers/place/place.h), so that the server validates exactly what
+ * the worker will accept. */
+#ifndef GANTRY_SPEC_H
+#define GANTRY_SPEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "server/jobs.h"
+
+/* 0 and fills type, name, priority, slots, spec (borrowed from body); or -1 with the field path and a message */
+int spec_validate_job(json_t *body, job_new *out, char *field, size_t field_len, char *msg, size_t msg_len);
+
+#endif

@@ -1,0 +1,154 @@
+#include "server/sse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SSE_MAX_PENDING (4u << 20) /* a stream that falls this far behind misses events (the client refetches) */
+#define SSE_KEEPALIVE_MS 15000
+
+typedef struct stream {
+    h2o_generator_t gen; /* first: h2o hands it back to proceed */
+    h2o_req_t *req;
+    sse_hub *hub;
+    char tenant[48]; /* "" = every tenant */
+    char *pending, *inflight;
+    size_t pending_len, pending_cap;
+    int sending;
+    struct stream *prev, *next;
+} stream;
+
+struct sse_hub {
+    stream *head;
+    int count;
+    uv_timer_t keepalive;
+};
+
+static void send_pending(stream *s)
+{
+    if (s->sending || s->pending_len == 0)
+        return;
+    free(s->inflight);
+    s->inflight = s->pending;
+    h2o_iovec_t buf = h2o_iovec_init(s->inflight, s->pending_len);
+    s->pending = NULL;
+    s->pending_len = s->pending_cap = 0;
+    s->sending = 1;
+    h2o_send(s->req, &buf, 1, H2O_SEND_STATE_IN_PROGRESS);
+}
+
+static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
+{
+    (void)req;
+    stream *s = (stream *)gen;
+    s->sending = 0;
+    send_pending(s);
+}
+
+static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
+{
+    (void)gen;
+    (void)req; /* the stream is unlinked when the request's pool is released (on_dispose) */
+}
+
+static void on_dispose(void *p)
+{
+    stream *s = p;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        s->hub->head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->hub->count--;
+    free(s->pending);
+    free(s->inflight);
+}
+
+static void append(stream *s, const char *data, size_t len)
+{
+    if (s->pending_len + len > SSE_MAX_PENDING)
+        return;
+    if (s->pending_len + len > s->pending_cap) {
+        size_t cap = s->pending_cap ? s->pending_cap * 2 : 4096;
+        while (cap < s->pending_len + len)
+            cap *= 2;
+        char *p = realloc(s->pending, cap);
+        if (!p)
+            return;
+        s->pending = p;
+        s->pending_cap = cap;
+    }
+    memcpy(s->pending + s->pending_len, data, len);
+    s->pending_len += len;
+}
+
+static void on_keepalive(uv_timer_t *t)
+{
+    sse_hub *hub = t->data;
+    for (stream *s = hub->head; s; s = s->next) {
+        append(s, ":keepalive\n\n", 12);
+        send_pending(s);
+    }
+}
+
+sse_hub *sse_create(uv_loop_t *loop)
+{
+    sse_hub *hub = calloc(1, sizeof(*hub));
+    uv_timer_init(loop, &hub->keepalive);
+    hub->keepalive.data = hub;
+    uv_timer_start(&hub->keepalive, on_keepalive, SSE_KEEPALIVE_MS, SSE_KEEPALIVE_MS);
+    uv_unref((uv_handle_t *)&hub->keepalive);
+    return hub;
+}
+
+void sse_attach(sse_hub *hub, h2o_req_t *req, const char *tenant_id)
+{
+    stream *s = h2o_mem_alloc_shared(&req->pool, sizeof(*s), on_dispose);
+    memset(s, 0, sizeof(*s));
+    s->gen.proceed = on_proceed;
+    s->gen.stop = on_stop;
+    s->req = req;
+    s->hub = hub;
+    if (tenant_id)
+        snprintf(s->tenant, sizeof(s->tenant), "%s", tenant_id);
+    s->next = hub->head;
+    if (hub->head)
+        hub->head->prev = s;
+    hub->head = s;
+    hub->count++;
+
+    req->res.status = 200;
+    req->res.reason = "OK";
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("text/event-stream"));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-store"));
+    h2o_start_response(req, &s->gen);
+    append(s, ":connected\n\n", 12);
+    send_pending(s);
+}
+
+void sse_publish(sse_hub *hub, const char *tenant_id, const char *name, const char *json)
+{
+    size_t len = strlen(name) + strlen(json) + 20;
+    char *msg = malloc(len);
+    if (!msg)
+        return;
+    int n = snprintf(msg, len, "event: %s\ndata: %s\n\n", name, json);
+    for (stream *s = hub->head; s; s = s->next) {
+        if (s->tenant[0] && strcmp(s->tenant, tenant_id) != 0)
+            continue;
+        append(s, msg, (size_t)n);
+        send_pending(s);
+    }
+    free(msg);
+}
+
+int sse_count(const sse_hub *hub)
+{
+    return hub->count;
+}
+
+void sse_close(sse_hub *hub)
+{
+    uv_timer_stop(&hub->keepalive);
+    uv_close((uv_handle_t *)&hub->keepalive, NULL);
+}

@@ -1,0 +1,37 @@
+/* executor.h - what a worker runs for each job type.
+ *
+ * An executor is a function from a task (type, spec) to a result JSON object.
+ * It reports progress and polls for cancellation through its context; it never
+ * touches Redis itself.  The table in executor.c maps job types to executors:
+ * training, inference and federated executors slot in beside placement. */
+#ifndef GANTRY_EXECUTOR_H
+#define GANTRY_EXECUTOR_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/msg.h"
+
+typedef struct exec_ctx {
+    const task_msg *task;
+    /* fraction in [0,1]; message may be NULL */
+    void (*progress)(struct exec_ctx *ctx, double fraction, const char *message);
+    bool (*cancelled)(struct exec_ctx *ctx);
+    void *opaque;
+} exec_ctx;
+
+/* 0 with *result set (a JSON object with a "metrics" object), or -1 with a reason in err */
+typedef int (*exec_fn)(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
+
+typedef struct {
+    const char *type;
+    exec_fn run;
+} executor;
+
+/* NULL when this worker has no executor for the type */
+const executor *executor_find(const char *type);
+
+int exec_placement(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,252 @@
+/* gantry-worker: one process per slot (a GPU, or a CPU slot).
+ *
+ * Registers in Redis, heartbeats from a thread, takes tasks from its list with a
+ * reliable move (BLMOVE into its in-flight list, removed only after the final
+ * event is published), runs the executor for the job type and publishes
+ * running / progress / result events to gantry:events.  SIGTERM: finishes the
+ * current task, then exits. */
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/ids.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/redis_sync.h"
+#include "workers/executor.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static config_opt opts[] = {
+    {"redis", "Redis address host:port", "127.0.0.1:6380"},
+    {"redis-password", "Redis AUTH password (empty: none)", ""},
+    {"id", "worker id (default: generated w_<hex>)", ""},
+    {"labels", "comma-separated key=value labels, e.g. site=a,zone=1", ""},
+    {"kind", "cpu or gpu (GPU workers need a build with the gpu feature)", "cpu"},
+    {"memory", "memory this slot offers, in bytes (0: the machine's)", "0"},
+    {"log-level", "debug, info, warn or error", "info"},
+};
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+#define OPT(name) config_get(opts, NOPTS, name)
+
+static volatile sig_atomic_t stopping;
+static char worker_id[40], source[96], info_json[2048];
+static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
+static char running_job[64];
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
+static void set_running(const char *job)
+{
+    pthread_mutex_lock(&running_lock);
+    snprintf(running_job, sizeof(running_job), "%s", job);
+    pthread_mutex_unlock(&running_lock);
+}
+
+static int heartbeat(rs_conn *r)
+{
+    char running[64], hb[32];
+    pthread_mutex_lock(&running_lock);
+    snprintf(running, sizeof(running), "%s", running_job);
+    pthread_mutex_unlock(&running_lock);
+    snprintf(hb, sizeof(hb), "%lld", (long long)clock_now_ms());
+    redisReply *rep = rs_command(r, "HSET %s%s info %s hb %s util %s running %s", K_WORKER_PREFIX, worker_id, info_json,
+                                 hb, running[0] ? "1" : "0", running);
+    int ok = rep && rep->type != REDIS_REPLY_ERROR;
+    freeReplyObject(rep);
+    if (ok) {
+        freeReplyObject(rs_command(r, "PEXPIRE %s%s %d", K_WORKER_PREFIX, worker_id, K_WORKER_TTL_MS));
+        freeReplyObject(rs_command(r, "SADD %s %s", K_WORKERS_SET, worker_id));
+    }
+    return ok ? 0 : -1;
+}
+
+static void *heartbeat_thread(void *arg)
+{
+    rs_conn *r = arg;
+    while (!stopping) {
+        heartbeat(r);
+        for (int i = 0; i < 10 && !stopping; i++)
+            usleep(K_HEARTBEAT_MS * 100);
+    }
+    return NULL;
+}
+
+/* publishes until Redis takes it: an event is never dropped while the worker lives */
+static void publish(rs_conn *r, const event_msg *e)
+{
+    char *s = msg_event_encode(e);
+    if (!s)
+        return;
+    for (int attempt = 0;; attempt++) {
+        redisReply *rep = rs_command(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s);
+        int ok = rep && rep->type == REDIS_REPLY_STRING;
+        freeReplyObject(rep);
+        if (ok)
+            break;
+        if (attempt % 50 == 0)
+            log_warn("cannot publish event for %s yet; retrying", e->job_id);
+        usleep(100000);
+    }
+    free(s);
+}
+
+typedef struct {
+    rs_conn *r;
+    int64_t last_progress_us;
+} run_state;
+
+static void on_progress(exec_ctx *ctx, double fraction, const char *message)
+{
+    run_state *st = ctx->opaque;
+    int64_t now = clock_mono_us();
+    if (now - st->last_progress_us < 500000 && fraction < 1.0)
+        return; /* at most two progress events a second */
+    st->last_progress_us = now;
+    event_msg e;
+    msg_event_init(&e, ctx->task->job_id, source);
+    e.progress = fraction;
+    snprintf(e.reason, sizeof(e.reason), "%s", message ? message : "");
+    snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
+    publish(st->r, &e);
+}
+
+static bool on_cancelled(exec_ctx *ctx)
+{
+    run_state *st = ctx->opaque;
+    redisReply *rep = rs_command(st->r, "EXISTS %s%s", K_CANCEL_PREFIX, ctx->task->job_id);
+    bool yes = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+    freeReplyObject(rep);
+    return yes;
+}
+
+static void run_task(rs_conn *r, const char *raw)
+{
+    task_msg t;
+    event_msg e;
+    if (msg_task_decode(raw, &t) != 0) {
+        log_error("dropping a malformed task: %.120s", raw);
+        return;
+    }
+    set_running(t.job_id);
+    msg_event_init(&e, t.job_id, source);
+    snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
+    run_state st = {r, 0};
+    exec_ctx ctx = {&t, on_progress, on_cancelled, &st};
+    if (on_cancelled(&ctx)) {
+        log_info("job %s was cancelled before it started", t.job_id);
+    } else {
+        snprintf(e.state, sizeof(e.state), "running");
+        snprintf(e.reason, sizeof(e.reason), "started on worker %s", worker_id);
+        publish(r, &e);
+
+        const executor *ex = executor_find(t.type);
+        json_t *result = NULL;
+        char err[512] = "";
+        int64_t t0 = clock_mono_us();
+        int rc = ex ? ex->run(&ctx, &result, err, sizeof(err)) : -1;
+        if (!ex)
+            snprintf(err, sizeof(err), "this worker has no executor for job type '%s'", t.type);
+        msg_event_init(&e, t.job_id, source);
+        snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
+        snprintf(e.state, sizeof(e.state), "%s", rc == 0 ? "succeeded" : "failed");
+        if (rc == 0)
+            snprintf(e.reason, sizeof(e.reason), "finished in %.1f ms", (double)(clock_mono_us() - t0) / 1000.0);
+        else
+            snprintf(e.reason, sizeof(e.reason), "%s", err);
+        e.result = result;
+        publish(r, &e);
+        log_info("job %s %s (%s)", t.job_id, e.state, e.reason);
+        msg_event_clear(&e);
+    }
+    set_running("");
+    msg_task_clear(&t);
+}
+
+static void build_info(void)
+{
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    json_t *labels = json_object();
+    char *list = strdup(OPT("labels")), *save = NULL;
+    for (char *kv = strtok_r(list, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (eq) {
+            *eq = '\0';
+            json_object_set_new(labels, kv, json_string(eq + 1));
+        }
+    }
+    free(list);
+    long long mem = strtoll(OPT("memory"), NULL, 10);
+    if (mem <= 0)
+        mem = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGE_SIZE);
+    json_t *info = json_pack("{s:s, s:s, s:i, s:i, s:I, s:o}", "kind", OPT("kind"), "host", host, "pid", (int)getpid(),
+                             "slots", 1, "memory_bytes", (json_int_t)mem, "labels", labels);
+    char *s = json_dumps(info, JSON_COMPACT);
+    snprintf(info_json, sizeof(info_json), "%s", s);
+    free(s);
+    json_decref(info);
+}
+
+int main(int argc, char **argv)
+{
+    log_init("worker");
+    int rc = config_parse(argc, argv, opts, NOPTS, "gantry-worker", "Runs gantry tasks for one slot.");
+    if (rc != 0)
+        return rc < 0 ? 2 : 0;
+    if (OPT("id")[0])
+        snprintf(worker_id, sizeof(worker_id), "%s", OPT("id"));
+    else
+        id_random("w", 6, worker_id, sizeof(worker_id));
+    snprintf(source, sizeof(source), "worker:%s", worker_id);
+    build_info();
+
+    rs_conn r, hb;
+    if (rs_init(&r, OPT("redis"), OPT("redis-password")) != 0 || rs_init(&hb, OPT("redis"), OPT("redis-password")) != 0) {
+        log_error("--redis must be host:port");
+        return 2;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    heartbeat(&hb);
+    pthread_t thread;
+    pthread_create(&thread, NULL, heartbeat_thread, &hb);
+    log_info("worker %s (%s) started; redis %s", worker_id, OPT("kind"), OPT("redis"));
+
+    char tasks[128], inflight[128];
+    snprintf(tasks, sizeof(tasks), "%s%s", K_TASKS_PREFIX, worker_id);
+    snprintf(inflight, sizeof(inflight), "%s%s", K_INFLIGHT_PREFIX, worker_id);
+    while (!stopping) {
+        redisReply *rep = rs_command(&r, "BLMOVE %s %s RIGHT LEFT 1", tasks, inflight);
+        if (!rep) {
+            usleep(100000);
+            continue;
+        }
+        if (rep->type == REDIS_REPLY_STRING) {
+            run_task(&r, rep->str);
+            /* only now is the task done: remove it from the in-flight list */
+            redisReply *rem;
+            while (!(rem = rs_command(&r, "LREM %s 1 %b", inflight, rep->str, rep->len)) && !stopping)
+                usleep(100000);
+            freeReplyObject(rem);
+        }
+        freeReplyObject(rep);
+    }
+    pthread_join(thread, NULL);
+    freeReplyObject(rs_command(&hb, "DEL %s%s", K_WORKER_PREFIX, worker_id));
+    freeReplyObject(rs_command(&hb, "SREM %s %s", K_WORKERS_SET, worker_id));
+    rs_close(&r);
+    rs_close(&hb);
+    log_info("worker %s stopped", worker_id);
+    return 0;
+}

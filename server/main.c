@@ -124,7 +124,9 @@ static int setup_http(const char *listen)
         return -1;
     }
     h2o_config_init(&srv.h2o);
-    srv.h2o.max_request_entity_size = srv.placement_body_limit + 1; /* the per-route limits answer 413 in JSON */
+    /* h2o itself refuses (plain-text 413, connection closed) only beyond twice the largest limit;
+     * below that the per-route limits answer 413 in JSON */
+    srv.h2o.max_request_entity_size = 2 * srv.placement_body_limit;
     h2o_hostconf_t *host_conf = h2o_config_register_host(&srv.h2o, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *root = h2o_config_register_path(host_conf, "/", 0);
     http_register(&srv, root); /* API first: it passes every other path on to the files */

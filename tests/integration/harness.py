@@ -1,0 +1,206 @@
+"""Starts a real gantry stack on loopback for one test: redis-server on a free
+port, gantry-server, gantry-scheduler and N gantry-workers from the build
+directory, each with its own temp state.  Python standard library only.
+
+Every wait is a poll with a deadline (wait_until), never a bare sleep."""
+
+import copy
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, os.environ.get("GANTRY_BUILD", "build"))
+ADMIN = "admin-token-for-tests-0123456789"
+
+TINY_GRAPH = {
+    "ops": [{"name": "a", "compute_us": 10, "output_bytes": [100]},
+            {"name": "b", "compute_us": 20, "output_bytes": [100]},
+            {"name": "c", "compute_us": 15, "output_bytes": [100]}],
+    "edges": [{"src": "a", "dst": "b", "bytes": 100}, {"src": "b", "dst": "c", "bytes": 100}],
+    "devices": [{"name": "d0", "memory_bytes": 1000000}, {"name": "d1", "memory_bytes": 1000000}],
+    "comm": {"latency_us": 5, "bytes_per_us": 100},
+}
+
+
+def placement_job(name="job", graph=None):
+    return {"type": "placement", "name": name, "spec": {"graph": copy.deepcopy(graph or TINY_GRAPH), "algorithms": ["m-topo"]}}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(what, fn, timeout=20.0, interval=0.02):
+    """Polls fn until it returns a truthy value; raises AssertionError naming `what` at the deadline."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+            if last:
+                return last
+        except (OSError, http.client.HTTPException) as e:
+            last = e
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.raw = status, headers, body
+        try:
+            self.json = json.loads(body) if body else None
+        except ValueError:
+            self.json = None
+
+    def __repr__(self):
+        return f"<{self.status} {self.raw[:200]!r}>"
+
+
+class Stack:
+    def __init__(self, workers=2, redis_persist=True, env=None):
+        self.dir = tempfile.mkdtemp(prefix="gantry-it-")
+        self.port = free_port()
+        self.rport = free_port()
+        self.nworkers = workers
+        self.redis_persist = redis_persist
+        self.env = dict(os.environ, **(env or {}))
+        # leaks at exit are the unit tests' business; daemons are killed on purpose here
+        self.env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+        self.procs = {}
+        self.logs = []
+
+    # ---- processes ----
+    def _spawn(self, name, argv):
+        log = open(os.path.join(self.dir, name + ".log"), "ab")
+        self.logs.append(log)
+        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                            cwd=self.dir)
+        return self.procs[name]
+
+    def start_redis(self):
+        argv = ["redis-server", "--port", str(self.rport), "--bind", "127.0.0.1", "--dir", self.dir, "--save", ""]
+        argv += ["--appendonly", "yes", "--appendfsync", "always"] if self.redis_persist else ["--appendonly", "no"]
+        self._spawn("redis", argv)
+        wait_until("redis", lambda: self.redis("PING") == "PONG", 10)
+
+    def start_server(self):
+        self._spawn("server", [os.path.join(BUILD, "gantry-server"), "--listen", f"127.0.0.1:{self.port}",
+                               "--redis", f"127.0.0.1:{self.rport}", "--state", os.path.join(self.dir, "state"),
+                               "--admin-token", ADMIN, "--web", os.path.join(ROOT, "web"),
+                               "--migrations", os.path.join(ROOT, "migrations")])
+        wait_until("server /healthz", lambda: self.get("/healthz").status == 200, 15)
+
+    def start_scheduler(self, name="scheduler"):
+        self._spawn(name, [os.path.join(BUILD, "gantry-scheduler"), "--redis", f"127.0.0.1:{self.rport}"])
+
+    def start_worker(self, i, labels=""):
+        self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), "--redis", f"127.0.0.1:{self.rport}",
+                                   "--id", f"w_test{i}", "--labels", labels])
+
+    def __enter__(self):
+        self.start_redis()
+        self.start_server()
+        self.start_scheduler()
+        for i in range(self.nworkers):
+            self.start_worker(i)
+        wait_until("workers registered", lambda: len(self.workers()) == self.nworkers, 15)
+        wait_until("server ready", lambda: self.get("/readyz").status == 200, 15)
+        return self
+
+    def kill(self, name, sig=signal.SIGKILL):
+        p = self.procs.pop(name)
+        p.send_signal(sig)
+        p.wait(timeout=15)
+        return p.returncode
+
+    def __exit__(self, *exc):
+        for name in list(self.procs):
+            p = self.procs[name]
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs.values():
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        for log in self.logs:
+            log.close()
+        if exc[0] is not None:
+            self.dump_logs()
+        return False
+
+    def dump_logs(self, lines=25):
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith(".log"):
+                with open(os.path.join(self.dir, name), errors="replace") as f:
+                    tail = f.readlines()[-lines:]
+                print(f"---- {name} (last {len(tail)} lines) ----")
+                print("".join(tail), end="")
+
+    # ---- Redis ----
+    def redis(self, *args):
+        out = subprocess.run(["redis-cli", "-p", str(self.rport), *map(str, args)], capture_output=True, text=True,
+                             timeout=10)
+        return out.stdout.strip()
+
+    # ---- HTTP ----
+    def request(self, method, path, token=None, body=None, headers=None, raw=None, timeout=30):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        h = dict(headers or {})
+        if token:
+            h["Authorization"] = f"Bearer {token}"
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+            h.setdefault("Content-Type", "application/json")
+        try:
+            conn.request(method, path, body=data, headers=h)
+            r = conn.getresponse()
+            return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode(errors="replace"))
+        finally:
+            conn.close()
+
+    def get(self, path, token=None, **kw):
+        return self.request("GET", path, token, **kw)
+
+    def post(self, path, token=None, body=None, **kw):
+        return self.request("POST", path, token, body if body is not None else {}, **kw)
+
+    # ---- API helpers ----
+    def tenant(self, name, role="member"):
+        """creates a tenant and a token for it; returns (tenant_id, token)"""
+        r = self.post("/v1/tenants", ADMIN, {"name": name})
+        assert r.status == 201, r
+        t = self.post(f"/v1/tenants/{r.json['id']}/tokens", ADMIN, {"role": role, "name": name + "-" + role})
+        assert t.status == 201, t
+        return r.json["id"], t.json["token"]
+
+    def token(self, tenant_id, role):
+        t = self.post(f"/v1/tenants/{tenant_id}/tokens", ADMIN, {"role": role})
+        assert t.status == 201, t
+        return t.json["token"]
+
+    def submit(self, token, job=None, **kw):
+        r = self.post("/v1/jobs", token, job or placement_job(), **kw)
+        assert r.status == 201, r
+        return r.json["id"]
+
+    def job(self, token, job_id):
+        return self.get(f"/v1/jobs/{job_id}", token).json
+
+    def wait_state(self, token, job_id, state="succeeded", timeout=30):
+        return wait_until(f"job {job_id} {state}",
+                          lambda: (j := self.job(token, job_id)) and j["state"] == state and j, timeout)
+
+    def workers(self):
+        r = self.get("/v1/workers", ADMIN)
+        return r.json["workers"] if r.status == 200 else []

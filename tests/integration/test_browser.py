@@ -1,0 +1,20 @@
+"""The dashboard in real headless Chromium (Debian's), driven by playwright-core:
+tests/browser/dashboard.mjs logs in, watches a job turn succeeded live, and
+saves screenshots under tests/out/browser."""
+
+import os
+import subprocess
+
+from harness import ADMIN, ROOT, Stack
+
+
+def test_dashboard_in_chromium():
+    out = os.path.join(ROOT, "tests", "out", "browser")
+    os.makedirs(out, exist_ok=True)
+    with Stack(workers=1) as s:
+        env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}", GANTRY_ADMIN_TOKEN=ADMIN, GANTRY_TEST_OUT=out)
+        r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "dashboard.mjs")], env=env,
+                           capture_output=True, text=True, timeout=180)
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        assert r.returncode == 0, "dashboard.mjs failed"
+        assert os.path.exists(os.path.join(out, "jobs.png"))

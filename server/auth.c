@@ -1,4 +1,5 @@
 #include "server/auth.h"
+#include "server/db.h"
 #include "common/clock.h"
 #include "common/ids.h"
 
@@ -44,10 +45,8 @@ int auth_lookup(sqlite3 *db, const char *secret, size_t len, auth_info *info)
     unsigned char h[AUTH_HASH_LEN];
     auth_hash(secret, len, h);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT k.id, k.tenant_id, t.name, k.name, k.role, k.hash FROM tokens k JOIN tenants t ON "
-                           "t.id = k.tenant_id WHERE k.hash = ? AND k.revoked_at IS NULL",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (!(st = db_stmt(db, "SELECT k.id, k.tenant_id, t.name, k.name, k.role, k.hash FROM tokens k JOIN tenants t ON "
+                           "t.id = k.tenant_id WHERE k.hash = ? AND k.revoked_at IS NULL")))
         return -1;
     sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
     int rc = -1;
@@ -60,7 +59,7 @@ int auth_lookup(sqlite3 *db, const char *secret, size_t len, auth_info *info)
         info->role = role_parse((const char *)sqlite3_column_text(st, 4));
         rc = info->role == ROLE_NONE ? -1 : 0;
     }
-    sqlite3_finalize(st);
+    db_release(st);
     return rc;
 }
 
@@ -70,8 +69,7 @@ int auth_insert_token(sqlite3 *db, const char *token_id, const char *tenant_id, 
     unsigned char h[AUTH_HASH_LEN];
     auth_hash(secret, strlen(secret), h);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "INSERT INTO tokens (id, tenant_id, role, name, hash, created_at) VALUES (?,?,?,?,?,?)",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (!(st = db_stmt(db, "INSERT INTO tokens (id, tenant_id, role, name, hash, created_at) VALUES (?,?,?,?,?,?)")))
         return -1;
     sqlite3_bind_text(st, 1, token_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, tenant_id, -1, SQLITE_STATIC);
@@ -80,7 +78,7 @@ int auth_insert_token(sqlite3 *db, const char *token_id, const char *tenant_id, 
     sqlite3_bind_blob(st, 5, h, sizeof(h), SQLITE_STATIC);
     sqlite3_bind_int64(st, 6, clock_now_ms());
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_finalize(st);
+    db_release(st);
     return rc;
 }
 

@@ -7,6 +7,64 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define STMT_CACHE 256
+
+/* one process, few connections: a small table scanned by pointer comparison */
+static struct {
+    sqlite3 *db;
+    const char *sql;
+    sqlite3_stmt *st;
+} cache[STMT_CACHE];
+
+sqlite3_stmt *db_stmt(sqlite3 *db, const char *sql)
+{
+    int empty = -1;
+    for (int i = 0; i < STMT_CACHE; i++) {
+        if (cache[i].db == db && cache[i].sql == sql)
+            return cache[i].st;
+        if (!cache[i].db && empty < 0)
+            empty = i;
+    }
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v3(db, sql, -1, empty >= 0 ? SQLITE_PREPARE_PERSISTENT : 0, &st, NULL) != SQLITE_OK) {
+        log_error("sqlite prepare: %s (in: %.80s)", sqlite3_errmsg(db), sql);
+        return NULL;
+    }
+    if (empty >= 0) {
+        cache[empty].db = db;
+        cache[empty].sql = sql;
+        cache[empty].st = st;
+    }
+    return st;
+}
+
+void db_release(sqlite3_stmt *st)
+{
+    if (!st)
+        return;
+    for (int i = 0; i < STMT_CACHE; i++) {
+        if (cache[i].st == st) {
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            return;
+        }
+    }
+    sqlite3_finalize(st);
+}
+
+void db_close(sqlite3 *db)
+{
+    for (int i = 0; i < STMT_CACHE; i++) {
+        if (cache[i].db == db) {
+            sqlite3_finalize(cache[i].st);
+            cache[i].db = NULL;
+            cache[i].sql = NULL;
+            cache[i].st = NULL;
+        }
+    }
+    sqlite3_close(db);
+}
+
 int db_exec(sqlite3 *db, const char *sql)
 {
     char *msg = NULL;

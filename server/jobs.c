@@ -1,4 +1,5 @@
 #include "server/jobs.h"
+#include "server/db.h"
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/jobstate.h"
@@ -12,7 +13,8 @@
 
 static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 {
-    return sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK ? 0 : -1;
+    *st = db_stmt(db, sql);
+    return *st ? 0 : -1;
 }
 
 static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
@@ -41,7 +43,7 @@ static int insert_event(sqlite3 *db, const char *event_id, const char *job_id, i
     else
         sqlite3_bind_null(st, 7);
     int rc = sqlite3_step(st) == SQLITE_DONE ? sqlite3_changes(db) : -1;
-    sqlite3_finalize(st);
+    db_release(st);
     return rc; /* 1 inserted, 0 duplicate */
 }
 
@@ -54,7 +56,7 @@ static int find_idem(sqlite3 *db, job_new *j)
     sqlite3_bind_text(st, 2, j->idem, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW)
         snprintf(j->existing, sizeof(j->existing), "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
+    db_release(st);
     return 0;
 }
 
@@ -83,7 +85,7 @@ int jobs_insert(sqlite3 *db, job_new *j)
     sqlite3_bind_int64(st, 8, now);
     sqlite3_bind_int64(st, 9, now);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_finalize(st);
+    db_release(st);
     free(spec);
     char eid[48];
     if (rc == 0 && (id_random("e", 12, eid, sizeof(eid)) != 0 ||
@@ -97,7 +99,7 @@ int jobs_insert(sqlite3 *db, job_new *j)
         sqlite3_bind_text(st, 3, j->id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 4, now);
         rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-        sqlite3_finalize(st);
+        db_release(st);
     }
     return rc;
 }
@@ -161,7 +163,7 @@ json_t *jobs_get_json(sqlite3 *db, const char *id, const char *tenant_id, bool f
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     bind_text_or_null(st, 2, tenant_id);
     json_t *o = sqlite3_step(st) == SQLITE_ROW ? row_json(st, full) : NULL;
-    sqlite3_finalize(st);
+    db_release(st);
     return o;
 }
 
@@ -189,7 +191,7 @@ json_t *jobs_list_json(sqlite3 *db, const job_filter *f)
         last = sqlite3_column_int64(st, 0);
         json_array_append_new(jobs, row_json(st, false));
     }
-    sqlite3_finalize(st);
+    db_release(st);
     char cursor[32];
     snprintf(cursor, sizeof(cursor), "%lld", (long long)last);
     return json_pack("{s:o, s:o}", "jobs", jobs, "next_cursor", more ? json_string(cursor) : json_null());
@@ -215,7 +217,7 @@ json_t *jobs_events_json(sqlite3 *db, const char *job_id)
                                                : json_real(sqlite3_column_double(st, 5)));
         json_array_append_new(events, e);
     }
-    sqlite3_finalize(st);
+    db_release(st);
     return json_pack("{s:o}", "events", events);
 }
 
@@ -233,7 +235,7 @@ static int job_state_of(sqlite3 *db, const char *id, job_state *state, char *ten
         snprintf(tenant, 48, "%s", (const char *)sqlite3_column_text(st, 1));
         rc = 0;
     }
-    sqlite3_finalize(st);
+    db_release(st);
     return rc;
 }
 
@@ -262,7 +264,7 @@ static int move_job(sqlite3 *db, const event_msg *e, job_state to)
     bind_text_or_null(st, 6, result);
     sqlite3_bind_text(st, 7, e->reason, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_finalize(st);
+    db_release(st);
     free(result);
     return rc;
 }
@@ -276,7 +278,7 @@ static int set_progress(sqlite3 *db, const event_msg *e)
     sqlite3_bind_int64(st, 2, e->ts);
     sqlite3_bind_text(st, 3, e->job_id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_finalize(st);
+    db_release(st);
     return rc;
 }
 
@@ -335,7 +337,7 @@ int jobs_mark_published(sqlite3 *db, const char *id)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_finalize(st);
+    db_release(st);
     return rc;
 }
 
@@ -364,7 +366,7 @@ int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int
         fn(arg, &t);
         json_decref(t.spec);
     }
-    sqlite3_finalize(st);
+    db_release(st);
     return after;
 }
 
@@ -376,5 +378,5 @@ void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, co
     while (sqlite3_step(st) == SQLITE_ROW)
         fn(arg, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
            (long)sqlite3_column_int64(st, 2));
-    sqlite3_finalize(st);
+    db_release(st);
 }

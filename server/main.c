@@ -211,7 +211,7 @@ int main(int argc, char **argv)
     log_info("database %s, redis %s, dashboard files %s", dbpath, OPT("redis"), srv.web_dir);
     uv_run(srv.loop, UV_RUN_DEFAULT);
     store_flush(srv.store);
-    sqlite3_close(srv.db);
+    db_close(srv.db);
     log_info("stopped");
     return 0;
 }

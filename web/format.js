@@ -1,0 +1,110 @@
+// Formatting of times, sizes and states. Pure functions except badge/timeEl,
+// which build small DOM pieces.
+import { h } from './dom.js';
+
+export const STATES = ['queued', 'scheduled', 'running', 'resizing', 'succeeded', 'failed', 'cancelled'];
+export const TYPES = ['placement', 'training', 'inference', 'federated'];
+export const PRIORITIES = ['low', 'normal', 'high'];
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+
+export function isTerminal(state) {
+    return TERMINAL.has(state);
+}
+
+const pad = (n, w = 2) => String(n).padStart(w, '0');
+
+// Local time "2026-11-22 07:12:00"; "—" when absent or unparsable.
+export function fmtTime(iso) {
+    if (!iso) return '—';
+    const d = new Date(iso);
+    if (Number.isNaN(d.getTime())) return String(iso);
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+        `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+// Local time with milliseconds, for event timelines where order matters.
+export function fmtTimeMs(iso) {
+    if (!iso) return '—';
+    const d = new Date(iso);
+    if (Number.isNaN(d.getTime())) return String(iso);
+    return `${fmtTime(iso)}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+// <time> element: local time shown, the server's ISO string in datetime/title.
+export function timeEl(iso, withMs = false) {
+    if (!iso) return h('span', { class: 'muted' }, '—');
+    return h('time', { datetime: iso, title: iso }, withMs ? fmtTimeMs(iso) : fmtTime(iso));
+}
+
+// Binary units: 1536 -> "1.5 KiB".
+export function fmtBytes(n) {
+    if (typeof n !== 'number' || !Number.isFinite(n)) return '—';
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+    let v = Math.abs(n), i = 0;
+    while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    const s = i === 0 ? String(v) : v >= 100 ? v.toFixed(0) : v.toFixed(v >= 10 ? 1 : 2);
+    return `${n < 0 ? '-' : ''}${s} ${units[i]}`;
+}
+
+// Microseconds: 850 -> "850 µs", 12500 -> "12.5 ms", 3.2e6 -> "3.20 s".
+export function fmtMicros(us) {
+    if (typeof us !== 'number' || !Number.isFinite(us)) return '—';
+    if (Math.abs(us) < 1000) return `${trim(us)} µs`;
+    if (Math.abs(us) < 1e6) return `${trim(us / 1000)} ms`;
+    return `${trim(us / 1e6)} s`;
+}
+
+export function fmtMillis(ms) {
+    if (typeof ms !== 'number' || !Number.isFinite(ms)) return '—';
+    return `${trim(ms)} ms`;
+}
+
+// Seconds as "250 ms", "4 s", "3 min 20 s", "2 h 5 min".
+export function fmtSeconds(s) {
+    if (typeof s !== 'number' || !Number.isFinite(s)) return '—';
+    if (s < 1) return `${Math.max(0, Math.round(s * 1000))} ms`;
+    s = Math.round(s);
+    if (s < 60) return `${s} s`;
+    if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+    return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+// Three significant digits, no trailing zeros beyond what is needed.
+function trim(v) {
+    const a = Math.abs(v);
+    if (a === 0) return '0';
+    if (a >= 100) return v.toFixed(0);
+    if (a < 1) return String(parseFloat(v.toPrecision(2)));
+    return String(parseFloat(v.toFixed(a >= 10 ? 1 : 2)));
+}
+
+export function fmtPct(x) {
+    if (typeof x !== 'number' || !Number.isFinite(x)) return '—';
+    if (x > 0 && x < 0.005) return '<1%';
+    return `${Math.round(x * 100)}%`;
+}
+
+// Coloured state badge; the text is the state itself, colour only repeats it.
+export function badge(state, extraClass = '') {
+    const s = state || '—';
+    return h('span', { class: `badge badge-${STATES.includes(s) ? s : 'other'} ${extraClass}`.trim() }, s);
+}
+
+// A small horizontal bar for a fraction in [0,1] (clamped visually), with text beside.
+export function bar(fraction, label, { over = false, title } = {}) {
+    const f = typeof fraction === 'number' && Number.isFinite(fraction) ? fraction : 0;
+    const fill = h('span', { class: `bar-fill${over ? ' bar-over' : ''}` });
+    fill.style.width = `${Math.max(0, Math.min(1, f)) * 100}%`;
+    return h('span', { class: 'bar-wrap', title },
+        h('span', { class: 'bar', 'aria-hidden': 'true' }, fill),
+        h('span', { class: 'bar-label' }, label));
+}
+
+export function progressCell(progress) {
+    if (typeof progress !== 'number' || !Number.isFinite(progress)) return h('span', { class: 'muted' }, '—');
+    return bar(progress, fmtPct(progress));
+}
+
+export function prettyJson(v) {
+    return JSON.stringify(v, null, 2);
+}

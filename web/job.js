@@ -1,0 +1,283 @@
+// Job detail: summary, spec, event timeline, result (placement rendered in
+// full), cancel. Refetches job and events when the stream reports an event
+// for this job and after every stream (re)connect.
+import { api, ApiError, jobPath } from './api.js';
+import { h, replace, notice } from './dom.js';
+import {
+    badge, timeEl, fmtBytes, fmtMicros, fmtMillis, fmtSeconds, fmtPct, bar, progressCell,
+    prettyJson, isTerminal,
+} from './format.js';
+
+const SPEC_OPEN_MAX_LINES = 60;
+const MIN_REFETCH_MS = 300;
+
+export function mount(root, { me, live, params, signal }) {
+    const id = params[0];
+    const canCancel = me.role === 'member' || me.role === 'admin';
+    let job = null;
+    let resultKey = null;   // JSON of the rendered result, to re-render only on change
+    let confirming = false; // cancel asked for confirmation
+    let showProgress = false;
+
+    const title = h('h1', {}, id);
+    const stateBadge = h('span', { 'data-testid': 'job-state-badge' });
+    const actions = h('div', { class: 'head-actions' });
+    const status = h('div', { class: 'status-area', 'aria-live': 'polite' });
+    const summary = h('dl', { class: 'summary', 'data-testid': 'job-summary' });
+    const specBox = h('div', {});
+    const timelineBox = h('div', {});
+    const resultBox = h('div', { 'data-testid': 'result' });
+    const body = h('div', { hidden: true },
+        h('section', { 'aria-labelledby': 'sec-summary' }, h('h2', { id: 'sec-summary', class: 'visually-hidden' }, 'Summary'), summary),
+        h('section', { 'aria-labelledby': 'sec-timeline' }, h('h2', { id: 'sec-timeline' }, 'Timeline'), timelineBox),
+        h('section', { 'aria-labelledby': 'sec-result' }, h('h2', { id: 'sec-result' }, 'Result'), resultBox),
+        h('section', { 'aria-labelledby': 'sec-spec' }, h('h2', { id: 'sec-spec' }, 'Spec'), specBox));
+
+    replace(root,
+        h('p', { class: 'crumbs' }, h('a', { href: '#/jobs' }, '← Jobs')),
+        h('div', { class: 'page-head', 'data-testid': 'job-detail', dataset: { jobId: id } },
+            title, stateBadge, actions),
+        status, body);
+    replace(status, notice('loading', 'Loading job…', 'job-loading'));
+
+    let inflight = false, dirty = false, lastStart = 0;
+    const offJob = live ? live.on('job', (ev) => { if (ev.job_id === id) refresh(); }) : () => {};
+    const offOpen = live ? live.on('open', () => refresh()) : () => {};
+    refresh();
+    return () => { offJob(); offOpen(); };
+
+    // One fetch at a time; events during a fetch cause exactly one more.
+    async function refresh() {
+        if (inflight) { dirty = true; return; }
+        inflight = true;
+        try {
+            do {
+                dirty = false;
+                const wait = lastStart + MIN_REFETCH_MS - performance.now();
+                if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+                lastStart = performance.now();
+                const [j, ev] = await Promise.all([
+                    api(jobPath(id), { signal }),
+                    api(`${jobPath(id)}/events`, { signal }),
+                ]);
+                job = j;
+                render(j, (ev && ev.events) || []);
+                replace(status);
+            } while (dirty && !signal.aborted);
+        } catch (e) {
+            if (signal.aborted) return;
+            if (e instanceof ApiError && e.status === 404) {
+                replace(status, notice('error', 'No such job in your tenant.', 'job-error'));
+                body.hidden = true;
+            } else {
+                const text = e instanceof ApiError ? e.describe() : e.message;
+                replace(status, notice('error', job ? `Could not refresh (${text}); showing older data.` : `Could not load the job: ${text}`, 'job-error'),
+                    h('button', { type: 'button', onclick: () => refresh() }, 'Retry'));
+            }
+        } finally {
+            inflight = false;
+        }
+    }
+
+    function render(j, events) {
+        title.textContent = j.name || j.id;
+        document.title = `${j.name || j.id} · gantry`;
+        replace(stateBadge, badge(j.state));
+        renderActions(j);
+        renderSummary(j);
+        if (!specBox.firstChild) renderSpec(j.spec);
+        renderTimeline(events);
+        const key = JSON.stringify([j.result, j.state, j.error]);
+        if (key !== resultKey) {
+            resultKey = key;
+            renderResult(j);
+        }
+        body.hidden = false;
+    }
+
+    function renderActions(j) {
+        if (!canCancel || isTerminal(j.state)) { confirming = false; actions.replaceChildren(); return; }
+        const err = h('span', { class: 'inline-error', role: 'alert', 'data-testid': 'cancel-error' });
+        if (!confirming) {
+            replace(actions, h('button', {
+                type: 'button', class: 'danger', 'data-testid': 'cancel',
+                onclick: () => { confirming = true; renderActions(job); actions.querySelector('[data-testid="cancel-confirm"]').focus(); },
+            }, 'Cancel job'));
+            return;
+        }
+        const yes = h('button', { type: 'button', class: 'danger', 'data-testid': 'cancel-confirm' }, 'Yes, cancel it');
+        const no = h('button', {
+            type: 'button', 'data-testid': 'cancel-keep',
+            onclick: () => { confirming = false; renderActions(job); actions.querySelector('[data-testid="cancel"]').focus(); },
+        }, 'Keep it');
+        yes.addEventListener('click', async () => {
+            yes.disabled = true; no.disabled = true;
+            replace(err, 'Cancelling…');
+            try {
+                await api(`${jobPath(id)}/cancel`, { method: 'POST', signal });
+                confirming = false;
+                await refresh();
+            } catch (e) {
+                if (signal.aborted) return;
+                yes.disabled = false; no.disabled = false;
+                replace(err, `Cancel failed: ${e instanceof ApiError ? e.describe() : e.message}`);
+            }
+        });
+        replace(actions, h('span', {}, 'Cancel this job?'), ' ', yes, ' ', no, ' ', err);
+    }
+
+    function renderSummary(j) {
+        const secs = (a, b) => (a && b ? (Date.parse(b) - Date.parse(a)) / 1000 : null);
+        const items = [
+            ['ID', h('span', { class: 'mono' }, j.id)],
+            ['Type', j.type],
+            ['State', badge(j.state)],
+            ['Priority', j.priority || '—'],
+            ['Progress', progressCell(j.progress)],
+            ['Worker', j.worker ? h('span', { class: 'mono' }, j.worker) : '—'],
+            ['Tenant', h('span', { class: 'mono' }, j.tenant || '—')],
+            ['Created', timeEl(j.created_at)],
+            ['Started', timeEl(j.started_at)],
+            ['Finished', timeEl(j.finished_at)],
+            ['Updated', timeEl(j.updated_at)],
+        ];
+        const waited = secs(j.created_at, j.started_at);
+        if (waited !== null) items.push(['Queued for', fmtSeconds(waited)]);
+        const ran = secs(j.started_at, j.finished_at);
+        if (ran !== null) items.push(['Ran for', fmtSeconds(ran)]);
+        replace(summary, items.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))));
+        if (j.error) {
+            summary.appendChild(h('div', { class: 'wide' }, h('dt', {}, 'Error'),
+                h('dd', { class: 'error-text', 'data-testid': 'job-error-text' }, j.error)));
+        }
+    }
+
+    function renderSpec(spec) {
+        if (spec === undefined || spec === null) { replace(specBox, h('p', { class: 'muted' }, 'No spec.')); return; }
+        const text = prettyJson(spec);
+        const lines = text.split('\n').length;
+        replace(specBox, h('details', { open: lines <= SPEC_OPEN_MAX_LINES, 'data-testid': 'job-spec' },
+            h('summary', {}, `Spec JSON (${lines} lines)`),
+            h('pre', { class: 'json' }, text)));
+    }
+
+    function renderTimeline(events) {
+        const progressOnly = events.filter((e) => !e.state).length;
+        const shown = showProgress ? events : events.filter((e) => e.state);
+        const toggle = progressOnly ? h('label', { class: 'toggle' },
+            h('input', {
+                type: 'checkbox', checked: showProgress, 'data-testid': 'show-progress-events',
+                onchange: (e) => { showProgress = e.target.checked; renderTimeline(events); },
+            }), ` Show ${progressOnly} progress update${progressOnly === 1 ? '' : 's'}`) : null;
+        if (!events.length) {
+            replace(timelineBox, h('p', { class: 'muted', 'data-testid': 'events-empty' }, 'No events yet.'));
+            return;
+        }
+        const hadFocus = timelineBox.contains(document.activeElement);
+        replace(timelineBox, toggle, h('div', { class: 'table-scroll' }, h('table', { class: 'grid timeline', 'data-testid': 'events' },
+            h('caption', { class: 'visually-hidden' }, 'Job events, oldest first'),
+            h('thead', {}, h('tr', {}, ['Time', 'State', 'Reason', 'Source', 'Progress'].map((t) => h('th', { scope: 'col' }, t)))),
+            h('tbody', {}, shown.map((e) => h('tr', { 'data-testid': 'event-row', dataset: { state: e.state || '' }, class: e.state ? '' : 'progress-only' },
+                h('td', { class: 'time' }, timeEl(e.ts, true)),
+                h('td', { 'data-testid': 'event-state' }, e.state ? badge(e.state) : h('span', { class: 'muted' }, 'progress')),
+                h('td', {}, e.reason || ''),
+                h('td', { class: 'mono' }, e.source || ''),
+                h('td', { class: 'num' }, typeof e.progress === 'number' ? fmtPct(e.progress) : '')))))));
+        if (hadFocus && toggle) toggle.querySelector('input').focus();
+    }
+
+    function renderResult(j) {
+        const r = j.result;
+        if (r === null || r === undefined) {
+            const text = j.state === 'failed' ? 'No result: the job failed.' :
+                j.state === 'cancelled' ? 'No result: the job was cancelled.' :
+                isTerminal(j.state) ? 'No result.' : 'No result yet.';
+            replace(resultBox, h('p', { class: 'muted', 'data-testid': 'result-empty' }, text));
+            return;
+        }
+        const parts = [];
+        if (j.type === 'placement' && typeof r === 'object') parts.push(placement(r, j.spec));
+        if (r.metrics && typeof r.metrics === 'object') parts.push(metrics(r.metrics));
+        parts.push(h('details', { 'data-testid': 'result-raw' },
+            h('summary', {}, 'Raw result JSON'),
+            h('pre', { class: 'json' }, prettyJson(r))));
+        replace(resultBox, parts);
+    }
+}
+
+function metrics(m) {
+    return h('div', {},
+        h('h3', {}, 'Metrics'),
+        h('dl', { class: 'summary', 'data-testid': 'metrics' },
+            Object.entries(m).map(([k, v]) => h('div', {}, h('dt', { class: 'mono' }, k),
+                h('dd', { class: 'num' }, k.endsWith('_us') ? fmtMicros(v) : k.endsWith('_bytes') ? fmtBytes(v) :
+                    typeof v === 'object' ? JSON.stringify(v) : String(v))))));
+}
+
+// Placement result: best algorithm, candidates, per-device memory bars.
+function placement(r, spec) {
+    const plan = r.plan && typeof r.plan === 'object' ? r.plan : null;
+    const specDevices = spec && spec.graph && Array.isArray(spec.graph.devices) ? spec.graph.devices : [];
+    const planDevices = plan && Array.isArray(plan.devices) ? plan.devices : [];
+    const deviceNames = (planDevices.length ? planDevices : specDevices).map((d, i) => (d && d.name) || `device ${i}`);
+    const candidates = Array.isArray(r.candidates) ? r.candidates : [];
+    const best = candidates.find((c) => c.algorithm === r.best);
+
+    const out = [h('p', { class: 'best' }, 'Best algorithm: ',
+        h('strong', { 'data-testid': 'best-algorithm' }, r.best || '—'),
+        best && typeof best.makespan_us === 'number' ? ` · simulated step time ${fmtMicros(best.makespan_us)}` : '')];
+
+    if (candidates.length) {
+        const nDev = Math.max(deviceNames.length, ...candidates.map((c) => (Array.isArray(c.peak_bytes) ? c.peak_bytes.length : 0)));
+        const perColumn = nDev <= 6;
+        const names = Array.from({ length: nDev }, (_, i) => deviceNames[i] || `device ${i}`);
+        const peakCells = (c) => {
+            const pk = Array.isArray(c.peak_bytes) ? c.peak_bytes : [];
+            if (perColumn) return names.map((_, i) => h('td', { class: 'num' }, fmtBytes(pk[i])));
+            return [h('td', { class: 'num' }, pk.map((b, i) => `${names[i]} ${fmtBytes(b)}`).join(' · ') || '—')];
+        };
+        out.push(h('h3', {}, 'Candidates'), h('div', { class: 'table-scroll' }, h('table', { class: 'grid', 'data-testid': 'candidates' },
+            h('caption', { class: 'visually-hidden' }, 'Placement candidates by algorithm'),
+            h('thead', {},
+                h('tr', {},
+                    h('th', { scope: 'col', rowspan: perColumn && nDev ? 2 : 1 }, 'Algorithm'),
+                    h('th', { scope: 'col', rowspan: perColumn && nDev ? 2 : 1 }, 'Feasible'),
+                    h('th', { scope: 'col', rowspan: perColumn && nDev ? 2 : 1, class: 'num' }, 'Placement time'),
+                    h('th', { scope: 'col', rowspan: perColumn && nDev ? 2 : 1, class: 'num' }, 'Makespan'),
+                    nDev ? h('th', { scope: 'colgroup', colspan: perColumn ? nDev : 1, class: 'num' }, 'Peak memory per device') : null,
+                    h('th', { scope: 'col', rowspan: perColumn && nDev ? 2 : 1 }, 'Note')),
+                perColumn && nDev ? h('tr', {}, names.map((n) => h('th', { scope: 'col', class: 'num mono' }, n))) : null),
+            h('tbody', {}, candidates.map((c) => h('tr', {
+                'data-testid': 'candidate-row', dataset: { algorithm: c.algorithm || '' },
+                class: c.algorithm === r.best ? 'best-row' : '',
+            },
+            h('th', { scope: 'row', class: 'mono' }, c.algorithm || '—', c.algorithm === r.best ? h('span', { class: 'tag' }, 'best') : null),
+            h('td', {}, c.feasible === true ? 'yes' : c.feasible === false ? h('span', { class: 'error-text' }, 'no') : '—'),
+            h('td', { class: 'num' }, fmtMillis(c.placement_ms)),
+            h('td', { class: 'num' }, fmtMicros(c.makespan_us)),
+            nDev ? peakCells(c) : null,
+            h('td', {}, c.reason || '')))))));
+    }
+
+    if (planDevices.length) {
+        out.push(h('h3', {}, `Devices${plan.algorithm ? ` (plan from ${plan.algorithm})` : ''}`),
+            h('div', { class: 'table-scroll' }, h('table', { class: 'grid devices', 'data-testid': 'device-bars' },
+                h('caption', { class: 'visually-hidden' }, 'Peak memory against capacity per device'),
+                h('thead', {}, h('tr', {}, ['Device', 'Peak memory / capacity', 'Busy', 'Ops']
+                    .map((t, i) => h('th', { scope: 'col', class: i >= 2 ? 'num' : '' }, t)))),
+                h('tbody', {}, planDevices.map((d, i) => {
+                    const cap = typeof d.memory_bytes === 'number' ? d.memory_bytes :
+                        specDevices[i] && typeof specDevices[i].memory_bytes === 'number' ? specDevices[i].memory_bytes : null;
+                    const peak = typeof d.peak_bytes === 'number' ? d.peak_bytes : null;
+                    const frac = cap && peak !== null ? peak / cap : null;
+                    const label = peak === null ? '—' : cap ? `${fmtBytes(peak)} of ${fmtBytes(cap)} (${fmtPct(frac)})` : fmtBytes(peak);
+                    const ops = Array.isArray(d.ops) ? d.ops.length : typeof d.ops === 'number' ? d.ops : null;
+                    return h('tr', { 'data-testid': 'device-bar', dataset: { device: d.name || '' } },
+                        h('th', { scope: 'row', class: 'mono' }, d.name || `device ${i}`),
+                        h('td', { class: 'wide-bar' }, bar(frac, label, { over: frac !== null && frac > 1, title: `${peak ?? '?'} of ${cap ?? '?'} bytes` })),
+                        h('td', { class: 'num' }, fmtMicros(d.busy_us)),
+                        h('td', { class: 'num', title: Array.isArray(d.ops) ? d.ops.join(', ') : '' }, ops === null ? '—' : String(ops)));
+                })))));
+    }
+    return h('div', { class: 'placement', 'data-testid': 'placement-result' }, out);
+}

@@ -22,6 +22,6 @@ void clock_iso8601(int64_t ms, char *buf, size_t len)
     time_t s = (time_t)(ms / 1000);
     struct tm tm;
     gmtime_r(&s, &tm);
-    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-             tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+             tm.tm_sec, (int)(ms % 1000));
 }

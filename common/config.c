@@ -8,8 +8,7 @@
 static config_opt *find(config_opt *opts, size_t n, const char *name, size_t len)
 {
     for (size_t i = 0; i < n; i++)
-        if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0)
-            return &opts[i];
+        if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0) return &opts[i];
     return NULL;
 }
 
@@ -35,8 +34,7 @@ static int load_file(const char *path, config_opt *opts, size_t n)
     while (fgets(line, sizeof(line), f)) {
         lineno++;
         char *s = trim(line);
-        if (*s == '\0' || *s == '#')
-            continue;
+        if (*s == '\0' || *s == '#') continue;
         char *eq = strchr(s, '=');
         if (!eq) {
             fprintf(stderr, "%s:%d: expected 'name = value'\n", path, lineno);
@@ -70,8 +68,7 @@ int config_parse(int argc, char **argv, config_opt *opts, size_t n, const char *
     /* the config file first, so that flags override it wherever they appear */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            if (load_file(argv[i + 1], opts, n) != 0)
-                return -1;
+            if (load_file(argv[i + 1], opts, n) != 0) return -1;
         } else if (strncmp(argv[i], "--config=", 9) == 0 && load_file(argv[i] + 9, opts, n) != 0) {
             return -1;
         }
@@ -89,8 +86,7 @@ int config_parse(int argc, char **argv, config_opt *opts, size_t n, const char *
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         if (len == 6 && strncmp(name, "config", 6) == 0) {
-            if (!eq)
-                i++;
+            if (!eq) i++;
             continue;
         }
         config_opt *o = find(opts, n, name, len);
@@ -113,7 +109,6 @@ int config_parse(int argc, char **argv, config_opt *opts, size_t n, const char *
 const char *config_get(const config_opt *opts, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(opts[i].name, name) == 0)
-            return opts[i].value;
+        if (strcmp(opts[i].name, name) == 0) return opts[i].value;
     return NULL;
 }

@@ -13,8 +13,7 @@ const char *job_state_name(job_state s)
 job_state job_state_parse(const char *name)
 {
     for (int i = 0; name && i < JS__COUNT; i++)
-        if (strcmp(name, state_names[i]) == 0)
-            return (job_state)i;
+        if (strcmp(name, state_names[i]) == 0) return (job_state)i;
     return JS_INVALID;
 }
 
@@ -25,8 +24,7 @@ bool job_state_terminal(job_state s)
 
 bool job_state_can_move(job_state from, job_state to)
 {
-    if (from == JS_INVALID || to == JS_INVALID || job_state_terminal(from))
-        return false;
+    if (from == JS_INVALID || to == JS_INVALID || job_state_terminal(from)) return false;
     if (job_state_terminal(to) || to == JS_QUEUED)
         return true; /* finish from anywhere; requeue (preemption, retry) from anywhere live */
     switch (from) {
@@ -45,9 +43,8 @@ bool job_state_can_move(job_state from, job_state to)
 
 bool job_type_valid(const char *type)
 {
-#define X(t)                                                                                                           \
-    if (type && strcmp(type, #t) == 0)                                                                                 \
-        return true;
+#define X(t)                                                                                                                       \
+    if (type && strcmp(type, #t) == 0) return true;
     JOB_TYPES(X)
 #undef X
     return false;
@@ -55,9 +52,8 @@ bool job_type_valid(const char *type)
 
 int job_priority_parse(const char *name)
 {
-#define X(n, v)                                                                                                        \
-    if (name && strcmp(name, #n) == 0)                                                                                 \
-        return v;
+#define X(n, v)                                                                                                                    \
+    if (name && strcmp(name, #n) == 0) return v;
     JOB_PRIORITIES(X)
 #undef X
     return -1;
@@ -65,9 +61,8 @@ int job_priority_parse(const char *name)
 
 const char *job_priority_name(int prio)
 {
-#define X(n, v)                                                                                                        \
-    if (prio == v)                                                                                                     \
-        return #n;
+#define X(n, v)                                                                                                                    \
+    if (prio == v) return #n;
     JOB_PRIORITIES(X)
 #undef X
     return "normal";

@@ -21,8 +21,7 @@ void log_set_level(int level)
 
 void glog(int level, const char *fmt, ...)
 {
-    if (level < min_level)
-        return;
+    if (level < min_level) return;
     char ts[32], line[2048];
     clock_iso8601(clock_now_ms(), ts, sizeof(ts));
     int n = snprintf(line, sizeof(line), "%s %s %s ", ts, component, names[level]);

@@ -12,11 +12,10 @@ static void copy_str(char *dst, size_t len, const char *src)
 
 char *msg_task_encode(const task_msg *t)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:O}", "job_id", t->job_id, "tenant", t->tenant, "type", t->type,
-                          "priority", t->priority, "slots", t->slots, "attempt", t->attempt, "spec",
-                          t->spec ? t->spec : json_null());
-    if (!o)
-        return NULL;
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:O}", "job_id", t->job_id, "tenant", t->tenant, "type", t->type, "priority",
+                  t->priority, "slots", t->slots, "attempt", t->attempt, "spec", t->spec ? t->spec : json_null());
+    if (!o) return NULL;
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
@@ -28,8 +27,9 @@ int msg_task_decode(const char *s, task_msg *t)
     json_t *o = json_loads(s, 0, NULL);
     const char *job_id, *tenant, *type;
     json_t *spec;
-    if (!o || json_unpack(o, "{s:s, s:s, s:s, s:i, s:i, s:i, s:o}", "job_id", &job_id, "tenant", &tenant, "type", &type,
-                          "priority", &t->priority, "slots", &t->slots, "attempt", &t->attempt, "spec", &spec) != 0 ||
+    if (!o ||
+        json_unpack(o, "{s:s, s:s, s:s, s:i, s:i, s:i, s:o}", "job_id", &job_id, "tenant", &tenant, "type", &type, "priority",
+                    &t->priority, "slots", &t->slots, "attempt", &t->attempt, "spec", &spec) != 0 ||
         strlen(job_id) >= MSG_ID_LEN || strlen(tenant) >= MSG_ID_LEN || strlen(type) >= sizeof(t->type)) {
         json_decref(o);
         memset(t, 0, sizeof(*t));
@@ -52,8 +52,7 @@ void msg_task_clear(task_msg *t)
 void msg_event_init(event_msg *e, const char *job_id, const char *source)
 {
     memset(e, 0, sizeof(*e));
-    if (id_random("e", 12, e->id, sizeof(e->id)) != 0)
-        snprintf(e->id, sizeof(e->id), "e_%lld", (long long)clock_mono_us());
+    if (id_random("e", 12, e->id, sizeof(e->id)) != 0) snprintf(e->id, sizeof(e->id), "e_%lld", (long long)clock_mono_us());
     copy_str(e->job_id, sizeof(e->job_id), job_id);
     copy_str(e->source, sizeof(e->source), source);
     e->ts = clock_now_ms();
@@ -63,10 +62,9 @@ void msg_event_init(event_msg *e, const char *job_id, const char *source)
 char *msg_event_encode(const event_msg *e)
 {
     json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:f, s:O}", "id", e->id, "job_id", e->job_id, "ts",
-                          (json_int_t)e->ts, "source", e->source, "state", e->state, "reason", e->reason, "worker",
-                          e->worker, "progress", e->progress, "result", e->result ? e->result : json_null());
-    if (!o)
-        return NULL;
+                          (json_int_t)e->ts, "source", e->source, "state", e->state, "reason", e->reason, "worker", e->worker,
+                          "progress", e->progress, "result", e->result ? e->result : json_null());
+    if (!o) return NULL;
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
@@ -80,9 +78,9 @@ int msg_event_decode(const char *s, event_msg *e)
     json_int_t ts = 0;
     json_t *result = NULL;
     double progress = -1;
-    if (!o || json_unpack(o, "{s:s, s:s, s:I, s?s, s?s, s?s, s?s, s?F, s?o}", "id", &id, "job_id", &job_id, "ts", &ts,
-                          "source", &source, "state", &state, "reason", &reason, "worker", &worker, "progress",
-                          &progress, "result", &result) != 0 ||
+    if (!o ||
+        json_unpack(o, "{s:s, s:s, s:I, s?s, s?s, s?s, s?s, s?F, s?o}", "id", &id, "job_id", &job_id, "ts", &ts, "source", &source,
+                    "state", &state, "reason", &reason, "worker", &worker, "progress", &progress, "result", &result) != 0 ||
         strlen(id) >= MSG_ID_LEN || strlen(job_id) >= MSG_ID_LEN) {
         json_decref(o);
         memset(e, 0, sizeof(*e));

@@ -11,12 +11,9 @@ typedef struct {
 static void on_poll(uv_poll_t *handle, int status, int events)
 {
     redis_uv *p = handle->data;
-    if (status < 0)
-        events = p->events; /* let hiredis find the error on the socket it wanted */
-    if (p->ac && (events & UV_READABLE))
-        redisAsyncHandleRead(p->ac);
-    if (p->ac && (events & UV_WRITABLE))
-        redisAsyncHandleWrite(p->ac);
+    if (status < 0) events = p->events; /* let hiredis find the error on the socket it wanted */
+    if (p->ac && (events & UV_READABLE)) redisAsyncHandleRead(p->ac);
+    if (p->ac && (events & UV_WRITABLE)) redisAsyncHandleWrite(p->ac);
 }
 
 static void update(redis_uv *p, int add, int del)
@@ -59,11 +56,9 @@ static void cleanup(void *d)
 
 int redis_uv_attach(redisAsyncContext *ac, uv_loop_t *loop)
 {
-    if (ac->ev.data)
-        return REDIS_ERR;
+    if (ac->ev.data) return REDIS_ERR;
     redis_uv *p = calloc(1, sizeof(*p));
-    if (!p)
-        return REDIS_ERR;
+    if (!p) return REDIS_ERR;
     if (uv_poll_init(loop, &p->poll, ac->c.fd) != 0) {
         free(p);
         return REDIS_ERR;

@@ -30,11 +30,10 @@ dispatch_result dispatch_to(rs_conn *r, const sched_entry *e, const char *worker
     snprintf(ev.reason, sizeof(ev.reason), "assigned to worker %s", worker_id);
     snprintf(ev.worker, sizeof(ev.worker), "%s", worker_id);
     char *evs = msg_event_encode(&ev);
-    if (!evs)
-        return DISPATCH_ERROR;
+    if (!evs) return DISPATCH_ERROR;
 
-    const char *argv[] = {"EVAL",  script,    "4",          claim,         tasks,       K_JOBS_STREAM, K_EVENTS_STREAM,
-                          worker_id, e->raw, e->entry_id, K_SCHED_GROUP, evs,         maxlen};
+    const char *argv[] = {"EVAL",    script, "4",         claim,         tasks, K_JOBS_STREAM, K_EVENTS_STREAM,
+                          worker_id, e->raw, e->entry_id, K_SCHED_GROUP, evs,   maxlen};
     size_t lens[sizeof(argv) / sizeof(argv[0])];
     for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
         lens[i] = strlen(argv[i]);

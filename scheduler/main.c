@@ -41,14 +41,12 @@ static void ensure_group(rs_conn *r)
  * Returns the number read, -1 on error; *last gets the last id (for paging). */
 static int read_jobs(rs_conn *r, const char *name, sched_queue *q, const char *from_id, int block_ms, char *last)
 {
-    redisReply *rep = rs_command(r, "XREADGROUP GROUP %s %s COUNT 256 BLOCK %d STREAMS %s %s", K_SCHED_GROUP, name,
-                                 block_ms, K_JOBS_STREAM, from_id);
-    if (!rep)
-        return -1;
+    redisReply *rep = rs_command(r, "XREADGROUP GROUP %s %s COUNT 256 BLOCK %d STREAMS %s %s", K_SCHED_GROUP, name, block_ms,
+                                 K_JOBS_STREAM, from_id);
+    if (!rep) return -1;
     if (rep->type == REDIS_REPLY_ERROR) {
         log_warn("XREADGROUP: %s", rep->str);
-        if (strncmp(rep->str, "NOGROUP", 7) == 0)
-            ensure_group(r);
+        if (strncmp(rep->str, "NOGROUP", 7) == 0) ensure_group(r);
         freeReplyObject(rep);
         return -1;
     }
@@ -63,8 +61,7 @@ static int read_jobs(rs_conn *r, const char *name, sched_queue *q, const char *f
             redisReply *fields = e->element[1];
             const char *raw = NULL;
             for (size_t f = 0; fields->type == REDIS_REPLY_ARRAY && f + 1 < fields->elements; f += 2)
-                if (strcmp(fields->element[f]->str, F_JOB) == 0)
-                    raw = fields->element[f + 1]->str;
+                if (strcmp(fields->element[f]->str, F_JOB) == 0) raw = fields->element[f + 1]->str;
             task_msg t;
             if (!raw || msg_task_decode(raw, &t) != 0) {
                 log_warn("dropping malformed gantry:jobs entry %s", id);
@@ -89,8 +86,7 @@ static int is_cancelled(rs_conn *r, const char *job_id)
 /* places queued jobs while free workers last */
 static void place_jobs(rs_conn *r, sched_queue *q, registry *reg)
 {
-    if (q->len == 0 || registry_refresh(r, reg) != 0)
-        return;
+    if (q->len == 0 || registry_refresh(r, reg) != 0) return;
     int next_free = 0;
     long i;
     while ((i = sq_next(q)) >= 0) {
@@ -103,18 +99,15 @@ static void place_jobs(rs_conn *r, sched_queue *q, registry *reg)
         }
         while (next_free < reg->n && !reg->w[next_free].free)
             next_free++;
-        if (next_free >= reg->n)
-            return; /* no capacity: the job waits, unacknowledged */
+        if (next_free >= reg->n) return; /* no capacity: the job waits, unacknowledged */
         reg_worker *w = &reg->w[next_free];
         dispatch_result res = dispatch_to(r, e, w->id);
-        if (res == DISPATCH_ERROR)
-            return;
+        if (res == DISPATCH_ERROR) return;
         if (res == DISPATCH_OK) {
             log_info("job %s (attempt %d) -> worker %s", e->task.job_id, e->task.attempt, w->id);
             w->free = 0;
         } else {
-            log_info("job %s attempt %d was already placed; duplicate publication acknowledged", e->task.job_id,
-                     e->task.attempt);
+            log_info("job %s attempt %d was already placed; duplicate publication acknowledged", e->task.job_id, e->task.attempt);
         }
         sq_remove(q, (size_t)i);
     }
@@ -123,12 +116,10 @@ static void place_jobs(rs_conn *r, sched_queue *q, registry *reg)
 int main(int argc, char **argv)
 {
     log_init("scheduler");
-    int rc = config_parse(argc, argv, opts, NOPTS, "gantry-scheduler",
-                          "Places jobs from gantry:jobs on free workers (see DESIGN.md).");
-    if (rc != 0)
-        return rc < 0 ? 2 : 0;
-    if (strcmp(OPT("log-level"), "debug") == 0)
-        log_set_level(LOG_DEBUG);
+    int rc =
+        config_parse(argc, argv, opts, NOPTS, "gantry-scheduler", "Places jobs from gantry:jobs on free workers (see DESIGN.md).");
+    if (rc != 0) return rc < 0 ? 2 : 0;
+    if (strcmp(OPT("log-level"), "debug") == 0) log_set_level(LOG_DEBUG);
     rs_conn r;
     if (rs_init(&r, OPT("redis"), OPT("redis-password")) != 0) {
         log_error("--redis must be host:port");
@@ -158,8 +149,7 @@ int main(int argc, char **argv)
             int n;
             while ((n = read_jobs(&r, OPT("name"), &q, last, 0, last)) > 0)
                 ;
-            if (n < 0)
-                continue;
+            if (n < 0) continue;
             backlog = 0;
             log_info("recovered %zu unplaced jobs from the stream", q.len);
         }

@@ -14,8 +14,7 @@ int sq_push(sched_queue *q, const char *entry_id, char *raw, task_msg *task)
     if (q->len == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 64;
         sched_entry *items = realloc(q->items, cap * sizeof(*items));
-        if (!items)
-            return -1;
+        if (!items) return -1;
         q->items = items;
         q->cap = cap;
     }
@@ -34,8 +33,7 @@ long sq_next(const sched_queue *q)
     long best = -1;
     for (size_t i = 0; i < q->len; i++) {
         const sched_entry *e = &q->items[i], *b = best >= 0 ? &q->items[best] : NULL;
-        if (!b || e->task.priority > b->task.priority || (e->task.priority == b->task.priority && e->seq < b->seq))
-            best = (long)i;
+        if (!b || e->task.priority > b->task.priority || (e->task.priority == b->task.priority && e->seq < b->seq)) best = (long)i;
     }
     return best;
 }

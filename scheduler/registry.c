@@ -25,8 +25,7 @@ int registry_refresh(rs_conn *r, registry *reg)
     for (size_t i = 0; i < n; i++) {
         redisReply *rep[3] = {NULL, NULL, NULL};
         for (int k = 0; k < 3; k++)
-            if (rc == 0 && redisGetReply(r->c, (void **)&rep[k]) != REDIS_OK)
-                rc = -1;
+            if (rc == 0 && redisGetReply(r->c, (void **)&rep[k]) != REDIS_OK) rc = -1;
         const char *id = ids->element[i]->str;
         if (rc == 0 && rep[0]->type == REDIS_REPLY_NIL) {
             /* no heartbeat within the TTL: gone (its in-flight work is requeued by the control-plane issue) */
@@ -38,14 +37,13 @@ int registry_refresh(rs_conn *r, registry *reg)
             json_t *info = json_loads(rep[0]->str, 0, NULL);
             snprintf(w->kind, sizeof(w->kind), "%s", json_string_value(json_object_get(info, "kind")) ?: "cpu");
             json_decref(info);
-            w->free = rep[1]->type == REDIS_REPLY_INTEGER && rep[2]->type == REDIS_REPLY_INTEGER &&
-                      rep[1]->integer == 0 && rep[2]->integer == 0;
+            w->free = rep[1]->type == REDIS_REPLY_INTEGER && rep[2]->type == REDIS_REPLY_INTEGER && rep[1]->integer == 0 &&
+                      rep[2]->integer == 0;
         }
         for (int k = 0; k < 3; k++)
             freeReplyObject(rep[k]);
     }
     freeReplyObject(ids);
-    if (rc != 0)
-        rs_close(r);
+    if (rc != 0) rs_close(r);
     return rc;
 }

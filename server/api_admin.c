@@ -12,15 +12,14 @@
 void api_whoami(http_ctx *c)
 {
     http_reply_json(c, 200,
-                    json_pack("{s:s, s:s, s:{s:s, s:s}}", "role", role_name(c->auth.role), "token_id", c->auth.token_id,
-                              "tenant", "id", c->auth.tenant_id, "name", c->auth.tenant_name));
+                    json_pack("{s:s, s:s, s:{s:s, s:s}}", "role", role_name(c->auth.role), "token_id", c->auth.token_id, "tenant",
+                              "id", c->auth.tenant_id, "name", c->auth.tenant_name));
 }
 
 static void audit(sqlite3 *db, const char *token_id, const char *action, const char *detail)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "INSERT INTO audit_log (ts, token_id, action, detail) VALUES (?,?,?,?)", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "INSERT INTO audit_log (ts, token_id, action, detail) VALUES (?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
         return;
     sqlite3_bind_int64(st, 1, clock_now_ms());
     sqlite3_bind_text(st, 2, token_id, -1, SQLITE_STATIC);
@@ -33,11 +32,9 @@ static void audit(sqlite3 *db, const char *token_id, const char *action, const c
 static int valid_name(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 64)
-        return 0;
+    if (n == 0 || n > 64) return 0;
     for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-            return 0;
+        if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.') return 0;
     return 1;
 }
 
@@ -56,8 +53,8 @@ static int apply_tenant(sqlite3 *db, void *arg)
 {
     admin_op *op = arg;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO tenants (id, name, created_at, weight) VALUES (?,?,?,?)", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO tenants (id, name, created_at, weight) VALUES (?,?,?,?)", -1, &st, NULL) !=
+        SQLITE_OK)
         return -1;
     sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, op->name, -1, SQLITE_STATIC);
@@ -66,8 +63,7 @@ static int apply_tenant(sqlite3 *db, void *arg)
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     sqlite3_finalize(st);
     op->rc = sqlite3_changes(db) == 1 ? 0 : 1;
-    if (rc == 0 && op->rc == 0)
-        audit(db, op->token_id, "tenant.create", op->name);
+    if (rc == 0 && op->rc == 0) audit(db, op->token_id, "tenant.create", op->name);
     return rc;
 }
 
@@ -120,9 +116,8 @@ void api_tenant_list(http_ctx *c)
         char iso[32];
         clock_iso8601(sqlite3_column_int64(st, 2), iso, sizeof(iso));
         json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:f, s:I}", "id", sqlite3_column_text(st, 0), "name",
-                                              sqlite3_column_text(st, 1), "created_at", iso, "weight",
-                                              sqlite3_column_double(st, 3), "jobs",
-                                              (json_int_t)sqlite3_column_int64(st, 4)));
+                                              sqlite3_column_text(st, 1), "created_at", iso, "weight", sqlite3_column_double(st, 3),
+                                              "jobs", (json_int_t)sqlite3_column_int64(st, 4)));
     }
     sqlite3_finalize(st);
     http_reply_json(c, 200, json_pack("{s:o}", "tenants", list));
@@ -143,8 +138,7 @@ static int apply_token(sqlite3 *db, void *arg)
     char token_id[48];
     id_random("k", 8, token_id, sizeof(token_id));
     snprintf(op->name, sizeof(op->name), "%s", token_id);
-    if (auth_insert_token(db, token_id, op->id, op->role, op->token_name, op->secret) != 0)
-        return -1;
+    if (auth_insert_token(db, token_id, op->id, op->role, op->token_name, op->secret) != 0) return -1;
     audit(db, op->token_id, "token.create", token_id);
     return 0;
 }
@@ -160,8 +154,8 @@ static void token_done(void *arg, int ok)
             http_error(c, GERR_NOT_FOUND, "id", "no tenant with this id");
         else
             http_reply_json(c, 201,
-                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", op->name, "token", op->secret, "role",
-                                      role_name(op->role), "tenant", op->id, "name", op->token_name));
+                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", op->name, "token", op->secret, "role", role_name(op->role),
+                                      "tenant", op->id, "name", op->token_name));
     }
     OPENSSL_cleanse(op->secret, sizeof(op->secret));
     http_defer_end(op->defer);

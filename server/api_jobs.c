@@ -59,8 +59,7 @@ static void submit_done(void *arg, int ok)
             char loc[96];
             snprintf(loc, sizeof(loc), "/v1/jobs/%s", id);
             http_add_header(c, "location", loc);
-            if (op->job.existing[0])
-                http_add_header(c, "idempotent-replayed", "true");
+            if (op->job.existing[0]) http_add_header(c, "idempotent-replayed", "true");
             http_reply_json(c, op->job.existing[0] ? 200 : 201, job);
         }
     }
@@ -81,8 +80,7 @@ void api_job_submit(http_ctx *c)
     const char *idem = http_header(c, "idempotency-key");
     if (idem && (strlen(idem) == 0 || strlen(idem) > IDEM_MAX_LEN)) {
         free(op);
-        http_error(c, GERR_BAD_REQUEST, "Idempotency-Key", "the Idempotency-Key header must be 1 to %d characters",
-                   IDEM_MAX_LEN);
+        http_error(c, GERR_BAD_REQUEST, "Idempotency-Key", "the Idempotency-Key header must be 1 to %d characters", IDEM_MAX_LEN);
         return;
     }
     if (id_random("j", 10, op->job.id, sizeof(op->job.id)) != 0) {
@@ -108,36 +106,48 @@ void api_job_list(http_ctx *c)
     f.type = http_query(c, "type");
     f.state = http_query(c, "state");
     const char *limit = http_query(c, "limit"), *cursor = http_query(c, "cursor");
-    if (f.type && !job_type_valid(f.type))
-        return http_error(c, GERR_INVALID_FIELD, "type", "must be one of placement, training, inference, federated");
-    if (f.state && job_state_parse(f.state) == JS_INVALID)
-        return http_error(c, GERR_INVALID_FIELD, "state",
-                          "must be one of queued, scheduled, running, resizing, succeeded, failed, cancelled");
+    if (f.type && !job_type_valid(f.type)) {
+        http_error(c, GERR_INVALID_FIELD, "type", "must be one of placement, training, inference, federated");
+        return;
+    }
+    if (f.state && job_state_parse(f.state) == JS_INVALID) {
+        http_error(c, GERR_INVALID_FIELD, "state",
+                   "must be one of queued, scheduled, running, resizing, succeeded, failed, cancelled");
+        return;
+    }
     if (limit) {
         char *end;
         long n = strtol(limit, &end, 10);
-        if (*end || n < 1 || n > c->srv->list_max)
-            return http_error(c, GERR_INVALID_FIELD, "limit", "must be an integer from 1 to %d", c->srv->list_max);
+        if (*end || n < 1 || n > c->srv->list_max) {
+            http_error(c, GERR_INVALID_FIELD, "limit", "must be an integer from 1 to %d", c->srv->list_max);
+            return;
+        }
         f.limit = (int)n;
     }
     if (cursor) {
         char *end;
         long long n = strtoll(cursor, &end, 10);
-        if (*end || n < 1)
-            return http_error(c, GERR_INVALID_FIELD, "cursor", "not a cursor returned by this endpoint");
+        if (*end || n < 1) {
+            http_error(c, GERR_INVALID_FIELD, "cursor", "not a cursor returned by this endpoint");
+            return;
+        }
         f.cursor = n;
     }
     json_t *out = jobs_list_json(c->srv->db, &f);
-    if (!out)
-        return http_error(c, GERR_INTERNAL, NULL, "database error");
+    if (!out) {
+        http_error(c, GERR_INTERNAL, NULL, "database error");
+        return;
+    }
     http_reply_json(c, 200, out);
 }
 
 void api_job_get(http_ctx *c)
 {
     json_t *job = jobs_get_json(c->srv->db, http_param(c, 0), scope(c), true);
-    if (!job)
-        return http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
+    if (!job) {
+        http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
+        return;
+    }
     http_reply_json(c, 200, job);
 }
 
@@ -145,8 +155,10 @@ void api_job_events(http_ctx *c)
 {
     const char *id = http_param(c, 0);
     json_t *job = jobs_get_json(c->srv->db, id, scope(c), false);
-    if (!job)
-        return http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
+    if (!job) {
+        http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
+        return;
+    }
     json_decref(job);
     http_reply_json(c, 200, jobs_events_json(c->srv->db, id));
 }
@@ -177,8 +189,7 @@ static void cancel_done(void *arg, int ok)
                  op->id);
         json_t *job = jobs_get_json(op->srv->db, op->id, NULL, false);
         const char *tenant = job ? json_string_value(json_object_get(job, "tenant")) : NULL;
-        if (tenant)
-            sse_publish(op->srv->sse, tenant, "job", ev);
+        if (tenant) sse_publish(op->srv->sse, tenant, "job", ev);
         json_decref(job);
     }
     if (c) {

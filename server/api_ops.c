@@ -18,8 +18,8 @@ void api_readyz(http_ctx *c)
     int db_ok = sqlite3_prepare_v2(c->srv->db, "SELECT 1", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     int redis_ok = bus_ready(c->srv->bus);
-    json_t *body = json_pack("{s:s, s:b, s:b}", "status", db_ok && redis_ok ? "ready" : "not ready", "sqlite", db_ok,
-                             "redis", redis_ok);
+    json_t *body =
+        json_pack("{s:s, s:b, s:b}", "status", db_ok && redis_ok ? "ready" : "not ready", "sqlite", db_ok, "redis", redis_ok);
     http_reply_json(c, db_ok && redis_ok ? 200 : 503, body);
 }
 

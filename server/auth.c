@@ -18,8 +18,7 @@ const char *role_name(role r)
 role role_parse(const char *name)
 {
     for (int r = ROLE_VIEWER; name && r <= ROLE_ADMIN; r++)
-        if (strcmp(name, role_names[r]) == 0)
-            return (role)r;
+        if (strcmp(name, role_names[r]) == 0) return (role)r;
     return ROLE_NONE;
 }
 
@@ -63,14 +62,12 @@ int auth_lookup(sqlite3 *db, const char *secret, size_t len, auth_info *info)
     return rc;
 }
 
-int auth_insert_token(sqlite3 *db, const char *token_id, const char *tenant_id, role r, const char *name,
-                      const char *secret)
+int auth_insert_token(sqlite3 *db, const char *token_id, const char *tenant_id, role r, const char *name, const char *secret)
 {
     unsigned char h[AUTH_HASH_LEN];
     auth_hash(secret, strlen(secret), h);
     sqlite3_stmt *st;
-    if (!(st = db_stmt(db, "INSERT INTO tokens (id, tenant_id, role, name, hash, created_at) VALUES (?,?,?,?,?,?)")))
-        return -1;
+    if (!(st = db_stmt(db, "INSERT INTO tokens (id, tenant_id, role, name, hash, created_at) VALUES (?,?,?,?,?,?)"))) return -1;
     sqlite3_bind_text(st, 1, token_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, role_name(r), -1, SQLITE_STATIC);
@@ -85,10 +82,8 @@ int auth_insert_token(sqlite3 *db, const char *token_id, const char *tenant_id, 
 int auth_ensure_admin(sqlite3 *db, const char *secret)
 {
     auth_info info;
-    if (auth_lookup(db, secret, strlen(secret), &info) == 0)
-        return info.role == ROLE_ADMIN ? 0 : -1;
+    if (auth_lookup(db, secret, strlen(secret), &info) == 0) return info.role == ROLE_ADMIN ? 0 : -1;
     char id[48];
-    if (id_random("k", 8, id, sizeof(id)) != 0)
-        return -1;
+    if (id_random("k", 8, id, sizeof(id)) != 0) return -1;
     return auth_insert_token(db, id, "t_system", ROLE_ADMIN, "bootstrap admin", secret);
 }

@@ -31,8 +31,7 @@ int auth_new_secret(char out[AUTH_SECRET_LEN + 8]);
 /* looks the secret up; 0 and fills info, -1 when unknown or revoked */
 int auth_lookup(sqlite3 *db, const char *secret, size_t len, auth_info *info);
 /* inserts a token row for an existing tenant (inside the caller's transaction); 0 or -1 */
-int auth_insert_token(sqlite3 *db, const char *token_id, const char *tenant_id, role r, const char *name,
-                      const char *secret);
+int auth_insert_token(sqlite3 *db, const char *token_id, const char *tenant_id, role r, const char *name, const char *secret);
 /* makes sure a bootstrap admin token with this secret exists (idempotent); 0 or -1 */
 int auth_ensure_admin(sqlite3 *db, const char *secret);
 

@@ -40,8 +40,7 @@ static void sweep(bus *b, int64_t before_ms);
 static redisAsyncContext *connect_one(bus *b, redisConnectCallback *on_connect)
 {
     redisAsyncContext *ac = redisAsyncConnect(b->host, b->port);
-    if (!ac)
-        return NULL;
+    if (!ac) return NULL;
     if (ac->err || redis_uv_attach(ac, b->srv->loop) != REDIS_OK) {
         redisAsyncFree(ac);
         return NULL;
@@ -49,8 +48,7 @@ static redisAsyncContext *connect_one(bus *b, redisConnectCallback *on_connect)
     ac->data = b;
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    if (b->password[0])
-        redisAsyncCommand(ac, NULL, NULL, "AUTH %s", b->password);
+    if (b->password[0]) redisAsyncCommand(ac, NULL, NULL, "AUTH %s", b->password);
     return ac;
 }
 
@@ -109,19 +107,15 @@ static void on_len(redisAsyncContext *ac, void *r, void *priv)
 {
     (void)ac;
     redisReply *reply = r;
-    if (reply && reply->type == REDIS_REPLY_INTEGER)
-        *(long long *)priv = reply->integer;
+    if (reply && reply->type == REDIS_REPLY_INTEGER) *(long long *)priv = reply->integer;
 }
 
 static void on_tick(uv_timer_t *t)
 {
     bus *b = t->data;
-    if (b->srv->stopping)
-        return;
-    if (!b->cmd)
-        b->cmd = connect_one(b, on_cmd_connect);
-    if (!b->rd)
-        b->rd = connect_one(b, on_rd_connect);
+    if (b->srv->stopping) return;
+    if (!b->cmd) b->cmd = connect_one(b, on_cmd_connect);
+    if (!b->rd) b->rd = connect_one(b, on_rd_connect);
     if (b->rd_ready && b->read_waiting) {
         b->read_waiting = 0;
         read_next(b);
@@ -182,15 +176,13 @@ static void on_xadd(redisAsyncContext *ac, void *r, void *priv)
         store_submit(p->b->srv->store, apply_published, free_ctx, p);
         return;
     }
-    if (reply && reply->type == REDIS_REPLY_ERROR)
-        log_warn("outbox: XADD %s failed: %s (will retry)", p->job_id, reply->str);
+    if (reply && reply->type == REDIS_REPLY_ERROR) log_warn("outbox: XADD %s failed: %s (will retry)", p->job_id, reply->str);
     free(p);
 }
 
 void bus_publish_job(bus *b, const task_msg *t)
 {
-    if (!b->cmd_ready)
-        return; /* stays unpublished; the next connect or sweep publishes it */
+    if (!b->cmd_ready) return; /* stays unpublished; the next connect or sweep publishes it */
     char *s = msg_task_encode(t);
     publish_ctx *p = malloc(sizeof(*p));
     if (!s || !p) {
@@ -200,8 +192,7 @@ void bus_publish_job(bus *b, const task_msg *t)
     }
     p->b = b;
     snprintf(p->job_id, sizeof(p->job_id), "%s", t->job_id);
-    redisAsyncCommand(b->cmd, on_xadd, p, "XADD %s MAXLEN ~ %d * %s %b", K_JOBS_STREAM, K_STREAM_MAXLEN, F_JOB, s,
-                      strlen(s));
+    redisAsyncCommand(b->cmd, on_xadd, p, "XADD %s MAXLEN ~ %d * %s %b", K_JOBS_STREAM, K_STREAM_MAXLEN, F_JOB, s, strlen(s));
     free(s);
 }
 
@@ -217,14 +208,12 @@ static void sweep(bus *b, int64_t before_ms)
     int rounds = 0;
     while ((last = jobs_each_unpublished(b->srv->db, after, before_ms, 1000, publish_cb, b)) != after && ++rounds < 100)
         after = last;
-    if (after > 0)
-        log_info("outbox: republished unpublished jobs up to seq %lld", (long long)after);
+    if (after > 0) log_info("outbox: republished unpublished jobs up to seq %lld", (long long)after);
 }
 
 void bus_cancel(bus *b, const char *job_id)
 {
-    if (b->cmd_ready)
-        redisAsyncCommand(b->cmd, ignore_reply, NULL, "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id);
+    if (b->cmd_ready) redisAsyncCommand(b->cmd, ignore_reply, NULL, "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id);
 }
 
 /* ---- events ---- */
@@ -257,21 +246,19 @@ static int apply_batch(sqlite3 *db, void *arg)
             batch->results[i] = APPLY_UNKNOWN_JOB; /* undecodable entry: acknowledged and dropped */
             continue;
         }
-        if (jobs_apply_event(db, &batch->events[i], &batch->results[i], batch->tenants[i]) != 0)
-            return -1;
+        if (jobs_apply_event(db, &batch->events[i], &batch->results[i], batch->tenants[i]) != 0) return -1;
     }
     return 0;
 }
 
 static void push_sse(bus *b, const event_msg *e, const char *tenant)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "job_id", e->job_id, "state", e->state, "reason", e->reason,
-                          "source", e->source, "ts", (json_int_t)e->ts);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "job_id", e->job_id, "state", e->state, "reason", e->reason, "source",
+                          e->source, "ts", (json_int_t)e->ts);
     json_object_set_new(o, "progress", e->progress >= 0 ? json_real(e->progress) : json_null());
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
-    if (s)
-        sse_publish(b->srv->sse, tenant, "job", s);
+    if (s) sse_publish(b->srv->sse, tenant, "job", s);
     free(s);
 }
 
@@ -297,8 +284,7 @@ static void on_batch_done(void *arg, int ok)
         free(argv);
     }
     for (int i = 0; i < batch->n; i++) {
-        if (batch->results[i] == APPLY_DUPLICATE)
-            b->duplicates++;
+        if (batch->results[i] == APPLY_DUPLICATE) b->duplicates++;
         if (batch->results[i] == APPLY_MOVED || batch->results[i] == APPLY_RECORDED)
             push_sse(b, &batch->events[i], batch->tenants[i]);
     }
@@ -318,8 +304,7 @@ static event_batch *batch_from_reply(bus *b, redisReply *entries)
     batch->tenants = calloc(n, sizeof(*batch->tenants));
     for (size_t i = 0; i < n; i++) {
         redisReply *entry = entries->element[i];
-        if (entry->type != REDIS_REPLY_ARRAY || entry->elements < 2 || entry->element[0]->type != REDIS_REPLY_STRING)
-            continue;
+        if (entry->type != REDIS_REPLY_ARRAY || entry->elements < 2 || entry->element[0]->type != REDIS_REPLY_STRING) continue;
         snprintf(batch->entry_ids[batch->n], 64, "%s", entry->element[0]->str);
         redisReply *fields = entry->element[1];
         for (size_t f = 0; fields->type == REDIS_REPLY_ARRAY && f + 1 < fields->elements; f += 2)
@@ -337,12 +322,10 @@ static void on_read(redisAsyncContext *ac, void *r, void *priv)
     (void)priv;
     bus *b = ac->data;
     redisReply *reply = r;
-    if (!reply || b->srv->stopping)
-        return; /* disconnected: the connect callback restarts reading */
+    if (!reply || b->srv->stopping) return; /* disconnected: the connect callback restarts reading */
     if (reply->type == REDIS_REPLY_ERROR) {
         log_warn("events: XREADGROUP failed: %s", reply->str);
-        if (strncmp(reply->str, "NOGROUP", 7) == 0)
-            ensure_group(b->rd);
+        if (strncmp(reply->str, "NOGROUP", 7) == 0) ensure_group(b->rd);
         b->read_waiting = 1;
         return;
     }
@@ -362,10 +345,9 @@ static void on_read(redisAsyncContext *ac, void *r, void *priv)
 
 static void read_next(bus *b)
 {
-    if (!b->rd_ready || b->srv->stopping)
-        return;
-    redisAsyncCommand(b->rd, on_read, NULL, "XREADGROUP GROUP %s %s COUNT %d BLOCK 2000 STREAMS %s %s", K_SERVER_GROUP,
-                      b->consumer, READ_COUNT, K_EVENTS_STREAM, b->backlog ? "0" : ">");
+    if (!b->rd_ready || b->srv->stopping) return;
+    redisAsyncCommand(b->rd, on_read, NULL, "XREADGROUP GROUP %s %s COUNT %d BLOCK 2000 STREAMS %s %s", K_SERVER_GROUP, b->consumer,
+                      READ_COUNT, K_EVENTS_STREAM, b->backlog ? "0" : ">");
 }
 
 /* ---- registry ---- */
@@ -392,8 +374,7 @@ static json_t *worker_json(const char *id, redisReply *h)
         const char *k = h->element[i]->str, *v = h->element[i + 1]->str;
         if (strcmp(k, "info") == 0) {
             json_t *info = json_loads(v, 0, NULL);
-            if (json_is_object(info))
-                json_object_update(w, info);
+            if (json_is_object(info)) json_object_update(w, info);
             json_decref(info);
         } else if (strcmp(k, "hb") == 0) {
             char iso[32];
@@ -459,9 +440,7 @@ void bus_close(bus *b)
 {
     uv_timer_stop(&b->tick);
     uv_close((uv_handle_t *)&b->tick, NULL);
-    if (b->cmd)
-        redisAsyncDisconnect(b->cmd);
-    if (b->rd)
-        redisAsyncFree(b->rd); /* it may be blocked in XREADGROUP */
+    if (b->cmd) redisAsyncDisconnect(b->cmd);
+    if (b->rd) redisAsyncFree(b->rd); /* it may be blocked in XREADGROUP */
     b->cmd = b->rd = NULL;
 }

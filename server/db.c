@@ -20,10 +20,8 @@ sqlite3_stmt *db_stmt(sqlite3 *db, const char *sql)
 {
     int empty = -1;
     for (int i = 0; i < STMT_CACHE; i++) {
-        if (cache[i].db == db && cache[i].sql == sql)
-            return cache[i].st;
-        if (!cache[i].db && empty < 0)
-            empty = i;
+        if (cache[i].db == db && cache[i].sql == sql) return cache[i].st;
+        if (!cache[i].db && empty < 0) empty = i;
     }
     sqlite3_stmt *st;
     if (sqlite3_prepare_v3(db, sql, -1, empty >= 0 ? SQLITE_PREPARE_PERSISTENT : 0, &st, NULL) != SQLITE_OK) {
@@ -40,8 +38,7 @@ sqlite3_stmt *db_stmt(sqlite3 *db, const char *sql)
 
 void db_release(sqlite3_stmt *st)
 {
-    if (!st)
-        return;
+    if (!st) return;
     for (int i = 0; i < STMT_CACHE; i++) {
         if (cache[i].st == st) {
             sqlite3_reset(st);
@@ -79,11 +76,9 @@ int db_exec(sqlite3 *db, const char *sql)
 static int pragma_text(sqlite3 *db, const char *sql, char *out, size_t len)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
     int rc = sqlite3_step(st) == SQLITE_ROW ? 0 : -1;
-    if (rc == 0)
-        snprintf(out, len, "%s", (const char *)sqlite3_column_text(st, 0));
+    if (rc == 0) snprintf(out, len, "%s", (const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     return rc;
 }
@@ -130,8 +125,7 @@ static int applied(sqlite3 *db, long version)
 static char *read_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
@@ -140,8 +134,7 @@ static char *read_file(const char *path)
         free(buf);
         buf = NULL;
     }
-    if (buf)
-        buf[n] = '\0';
+    if (buf) buf[n] = '\0';
     fclose(f);
     return buf;
 }
@@ -157,8 +150,7 @@ static int apply_one(sqlite3 *db, const char *dir, const char *name, long versio
     }
     char *msg = NULL;
     int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
     if (rc == SQLITE_OK) {
         sqlite3_stmt *st;
         sqlite3_prepare_v2(db, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", -1, &st, NULL);
@@ -168,8 +160,7 @@ static int apply_one(sqlite3 *db, const char *dir, const char *name, long versio
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
         sqlite3_finalize(st);
     }
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, &msg);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, &msg);
     free(sql);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "migration %s failed: %s", name, msg ? msg : sqlite3_errmsg(db));
@@ -206,8 +197,7 @@ int db_migrate(sqlite3 *db, const char *dir, char *err, size_t errlen)
     int count = 0;
     for (size_t i = 0; i < n; i++) {
         long version = strtol(names[i], NULL, 10);
-        if (count >= 0 && !applied(db, version))
-            count = apply_one(db, dir, names[i], version, err, errlen) == 0 ? count + 1 : -1;
+        if (count >= 0 && !applied(db, version)) count = apply_one(db, dir, names[i], version, err, errlen) == 0 ? count + 1 : -1;
         free(names[i]);
     }
     return count;

@@ -22,19 +22,32 @@ struct http_defer {
 static const char *reason_phrase(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 429: return "Too Many Requests";
-    case 503: return "Service Unavailable";
-    default: return status < 400 ? "OK" : "Error";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Payload Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 429:
+        return "Too Many Requests";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return status < 400 ? "OK" : "Error";
     }
 }
 
@@ -98,20 +111,16 @@ const char *http_param(http_ctx *c, int i)
 
 static int hexval(int ch)
 {
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
     return -1;
 }
 
 const char *http_query(http_ctx *c, const char *name)
 {
     h2o_req_t *req = c->req;
-    if (req->query_at == SIZE_MAX)
-        return NULL;
+    if (req->query_at == SIZE_MAX) return NULL;
     const char *p = req->path.base + req->query_at + 1, *end = req->path.base + req->path.len;
     size_t nlen = strlen(name);
     while (p < end) {
@@ -156,8 +165,7 @@ static void on_dispose(void *p)
     http_defer **slot = p;
     http_defer *d = *slot;
     d->c = NULL;
-    if (--d->refs == 0)
-        free(d);
+    if (--d->refs == 0) free(d);
 }
 
 http_defer *http_defer_begin(http_ctx *c)
@@ -177,8 +185,7 @@ http_ctx *http_defer_ctx(http_defer *d)
 
 void http_defer_end(http_defer *d)
 {
-    if (--d->refs == 0)
-        free(d);
+    if (--d->refs == 0) free(d);
 }
 
 /* ---- matching ---- */
@@ -196,8 +203,7 @@ int http_json_depth(const char *s, size_t len)
         } else if (ch == '"') {
             in_str = 1;
         } else if (ch == '{' || ch == '[') {
-            if (++depth > max)
-                max = depth;
+            if (++depth > max) max = depth;
         } else if (ch == '}' || ch == ']') {
             depth--;
         }
@@ -216,8 +222,7 @@ static int match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params)
             const char *seg = s;
             while (s < end && *s != '/')
                 s++;
-            if (s == seg || n >= 2)
-                return 0;
+            if (s == seg || n >= 2) return 0;
             params[n++] = h2o_iovec_init(seg, (size_t)(s - seg));
             p = close + 1;
         } else if (*p++ != *s++) {
@@ -232,8 +237,7 @@ static int is_api_path(h2o_iovec_t path)
     static const char *const prefixes[] = {"/v1/", "/v2/", "/healthz", "/readyz", "/metrics", "/v1"};
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
         size_t n = strlen(prefixes[i]);
-        if (path.len >= n && memcmp(path.base, prefixes[i], n) == 0)
-            return 1;
+        if (path.len >= n && memcmp(path.base, prefixes[i], n) == 0) return 1;
     }
     return 0;
 }
@@ -277,15 +281,13 @@ static int parse_body(http_ctx *c)
     }
     int depth = http_json_depth(req->entity.base, req->entity.len);
     if (depth > c->srv->json_max_depth) {
-        http_error(c, GERR_INVALID_JSON, NULL, "JSON nesting depth %d exceeds the limit of %d", depth,
-                   c->srv->json_max_depth);
+        http_error(c, GERR_INVALID_JSON, NULL, "JSON nesting depth %d exceeds the limit of %d", depth, c->srv->json_max_depth);
         return -1;
     }
     json_error_t jerr;
     c->body = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES, &jerr);
     if (!c->body) {
-        http_error(c, GERR_INVALID_JSON, NULL, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
-                   jerr.text);
+        http_error(c, GERR_INVALID_JSON, NULL, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text);
         return -1;
     }
     if (!json_is_object(c->body)) {
@@ -306,8 +308,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     server *srv = ((api_handler *)self)->srv;
     h2o_iovec_t path = req->path_normalized;
-    if (!is_api_path(path))
-        return -1; /* the static dashboard */
+    if (!is_api_path(path)) return -1; /* the static dashboard */
 
     http_ctx *c = h2o_mem_alloc_pool(&req->pool, sizeof(*c));
     memset(c, 0, sizeof(*c));
@@ -321,8 +322,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     char allow[128] = "";
     for (int i = 0; i < routes_count; i++) {
         h2o_iovec_t params[2] = {{NULL, 0}, {NULL, 0}};
-        if (!match(routes[i].pattern, path, params))
-            continue;
+        if (!match(routes[i].pattern, path, params)) continue;
         if (!h2o_memis(req->method.base, req->method.len, routes[i].method, strlen(routes[i].method))) {
             size_t n = strlen(allow);
             snprintf(allow + n, sizeof(allow) - n, "%s%s", n ? ", " : "", routes[i].method);
@@ -343,10 +343,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         }
         return 0;
     }
-    if (c->route->role != ROLE_NONE && authenticate(c) != 0)
-        return 0;
-    if (c->route->body != BODY_NONE && parse_body(c) != 0)
-        return 0;
+    if (c->route->role != ROLE_NONE && authenticate(c) != 0) return 0;
+    if (c->route->body != BODY_NONE && parse_body(c) != 0) return 0;
     c->route->fn(c);
     return 0;
 }

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define JOB_COLS                                                                                                       \
-    "seq, id, tenant_id, type, name, priority, state, created_at, updated_at, started_at, finished_at, progress, "     \
+#define JOB_COLS                                                                                                                   \
+    "seq, id, tenant_id, type, name, priority, state, created_at, updated_at, started_at, finished_at, progress, "                 \
     "worker, error, attempts, spec, result"
 
 static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
@@ -25,8 +25,8 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
         sqlite3_bind_null(st, i);
 }
 
-static int insert_event(sqlite3 *db, const char *event_id, const char *job_id, int64_t ts, const char *state,
-                        const char *reason, const char *source, double progress)
+static int insert_event(sqlite3 *db, const char *event_id, const char *job_id, int64_t ts, const char *state, const char *reason,
+                        const char *source, double progress)
 {
     sqlite3_stmt *st;
     if (prep(db, "INSERT OR IGNORE INTO job_events (id, job_id, ts, state, reason, source, progress) VALUES (?,?,?,?,?,?,?)",
@@ -50,12 +50,10 @@ static int insert_event(sqlite3 *db, const char *event_id, const char *job_id, i
 static int find_idem(sqlite3 *db, job_new *j)
 {
     sqlite3_stmt *st;
-    if (prep(db, "SELECT job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?", &st) != 0)
-        return -1;
+    if (prep(db, "SELECT job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?", &st) != 0) return -1;
     sqlite3_bind_text(st, 1, j->tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, j->idem, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        snprintf(j->existing, sizeof(j->existing), "%s", (const char *)sqlite3_column_text(st, 0));
+    if (sqlite3_step(st) == SQLITE_ROW) snprintf(j->existing, sizeof(j->existing), "%s", (const char *)sqlite3_column_text(st, 0));
     db_release(st);
     return 0;
 }
@@ -63,8 +61,7 @@ static int find_idem(sqlite3 *db, job_new *j)
 int jobs_insert(sqlite3 *db, job_new *j)
 {
     j->existing[0] = '\0';
-    if (j->idem && (find_idem(db, j) != 0 || j->existing[0]))
-        return j->existing[0] ? 0 : -1;
+    if (j->idem && (find_idem(db, j) != 0 || j->existing[0])) return j->existing[0] ? 0 : -1;
     char *spec = json_dumps(j->spec, JSON_COMPACT);
     sqlite3_stmt *st;
     if (!spec || prep(db,
@@ -88,12 +85,11 @@ int jobs_insert(sqlite3 *db, job_new *j)
     db_release(st);
     free(spec);
     char eid[48];
-    if (rc == 0 && (id_random("e", 12, eid, sizeof(eid)) != 0 ||
-                    insert_event(db, eid, j->id, now, "queued", "accepted", "server", -1) != 1))
+    if (rc == 0 &&
+        (id_random("e", 12, eid, sizeof(eid)) != 0 || insert_event(db, eid, j->id, now, "queued", "accepted", "server", -1) != 1))
         rc = -1;
     if (rc == 0 && j->idem) {
-        if (prep(db, "INSERT INTO idempotency_keys (tenant_id, key, job_id, created_at) VALUES (?,?,?,?)", &st) != 0)
-            return -1;
+        if (prep(db, "INSERT INTO idempotency_keys (tenant_id, key, job_id, created_at) VALUES (?,?,?,?)", &st) != 0) return -1;
         sqlite3_bind_text(st, 1, j->tenant_id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, j->idem, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, j->id, -1, SQLITE_STATIC);
@@ -108,8 +104,7 @@ int jobs_insert(sqlite3 *db, job_new *j)
 
 static json_t *time_or_null(sqlite3_stmt *st, int col)
 {
-    if (sqlite3_column_type(st, col) == SQLITE_NULL)
-        return json_null();
+    if (sqlite3_column_type(st, col) == SQLITE_NULL) return json_null();
     char buf[32];
     clock_iso8601(sqlite3_column_int64(st, col), buf, sizeof(buf));
     return json_string(buf);
@@ -142,9 +137,8 @@ static json_t *row_json(sqlite3_stmt *st, bool full)
     json_object_set_new(o, "updated_at", time_or_null(st, 8));
     json_object_set_new(o, "started_at", time_or_null(st, 9));
     json_object_set_new(o, "finished_at", time_or_null(st, 10));
-    json_object_set_new(o, "progress", sqlite3_column_type(st, 11) == SQLITE_NULL
-                                           ? json_null()
-                                           : json_real(sqlite3_column_double(st, 11)));
+    json_object_set_new(o, "progress",
+                        sqlite3_column_type(st, 11) == SQLITE_NULL ? json_null() : json_real(sqlite3_column_double(st, 11)));
     json_object_set_new(o, "worker", text_or_null(st, 12));
     json_object_set_new(o, "error", text_or_null(st, 13));
     json_object_set_new(o, "attempts", json_integer(sqlite3_column_int(st, 14)));
@@ -158,8 +152,7 @@ static json_t *row_json(sqlite3_stmt *st, bool full)
 json_t *jobs_get_json(sqlite3 *db, const char *id, const char *tenant_id, bool full)
 {
     sqlite3_stmt *st;
-    if (prep(db, "SELECT " JOB_COLS " FROM jobs WHERE id = ? AND (?2 IS NULL OR tenant_id = ?2)", &st) != 0)
-        return NULL;
+    if (prep(db, "SELECT " JOB_COLS " FROM jobs WHERE id = ? AND (?2 IS NULL OR tenant_id = ?2)", &st) != 0) return NULL;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     bind_text_or_null(st, 2, tenant_id);
     json_t *o = sqlite3_step(st) == SQLITE_ROW ? row_json(st, full) : NULL;
@@ -212,9 +205,8 @@ json_t *jobs_events_json(sqlite3 *db, const char *job_id)
         json_object_set_new(e, "state", text_or_null(st, 2));
         json_object_set_new(e, "reason", text_or_null(st, 3));
         json_object_set_new(e, "source", text_or_null(st, 4));
-        json_object_set_new(e, "progress", sqlite3_column_type(st, 5) == SQLITE_NULL
-                                               ? json_null()
-                                               : json_real(sqlite3_column_double(st, 5)));
+        json_object_set_new(e, "progress",
+                            sqlite3_column_type(st, 5) == SQLITE_NULL ? json_null() : json_real(sqlite3_column_double(st, 5)));
         json_array_append_new(events, e);
     }
     db_release(st);
@@ -226,8 +218,7 @@ json_t *jobs_events_json(sqlite3 *db, const char *job_id)
 static int job_state_of(sqlite3 *db, const char *id, job_state *state, char *tenant)
 {
     sqlite3_stmt *st;
-    if (prep(db, "SELECT state, tenant_id FROM jobs WHERE id = ?", &st) != 0)
-        return -1;
+    if (prep(db, "SELECT state, tenant_id FROM jobs WHERE id = ?", &st) != 0) return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     int rc = 1;
     if (sqlite3_step(st) == SQLITE_ROW) {
@@ -272,8 +263,7 @@ static int move_job(sqlite3 *db, const event_msg *e, job_state to)
 static int set_progress(sqlite3 *db, const event_msg *e)
 {
     sqlite3_stmt *st;
-    if (prep(db, "UPDATE jobs SET progress = ?, updated_at = ? WHERE id = ?", &st) != 0)
-        return -1;
+    if (prep(db, "UPDATE jobs SET progress = ?, updated_at = ? WHERE id = ?", &st) != 0) return -1;
     sqlite3_bind_double(st, 1, e->progress);
     sqlite3_bind_int64(st, 2, e->ts);
     sqlite3_bind_text(st, 3, e->job_id, -1, SQLITE_STATIC);
@@ -286,15 +276,13 @@ int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *t
 {
     job_state cur = JS_INVALID;
     int found = job_state_of(db, e->job_id, &cur, tenant_out);
-    if (found < 0)
-        return -1;
+    if (found < 0) return -1;
     if (found > 0) {
         *res = APPLY_UNKNOWN_JOB;
         return 0;
     }
     int ins = insert_event(db, e->id, e->job_id, e->ts, e->state, e->reason, e->source, e->progress);
-    if (ins < 0)
-        return -1;
+    if (ins < 0) return -1;
     if (ins == 0) {
         *res = APPLY_DUPLICATE;
         return 0;
@@ -302,12 +290,10 @@ int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *t
     *res = APPLY_RECORDED;
     job_state to = job_state_parse(e->state);
     if (e->state[0] && job_state_can_move(cur, to)) {
-        if (move_job(db, e, to) != 0)
-            return -1;
+        if (move_job(db, e, to) != 0) return -1;
         *res = APPLY_MOVED;
     }
-    if (!e->state[0] && e->progress >= 0 && !job_state_terminal(cur) && set_progress(db, e) != 0)
-        return -1;
+    if (!e->state[0] && e->progress >= 0 && !job_state_terminal(cur) && set_progress(db, e) != 0) return -1;
     return 0;
 }
 
@@ -316,25 +302,21 @@ int jobs_cancel(sqlite3 *db, const char *id, const char *tenant_id, const char *
     job_state cur;
     char tenant[48];
     int found = job_state_of(db, id, &cur, tenant);
-    if (found != 0 || (tenant_id && strcmp(tenant, tenant_id) != 0))
-        return found < 0 ? -1 : 2;
-    if (job_state_terminal(cur))
-        return 1;
+    if (found != 0 || (tenant_id && strcmp(tenant, tenant_id) != 0)) return found < 0 ? -1 : 2;
+    if (job_state_terminal(cur)) return 1;
     event_msg e;
     msg_event_init(&e, id, "server");
     snprintf(e.state, sizeof(e.state), "cancelled");
     snprintf(e.reason, sizeof(e.reason), "cancelled by %s", who);
     snprintf(event_id_out, 48, "%s", e.id);
-    if (insert_event(db, e.id, id, e.ts, e.state, e.reason, e.source, -1) != 1)
-        return -1;
+    if (insert_event(db, e.id, id, e.ts, e.state, e.reason, e.source, -1) != 1) return -1;
     return move_job(db, &e, JS_CANCELLED);
 }
 
 int jobs_mark_published(sqlite3 *db, const char *id)
 {
     sqlite3_stmt *st;
-    if (prep(db, "UPDATE jobs SET published = 1 WHERE id = ?", &st) != 0)
-        return -1;
+    if (prep(db, "UPDATE jobs SET published = 1 WHERE id = ?", &st) != 0) return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
@@ -373,8 +355,7 @@ int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int
 void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, const char *state, long n), void *arg)
 {
     sqlite3_stmt *st;
-    if (prep(db, "SELECT type, state, count(*) FROM jobs GROUP BY type, state", &st) != 0)
-        return;
+    if (prep(db, "SELECT type, state, count(*) FROM jobs GROUP BY type, state", &st) != 0) return;
     while (sqlite3_step(st) == SQLITE_ROW)
         fn(arg, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
            (long)sqlite3_column_int64(st, 2));

@@ -17,9 +17,9 @@ typedef struct {
     char name[256];
     int priority;
     int slots;
-    json_t *spec;       /* borrowed */
-    const char *idem;   /* Idempotency-Key or NULL */
-    char existing[48];  /* out: set when the key was already used (the earlier job's id) */
+    json_t *spec;      /* borrowed */
+    const char *idem;  /* Idempotency-Key or NULL */
+    char existing[48]; /* out: set when the key was already used (the earlier job's id) */
 } job_new;
 
 /* inserts the job (state queued, unpublished) and its first event; 0 or -1 */

@@ -42,8 +42,7 @@ static uv_signal_t sigterm, sigint;
 static int split_hostport(const char *s, char *host, size_t hlen, int *port)
 {
     const char *colon = strrchr(s, ':');
-    if (!colon || colon == s || (size_t)(colon - s) >= hlen)
-        return -1;
+    if (!colon || colon == s || (size_t)(colon - s) >= hlen) return -1;
     memcpy(host, s, (size_t)(colon - s));
     host[colon - s] = '\0';
     *port = atoi(colon + 1);
@@ -60,20 +59,17 @@ static int admin_token(const char *state)
     } else {
         FILE *f = fopen(path, "r");
         if (f) {
-            if (!fgets(secret, sizeof(secret), f))
-                secret[0] = '\0';
+            if (!fgets(secret, sizeof(secret), f)) secret[0] = '\0';
             fclose(f);
             secret[strcspn(secret, "\r\n")] = '\0';
         }
     }
     if (!secret[0]) {
-        if (auth_new_secret(secret) != 0)
-            return -1;
+        if (auth_new_secret(secret) != 0) return -1;
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (fd < 0 || write(fd, secret, strlen(secret)) < 0 || write(fd, "\n", 1) < 0) {
             log_error("cannot write %s: %s", path, strerror(errno));
-            if (fd >= 0)
-                close(fd);
+            if (fd >= 0) close(fd);
             return -1;
         }
         close(fd);
@@ -88,8 +84,7 @@ static int admin_token(const char *state)
 
 static void on_accept(uv_stream_t *listener, int status)
 {
-    if (status != 0)
-        return;
+    if (status != 0) return;
     uv_tcp_t *conn = malloc(sizeof(*conn));
     uv_tcp_init(listener->loop, conn);
     if (uv_accept(listener, (uv_stream_t *)conn) != 0) {
@@ -142,8 +137,7 @@ static int setup_http(const char *listen)
     }
     uv_tcp_init(srv.loop, &srv.listener);
     int rc = uv_tcp_bind(&srv.listener, (struct sockaddr *)&addr, 0);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&srv.listener, 1024, on_accept);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&srv.listener, 1024, on_accept);
     if (rc != 0) {
         log_error("cannot listen on %s: %s", listen, uv_strerror(rc));
         return -1;
@@ -157,8 +151,7 @@ int main(int argc, char **argv)
     log_init("server");
     int rc = config_parse(argc, argv, opts, NOPTS, "gantry-server",
                           "The gantry REST API and dashboard; the only writer of the SQLite database.");
-    if (rc != 0)
-        return rc < 0 ? 2 : 0;
+    if (rc != 0) return rc < 0 ? 2 : 0;
     const char *lvl = OPT("log-level");
     log_set_level(strcmp(lvl, "debug") == 0 ? LOG_DEBUG : strcmp(lvl, "warn") == 0 ? LOG_WARN : LOG_INFO);
     signal(SIGPIPE, SIG_IGN);
@@ -170,8 +163,7 @@ int main(int argc, char **argv)
     }
     char dbpath[4096], err[512];
     snprintf(dbpath, sizeof(dbpath), "%s", OPT("db")[0] ? OPT("db") : "");
-    if (!dbpath[0])
-        snprintf(dbpath, sizeof(dbpath), "%s/gantry.db", state);
+    if (!dbpath[0]) snprintf(dbpath, sizeof(dbpath), "%s/gantry.db", state);
 
     srv.loop = uv_default_loop();
     srv.state_dir = state;
@@ -180,8 +172,7 @@ int main(int argc, char **argv)
     srv.placement_body_limit = strtoull(OPT("placement-body-limit"), NULL, 10);
     srv.json_max_depth = atoi(OPT("json-max-depth"));
     srv.list_max = 500;
-    if (srv.placement_body_limit < srv.body_limit)
-        srv.placement_body_limit = srv.body_limit;
+    if (srv.placement_body_limit < srv.body_limit) srv.placement_body_limit = srv.body_limit;
 
     if (db_open(dbpath, &srv.db, err, sizeof(err)) != 0 || db_migrate(srv.db, OPT("migrations"), err, sizeof(err)) < 0) {
         log_error("%s", err);
@@ -201,8 +192,7 @@ int main(int argc, char **argv)
     srv.sse = sse_create(srv.loop);
     srv.metrics = metrics_create(routes_count);
     srv.bus = bus_create(&srv, rhost, rport, OPT("redis-password"), OPT("consumer"));
-    if (setup_http(OPT("listen")) != 0)
-        return 1;
+    if (setup_http(OPT("listen")) != 0) return 1;
 
     uv_signal_init(srv.loop, &sigterm);
     uv_signal_init(srv.loop, &sigint);

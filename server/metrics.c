@@ -36,8 +36,7 @@ void metrics_http(metrics *m, int route, int status, double seconds)
 {
     route_stats *s = &m->stats[route < 0 ? m->routes : route];
     int cls = status / 100 - 1;
-    if (cls >= 0 && cls < NCLASSES)
-        s->by_class[cls]++;
+    if (cls >= 0 && cls < NCLASSES) s->by_class[cls]++;
     size_t b = 0;
     while (b < NBUCKETS && seconds > buckets[b])
         b++;
@@ -69,24 +68,22 @@ void metrics_render(metrics *m, server *srv, FILE *out)
         int r = i == m->routes ? -1 : i;
         for (int c = 0; c < NCLASSES; c++)
             if (m->stats[i].by_class[c])
-                fprintf(out, "gantry_http_requests_total{method=\"%s\",route=\"%s\",code=\"%dxx\"} %llu\n",
-                        route_method(r), route_label(r), c + 1, m->stats[i].by_class[c]);
+                fprintf(out, "gantry_http_requests_total{method=\"%s\",route=\"%s\",code=\"%dxx\"} %llu\n", route_method(r),
+                        route_label(r), c + 1, m->stats[i].by_class[c]);
     }
     fprintf(out, "# HELP gantry_http_request_duration_seconds Time from routing to the reply, by route.\n"
                  "# TYPE gantry_http_request_duration_seconds histogram\n");
     for (int i = 0; i <= m->routes; i++) {
         route_stats *s = &m->stats[i];
-        if (!s->count)
-            continue;
+        if (!s->count) continue;
         int r = i == m->routes ? -1 : i;
         unsigned long long cum = 0;
         for (size_t b = 0; b < NBUCKETS; b++) {
             cum += s->hist[b];
-            fprintf(out, "gantry_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n", route_label(r),
-                    buckets[b], cum);
+            fprintf(out, "gantry_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n", route_label(r), buckets[b],
+                    cum);
         }
-        fprintf(out, "gantry_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", route_label(r),
-                s->count);
+        fprintf(out, "gantry_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", route_label(r), s->count);
         fprintf(out, "gantry_http_request_duration_seconds_sum{route=\"%s\"} %g\n", route_label(r), s->sum);
         fprintf(out, "gantry_http_request_duration_seconds_count{route=\"%s\"} %llu\n", route_label(r), s->count);
     }

@@ -38,8 +38,7 @@ int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char
     snprintf(out->type, sizeof(out->type), "%s", json_string_value(type));
 
     json_t *name = json_object_get(body, "name");
-    if (name && !json_is_string(name))
-        return fail(field, flen, msg, mlen, "name", "must be a string");
+    if (name && !json_is_string(name)) return fail(field, flen, msg, mlen, "name", "must be a string");
     if (name && (json_string_length(name) == 0 || json_string_length(name) > NAME_MAX_LEN))
         return fail(field, flen, msg, mlen, "name", "must be 1 to 200 characters");
     snprintf(out->name, sizeof(out->name), "%s", name ? json_string_value(name) : out->type);
@@ -50,13 +49,11 @@ int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char
         return fail(field, flen, msg, mlen, "priority", "must be one of low, normal, high");
 
     json_t *spec = json_object_get(body, "spec");
-    if (!json_is_object(spec))
-        return fail(field, flen, msg, mlen, "spec", "required: an object with the job's settings");
+    if (!json_is_object(spec)) return fail(field, flen, msg, mlen, "spec", "required: an object with the job's settings");
     out->spec = spec;
     out->slots = 1;
 
-    if (strcmp(out->type, "placement") == 0)
-        return place_spec_validate(spec, field, flen, msg, mlen);
+    if (strcmp(out->type, "placement") == 0) return place_spec_validate(spec, field, flen, msg, mlen);
     snprintf(field, flen, "type");
     snprintf(msg, mlen, "job type '%s' is not available in this version of gantry yet (placement is)", out->type);
     return -1;

@@ -25,8 +25,7 @@ struct sse_hub {
 
 static void send_pending(stream *s)
 {
-    if (s->sending || s->pending_len == 0)
-        return;
+    if (s->sending || s->pending_len == 0) return;
     free(s->inflight);
     s->inflight = s->pending;
     h2o_iovec_t buf = h2o_iovec_init(s->inflight, s->pending_len);
@@ -57,8 +56,7 @@ static void on_dispose(void *p)
         s->prev->next = s->next;
     else
         s->hub->head = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    if (s->next) s->next->prev = s->prev;
     s->hub->count--;
     free(s->pending);
     free(s->inflight);
@@ -66,15 +64,13 @@ static void on_dispose(void *p)
 
 static void append(stream *s, const char *data, size_t len)
 {
-    if (s->pending_len + len > SSE_MAX_PENDING)
-        return;
+    if (s->pending_len + len > SSE_MAX_PENDING) return;
     if (s->pending_len + len > s->pending_cap) {
         size_t cap = s->pending_cap ? s->pending_cap * 2 : 4096;
         while (cap < s->pending_len + len)
             cap *= 2;
         char *p = realloc(s->pending, cap);
-        if (!p)
-            return;
+        if (!p) return;
         s->pending = p;
         s->pending_cap = cap;
     }
@@ -109,11 +105,9 @@ void sse_attach(sse_hub *hub, h2o_req_t *req, const char *tenant_id)
     s->gen.stop = on_stop;
     s->req = req;
     s->hub = hub;
-    if (tenant_id)
-        snprintf(s->tenant, sizeof(s->tenant), "%s", tenant_id);
+    if (tenant_id) snprintf(s->tenant, sizeof(s->tenant), "%s", tenant_id);
     s->next = hub->head;
-    if (hub->head)
-        hub->head->prev = s;
+    if (hub->head) hub->head->prev = s;
     hub->head = s;
     hub->count++;
 
@@ -130,12 +124,10 @@ void sse_publish(sse_hub *hub, const char *tenant_id, const char *name, const ch
 {
     size_t len = strlen(name) + strlen(json) + 20;
     char *msg = malloc(len);
-    if (!msg)
-        return;
+    if (!msg) return;
     int n = snprintf(msg, len, "event: %s\ndata: %s\n\n", name, json);
     for (stream *s = hub->head; s; s = s->next) {
-        if (s->tenant[0] && strcmp(s->tenant, tenant_id) != 0)
-            continue;
+        if (s->tenant[0] && strcmp(s->tenant, tenant_id) != 0) continue;
         append(s, msg, (size_t)n);
         send_pending(s);
     }

@@ -32,8 +32,7 @@ static void on_idle(uv_idle_t *h)
 store *store_create(uv_loop_t *loop, sqlite3 *db)
 {
     store *s = calloc(1, sizeof(*s));
-    if (!s)
-        return NULL;
+    if (!s) return NULL;
     s->db = db;
     uv_check_init(loop, &s->check);
     uv_idle_init(loop, &s->idle);
@@ -56,8 +55,7 @@ void store_submit(store *s, store_apply_fn apply, store_done_fn done, void *arg)
     else
         s->head = w;
     s->tail = w;
-    if (!uv_is_active((uv_handle_t *)&s->idle))
-        uv_idle_start(&s->idle, on_idle);
+    if (!uv_is_active((uv_handle_t *)&s->idle)) uv_idle_start(&s->idle, on_idle);
 }
 
 static int exec(sqlite3 *db, const char *sql)
@@ -70,16 +68,13 @@ void store_flush(store *s)
     write_t *batch = s->head;
     s->head = s->tail = NULL;
     uv_idle_stop(&s->idle);
-    if (!batch)
-        return;
+    if (!batch) return;
     int committed = exec(s->db, "BEGIN IMMEDIATE") == 0;
-    if (!committed)
-        log_error("store: BEGIN failed: %s", sqlite3_errmsg(s->db));
+    if (!committed) log_error("store: BEGIN failed: %s", sqlite3_errmsg(s->db));
     for (write_t *w = batch; committed && w; w = w->next) {
         exec(s->db, "SAVEPOINT w");
         w->ok = w->apply(s->db, w->arg) == 0;
-        if (!w->ok)
-            exec(s->db, "ROLLBACK TO w");
+        if (!w->ok) exec(s->db, "ROLLBACK TO w");
         exec(s->db, "RELEASE w");
     }
     if (committed && exec(s->db, "COMMIT") != 0) {
@@ -87,8 +82,7 @@ void store_flush(store *s)
         exec(s->db, "ROLLBACK");
         committed = 0;
     }
-    if (committed)
-        s->commits++;
+    if (committed) s->commits++;
     while (batch) {
         write_t *next = batch->next;
         s->writes++;

@@ -9,7 +9,6 @@ static const executor executors[] = {
 const executor *executor_find(const char *type)
 {
     for (size_t i = 0; i < sizeof(executors) / sizeof(executors[0]); i++)
-        if (strcmp(executors[i].type, type) == 0)
-            return &executors[i];
+        if (strcmp(executors[i].type, type) == 0) return &executors[i];
     return NULL;
 }

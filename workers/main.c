@@ -57,8 +57,8 @@ static int heartbeat(rs_conn *r)
     snprintf(running, sizeof(running), "%s", running_job);
     pthread_mutex_unlock(&running_lock);
     snprintf(hb, sizeof(hb), "%lld", (long long)clock_now_ms());
-    redisReply *rep = rs_command(r, "HSET %s%s info %s hb %s util %s running %s", K_WORKER_PREFIX, worker_id, info_json,
-                                 hb, running[0] ? "1" : "0", running);
+    redisReply *rep = rs_command(r, "HSET %s%s info %s hb %s util %s running %s", K_WORKER_PREFIX, worker_id, info_json, hb,
+                                 running[0] ? "1" : "0", running);
     int ok = rep && rep->type != REDIS_REPLY_ERROR;
     freeReplyObject(rep);
     if (ok) {
@@ -83,16 +83,13 @@ static void *heartbeat_thread(void *arg)
 static void publish(rs_conn *r, const event_msg *e)
 {
     char *s = msg_event_encode(e);
-    if (!s)
-        return;
+    if (!s) return;
     for (int attempt = 0;; attempt++) {
         redisReply *rep = rs_command(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s);
         int ok = rep && rep->type == REDIS_REPLY_STRING;
         freeReplyObject(rep);
-        if (ok)
-            break;
-        if (attempt % 50 == 0)
-            log_warn("cannot publish event for %s yet; retrying", e->job_id);
+        if (ok) break;
+        if (attempt % 50 == 0) log_warn("cannot publish event for %s yet; retrying", e->job_id);
         usleep(100000);
     }
     free(s);
@@ -107,8 +104,7 @@ static void on_progress(exec_ctx *ctx, double fraction, const char *message)
 {
     run_state *st = ctx->opaque;
     int64_t now = clock_mono_us();
-    if (now - st->last_progress_us < 500000 && fraction < 1.0)
-        return; /* at most two progress events a second */
+    if (now - st->last_progress_us < 500000 && fraction < 1.0) return; /* at most two progress events a second */
     st->last_progress_us = now;
     event_msg e;
     msg_event_init(&e, ctx->task->job_id, source);
@@ -152,8 +148,7 @@ static void run_task(rs_conn *r, const char *raw)
         char err[512] = "";
         int64_t t0 = clock_mono_us();
         int rc = ex ? ex->run(&ctx, &result, err, sizeof(err)) : -1;
-        if (!ex)
-            snprintf(err, sizeof(err), "this worker has no executor for job type '%s'", t.type);
+        if (!ex) snprintf(err, sizeof(err), "this worker has no executor for job type '%s'", t.type);
         msg_event_init(&e, t.job_id, source);
         snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
         snprintf(e.state, sizeof(e.state), "%s", rc == 0 ? "succeeded" : "failed");
@@ -185,10 +180,9 @@ static void build_info(void)
     }
     free(list);
     long long mem = strtoll(OPT("memory"), NULL, 10);
-    if (mem <= 0)
-        mem = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGE_SIZE);
-    json_t *info = json_pack("{s:s, s:s, s:i, s:i, s:I, s:o}", "kind", OPT("kind"), "host", host, "pid", (int)getpid(),
-                             "slots", 1, "memory_bytes", (json_int_t)mem, "labels", labels);
+    if (mem <= 0) mem = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGE_SIZE);
+    json_t *info = json_pack("{s:s, s:s, s:i, s:i, s:I, s:o}", "kind", OPT("kind"), "host", host, "pid", (int)getpid(), "slots", 1,
+                             "memory_bytes", (json_int_t)mem, "labels", labels);
     char *s = json_dumps(info, JSON_COMPACT);
     snprintf(info_json, sizeof(info_json), "%s", s);
     free(s);
@@ -199,8 +193,7 @@ int main(int argc, char **argv)
 {
     log_init("worker");
     int rc = config_parse(argc, argv, opts, NOPTS, "gantry-worker", "Runs gantry tasks for one slot.");
-    if (rc != 0)
-        return rc < 0 ? 2 : 0;
+    if (rc != 0) return rc < 0 ? 2 : 0;
     if (OPT("id")[0])
         snprintf(worker_id, sizeof(worker_id), "%s", OPT("id"));
     else

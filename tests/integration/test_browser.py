@@ -18,3 +18,11 @@ def test_dashboard_in_chromium():
         print(r.stdout[-3000:], r.stderr[-3000:])
         assert r.returncode == 0, "dashboard.mjs failed"
         assert os.path.exists(os.path.join(out, "jobs.png"))
+
+
+def test_dashboard_sse_parser():
+    """The dashboard's event-stream parser and reconnect logic (web/live.js), in node, no server."""
+    r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "sse-parser.test.mjs")], capture_output=True,
+                       text=True, timeout=60)
+    print(r.stdout[-2000:], r.stderr[-2000:])
+    assert r.returncode == 0 and "ok" in r.stdout

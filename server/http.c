@@ -211,8 +211,7 @@ int http_json_depth(const char *s, size_t len)
     return max;
 }
 
-/* 1 when path matches pattern, capturing {params} */
-static int match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params)
+int http_route_match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params)
 {
     const char *p = pattern, *s = path.base, *end = path.base + path.len;
     int n = 0;
@@ -322,7 +321,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     char allow[128] = "";
     for (int i = 0; i < routes_count; i++) {
         h2o_iovec_t params[2] = {{NULL, 0}, {NULL, 0}};
-        if (!match(routes[i].pattern, path, params)) continue;
+        if (!http_route_match(routes[i].pattern, path, params)) continue;
         if (!h2o_memis(req->method.base, req->method.len, routes[i].method, strlen(routes[i].method))) {
             size_t n = strlen(allow);
             snprintf(allow + n, sizeof(allow) - n, "%s%s", n ? ", " : "", routes[i].method);

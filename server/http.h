@@ -69,6 +69,10 @@ http_defer *http_defer_begin(http_ctx *c);
 http_ctx *http_defer_ctx(http_defer *d);
 void http_defer_end(http_defer *d);
 
+/* 1 when path matches pattern ("/v1/jobs/{id}"), capturing up to two {params}: a param is one
+ * non-empty path segment */
+int http_route_match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params);
+
 /* the depth of the deepest nesting of arrays/objects in a JSON text (strings skipped) */
 int http_json_depth(const char *s, size_t len);
 

@@ -12,6 +12,20 @@ static config_opt *find(config_opt *opts, size_t n, const char *name, size_t len
     return NULL;
 }
 
+static void set_owned(config_opt *o, char *copy)
+{
+    free(o->owned);
+    o->owned = copy;
+    o->value = copy;
+}
+
+static void set_borrowed(config_opt *o, const char *value)
+{
+    free(o->owned);
+    o->owned = NULL;
+    o->value = value;
+}
+
 static char *trim(char *s)
 {
     while (isspace((unsigned char)*s))
@@ -49,7 +63,7 @@ static int load_file(const char *path, config_opt *opts, size_t n)
             rc = -1;
             break;
         }
-        o->value = strdup(val);
+        set_owned(o, strdup(val));
     }
     fclose(f);
     return rc;
@@ -67,7 +81,11 @@ int config_parse(int argc, char **argv, config_opt *opts, size_t n, const char *
 {
     /* the config file first, so that flags override it wherever they appear */
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 == argc) {
+            fprintf(stderr, "%s: option '--config' needs a file name\n", program);
+            return -1;
+        }
+        if (strcmp(argv[i], "--config") == 0) {
             if (load_file(argv[i + 1], opts, n) != 0) return -1;
         } else if (strncmp(argv[i], "--config=", 9) == 0 && load_file(argv[i] + 9, opts, n) != 0) {
             return -1;
@@ -95,9 +113,9 @@ int config_parse(int argc, char **argv, config_opt *opts, size_t n, const char *
             return -1;
         }
         if (eq) {
-            o->value = eq + 1;
+            set_borrowed(o, eq + 1);
         } else if (i + 1 < argc) {
-            o->value = argv[++i];
+            set_borrowed(o, argv[++i]);
         } else {
             fprintf(stderr, "%s: option '%s' needs a value\n", program, a);
             return -1;
@@ -111,4 +129,10 @@ const char *config_get(const config_opt *opts, size_t n, const char *name)
     for (size_t i = 0; i < n; i++)
         if (strcmp(opts[i].name, name) == 0) return opts[i].value;
     return NULL;
+}
+
+void config_free(config_opt *opts, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (opts[i].owned) set_borrowed(&opts[i], NULL);
 }

@@ -30,7 +30,8 @@ int msg_task_decode(const char *s, task_msg *t)
     if (!o ||
         json_unpack(o, "{s:s, s:s, s:s, s:i, s:i, s:i, s:o}", "job_id", &job_id, "tenant", &tenant, "type", &type, "priority",
                     &t->priority, "slots", &t->slots, "attempt", &t->attempt, "spec", &spec) != 0 ||
-        strlen(job_id) >= MSG_ID_LEN || strlen(tenant) >= MSG_ID_LEN || strlen(type) >= sizeof(t->type)) {
+        strlen(job_id) >= MSG_ID_LEN || strlen(tenant) >= MSG_ID_LEN || strlen(type) >= sizeof(t->type) || t->priority < 0 ||
+        t->priority > 2 || t->slots < 1 || t->attempt < 0) {
         json_decref(o);
         memset(t, 0, sizeof(*t));
         return -1;

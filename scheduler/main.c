@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 static config_opt opts[] = {
-    {"redis", "Redis address host:port", "127.0.0.1:6380"},
-    {"redis-password", "Redis AUTH password (empty: none)", ""},
-    {"name", "this scheduler's consumer name in the gantry:jobs group", "scheduler"},
-    {"log-level", "debug, info, warn or error", "info"},
+    CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
+    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
+    CONFIG_OPT("name", "this scheduler's consumer name in the gantry:jobs group", "scheduler"),
+    CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 #define OPT(name) config_get(opts, NOPTS, name)

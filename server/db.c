@@ -195,6 +195,13 @@ int db_migrate(sqlite3 *db, const char *dir, char *err, size_t errlen)
     closedir(d);
     qsort(names, n, sizeof(names[0]), cmp_str);
     int count = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (strtol(names[i], NULL, 10) == strtol(names[i - 1], NULL, 10)) {
+            snprintf(err, errlen, "migrations %s and %s have the same version number", names[i - 1], names[i]);
+            count = -1;
+            break;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         long version = strtol(names[i], NULL, 10);
         if (count >= 0 && !applied(db, version)) count = apply_one(db, dir, names[i], version, err, errlen) == 0 ? count + 1 : -1;

@@ -19,19 +19,19 @@
 #include <unistd.h>
 
 static config_opt opts[] = {
-    {"listen", "HTTP address host:port", "127.0.0.1:8080"},
-    {"redis", "Redis address host:port", "127.0.0.1:6380"},
-    {"redis-password", "Redis AUTH password (empty: none)", ""},
-    {"state", "state directory (database, admin token)", "./var"},
-    {"db", "SQLite database file (default: STATE/gantry.db)", ""},
-    {"web", "directory of the dashboard's static files", GANTRY_SOURCE_DIR "/web"},
-    {"migrations", "directory of NNNN_name.sql migrations", GANTRY_SOURCE_DIR "/migrations"},
-    {"admin-token", "bootstrap admin token (default: $GANTRY_ADMIN_TOKEN, else STATE/admin.token, else generated)", ""},
-    {"body-limit", "largest JSON body in bytes", "1048576"},
-    {"placement-body-limit", "largest placement job submission in bytes", "33554432"},
-    {"json-max-depth", "deepest JSON nesting accepted", "64"},
-    {"consumer", "this server's consumer name in the gantry:events group", "server"},
-    {"log-level", "debug, info, warn or error", "info"},
+    CONFIG_OPT("listen", "HTTP address host:port", "127.0.0.1:8080"),
+    CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
+    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
+    CONFIG_OPT("state", "state directory (database, admin token)", "./var"),
+    CONFIG_OPT("db", "SQLite database file (default: STATE/gantry.db)", ""),
+    CONFIG_OPT("web", "directory of the dashboard's static files", GANTRY_SOURCE_DIR "/web"),
+    CONFIG_OPT("migrations", "directory of NNNN_name.sql migrations", GANTRY_SOURCE_DIR "/migrations"),
+    CONFIG_OPT("admin-token", "bootstrap admin token (default: $GANTRY_ADMIN_TOKEN, else STATE/admin.token, else generated)", ""),
+    CONFIG_OPT("body-limit", "largest JSON body in bytes", "1048576"),
+    CONFIG_OPT("placement-body-limit", "largest placement job submission in bytes", "33554432"),
+    CONFIG_OPT("json-max-depth", "deepest JSON nesting accepted", "64"),
+    CONFIG_OPT("consumer", "this server's consumer name in the gantry:events group", "server"),
+    CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 #define OPT(name) config_get(opts, NOPTS, name)

@@ -21,13 +21,13 @@
 #include <unistd.h>
 
 static config_opt opts[] = {
-    {"redis", "Redis address host:port", "127.0.0.1:6380"},
-    {"redis-password", "Redis AUTH password (empty: none)", ""},
-    {"id", "worker id (default: generated w_<hex>)", ""},
-    {"labels", "comma-separated key=value labels, e.g. site=a,zone=1", ""},
-    {"kind", "cpu or gpu (GPU workers need a build with the gpu feature)", "cpu"},
-    {"memory", "memory this slot offers, in bytes (0: the machine's)", "0"},
-    {"log-level", "debug, info, warn or error", "info"},
+    CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
+    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
+    CONFIG_OPT("id", "worker id (default: generated w_<hex>)", ""),
+    CONFIG_OPT("labels", "comma-separated key=value labels, e.g. site=a,zone=1", ""),
+    CONFIG_OPT("kind", "cpu or gpu (GPU workers need a build with the gpu feature)", "cpu"),
+    CONFIG_OPT("memory", "memory this slot offers, in bytes (0: the machine's)", "0"),
+    CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 #define OPT(name) config_get(opts, NOPTS, name)

@@ -384,12 +384,8 @@ static void test_db_migrate_bad_sql_rolls_back(void **state)
     assert_int_equal(db_migrate(f->db, "/nonexistent/migrations", err, sizeof(err)), -1);
 }
 
-/* BUG: server/db.c db_migrate: two files with the same version number ("0002_a.sql" and
- * "0002_b.sql") are not an error: the first is applied and recorded as version 2, then
- * applied(db, 2) is true for the second, which is skipped silently on every run (the
- * return value counts only 1 and nothing is logged).  Expected -1 (or both applied);
- * actual 1 with table b_t never created.  Disabled (not registered) so the suite stays green. */
-static void __attribute__((unused)) test_db_migrate_duplicate_version_bug(void **state)
+/* Regression: two migrations with one version number: the second was skipped silently. */
+static void test_db_migrate_duplicate_version(void **state)
 {
     fixture *f = *state;
     char dir[256], err[256] = "";
@@ -398,7 +394,9 @@ static void __attribute__((unused)) test_db_migrate_duplicate_version_bug(void *
     write_text(dir, "0002_a.sql", "CREATE TABLE a_t (x INTEGER);\n");
     write_text(dir, "0002_b.sql", "CREATE TABLE b_t (x INTEGER);\n");
     int n = db_migrate(f->db, dir, err, sizeof(err));
-    assert_true(n == -1 || (n == 2 && table_exists(f->db, "b_t")));
+    assert_int_equal(n, -1);
+    assert_non_null(strstr(err, "same version"));
+    assert_false(table_exists(f->db, "a_t")); /* refused before applying anything */
 }
 
 /* ---- store: group commit ---- */
@@ -1168,6 +1166,7 @@ int main(void)
         cmocka_unit_test(test_db_open_fails),
         cmocka_unit_test_setup_teardown(test_db_migrate_repo, open_only, close_db),
         cmocka_unit_test_setup_teardown(test_db_migrate_bad_sql_rolls_back, open_only, close_db),
+        cmocka_unit_test_setup_teardown(test_db_migrate_duplicate_version, open_only, close_db),
         cmocka_unit_test_setup_teardown(test_store_group_commit, open_only, close_db),
         cmocka_unit_test_setup_teardown(test_store_begin_failure_fails_all, open_only, close_db),
         cmocka_unit_test_setup_teardown(test_jobs_insert, open_migrated, close_db),

@@ -117,19 +117,15 @@ static int hexval(int ch)
     return -1;
 }
 
-const char *http_query(http_ctx *c, const char *name)
+long http_query_value(const char *qs, size_t len, const char *name, char *out)
 {
-    h2o_req_t *req = c->req;
-    if (req->query_at == SIZE_MAX) return NULL;
-    const char *p = req->path.base + req->query_at + 1, *end = req->path.base + req->path.len;
+    const char *p = qs, *end = qs + len;
     size_t nlen = strlen(name);
     while (p < end) {
         const char *amp = memchr(p, '&', (size_t)(end - p));
         const char *stop = amp ? amp : end;
         const char *eq = memchr(p, '=', (size_t)(stop - p));
         if (eq && (size_t)(eq - p) == nlen && memcmp(p, name, nlen) == 0) {
-            size_t vlen = (size_t)(stop - eq - 1);
-            char *out = h2o_mem_alloc_pool(&req->pool, vlen + 1);
             size_t o = 0;
             for (const char *q = eq + 1; q < stop; q++) {
                 if (*q == '%' && q + 2 < stop && hexval(q[1]) >= 0 && hexval(q[2]) >= 0) {
@@ -140,11 +136,21 @@ const char *http_query(http_ctx *c, const char *name)
                 }
             }
             out[o] = '\0';
-            return out;
+            return (long)o;
         }
         p = stop + 1;
     }
-    return NULL;
+    return -1;
+}
+
+const char *http_query(http_ctx *c, const char *name)
+{
+    h2o_req_t *req = c->req;
+    if (req->query_at == SIZE_MAX) return NULL;
+    const char *qs = req->path.base + req->query_at + 1;
+    size_t len = req->path.len - req->query_at - 1;
+    char *out = h2o_mem_alloc_pool(&req->pool, len + 1);
+    return http_query_value(qs, len, name, out) >= 0 ? out : NULL;
 }
 
 const char *http_header(http_ctx *c, const char *name)

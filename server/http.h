@@ -59,6 +59,9 @@ void http_add_header(http_ctx *c, const char *name, const char *value);
 const char *http_param(http_ctx *c, int i);
 /* the query parameter's value copied into the request pool, NULL when absent (no decoding beyond %XX) */
 const char *http_query(http_ctx *c, const char *name);
+/* Pure: finds name=value in a query string (without '?'), decodes %XX and '+' into out (needs len + 1
+ * bytes); the decoded length, or -1 when the name is absent. */
+long http_query_value(const char *qs, size_t len, const char *name, char *out);
 /* a request header's value copied into the request pool, NULL when absent */
 const char *http_header(http_ctx *c, const char *name);
 

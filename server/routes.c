@@ -18,6 +18,8 @@ const route routes[] = {
     {"GET", "/v1/jobs/{id}/events", ROLE_VIEWER, BODY_NONE, api_job_events, "a job's events, oldest first"},
     {"GET", "/v1/events", ROLE_VIEWER, BODY_NONE, api_events_stream, "Server-Sent Events for the tenant"},
     {"GET", "/v1/workers", ROLE_VIEWER, BODY_NONE, api_workers, "workers, their slots and what they run"},
+    {"GET", "/v1/cluster", ROLE_VIEWER, BODY_NONE, api_cluster, "workers, slots per tenant, queue depths"},
+    {"GET", "/v1/cluster/timeline", ROLE_VIEWER, BODY_NONE, api_cluster_timeline, "busy intervals per worker"},
     {"GET", "/v1/models", ROLE_VIEWER, BODY_NONE, api_models, "the tenant's registered models"},
 };
 

@@ -1,0 +1,70 @@
+/* policy.h - who runs next.  A pure function (no Redis, no clock) from the queued
+ * jobs, the workers and the tenants to decisions, so the rules can be tested alone.
+ *
+ * The rules, in order:
+ *  1. Priority classes first (high, normal, low): a higher class is always
+ *     considered before a lower one.
+ *  2. Within a class, weighted fair share: the tenant with the fewest slots in use
+ *     per unit of weight goes next (recomputed after every placement); within a
+ *     tenant, arrival order.
+ *  3. Quotas: a tenant at max_slots places nothing more (its jobs wait, "quota").
+ *  4. Gangs: a job needing N slots gets N free workers at once or none.  When the
+ *     job at the head cannot be placed for lack of capacity, it holds a reservation:
+ *     no job behind it may take a free worker (no backfill: without run-time
+ *     estimates any backfill could delay the gang), so a large gang cannot starve.
+ *  5. Preemption: a job that cannot be placed may take workers running jobs of a
+ *     strictly lower priority that were submitted as preemptible (lowest priority,
+ *     then newest first); it waits for them to be released and keeps its reservation.
+ * Every job that is not placed gets the reason it waits. */
+#ifndef GANTRY_SCHED_POLICY_H
+#define GANTRY_SCHED_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define POL_MAX_GANG 64
+#define POL_REASON_LEN 160
+
+typedef struct {
+    const char *id;
+    double weight; /* > 0 */
+    int max_slots; /* < 0: no quota */
+} pol_tenant;
+
+typedef struct {
+    bool free;              /* alive and nothing assigned */
+    const char *tenant;     /* of the job it runs; NULL when free */
+    const char *job_id;     /* NULL when free */
+    int priority;           /* of that job */
+    bool preemptible;       /* that job may be preempted */
+    unsigned long long seq; /* when it was assigned (larger: newer) */
+} pol_worker;
+
+typedef struct {
+    const char *job_id;
+    const char *tenant;
+    int priority;           /* 0 low, 1 normal, 2 high */
+    int slots;              /* 1..POL_MAX_GANG */
+    unsigned long long seq; /* arrival order */
+} pol_job;
+
+typedef enum { POL_WAIT, POL_PLACE } pol_action;
+
+typedef struct {
+    pol_action action;
+    int workers[POL_MAX_GANG]; /* POL_PLACE: indices into the workers array */
+    int nworkers;
+    char reason[POL_REASON_LEN]; /* POL_WAIT: why */
+} pol_decision;
+
+typedef struct {
+    int worker;  /* index of the worker to release */
+    int for_job; /* index of the job that takes it */
+} pol_preemption;
+
+/* Decides for every job (out[i] for jobs[i]); preemptions (at most nworkers) go to pre.
+ * Returns the number of jobs placed.  Workers marked as placed are updated (free = false). */
+int policy_decide(const pol_job *jobs, int njobs, pol_worker *workers, int nworkers, const pol_tenant *tenants, int ntenants,
+                  pol_decision *out, pol_preemption *pre, int *npre);
+
+#endif

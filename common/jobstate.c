@@ -26,10 +26,9 @@ bool job_state_can_move(job_state from, job_state to)
 {
     if (from == JS_INVALID || to == JS_INVALID || job_state_terminal(from)) return false;
     if (job_state_terminal(to)) return true;
-    if (to == JS_QUEUED)
-        return from != JS_QUEUED;
-            /* requeue (preemption, retry) from any live state but queued itself */ /* finish from anywhere; requeue (preemption,
-                                                                                       retry) from anywhere live */
+    if (to == JS_QUEUED) return from != JS_QUEUED;
+    /* requeue (preemption, retry) from any live state but queued itself */ /* finish from anywhere; requeue (preemption,
+                                                                               retry) from anywhere live */
     switch (from) {
     case JS_QUEUED:
         return to == JS_SCHEDULED || to == JS_RUNNING; /* running may overtake scheduled */

@@ -17,7 +17,11 @@
  *   gantry:claim:<job>:<attempt> STRING worker id, SET NX by the scheduler so that a job
  *                              published twice (outbox retry) is assigned once
  *   gantry:cancel:<job>        STRING "1" set by the server on cancel; workers poll it
- *   gantry:leader              scheduler lease lock (control-plane issue)
+ *   gantry:preempt:<job>       STRING the job that preempts it; the worker stops and requeues it
+ *   gantry:tenants             HASH tenant id -> {"weight","max_slots"} written by the server
+ *   gantry:leader              the active scheduler's lease (SET NX PX, renewed by its holder)
+ *   gantry:epoch               set once by the server; its absence after a reconnect means Redis
+ *                              was wiped, and the server republishes every unfinished job
  */
 #ifndef GANTRY_KEYS_H
 #define GANTRY_KEYS_H
@@ -32,6 +36,10 @@
 #define K_INFLIGHT_PREFIX "gantry:inflight:"
 #define K_CLAIM_PREFIX "gantry:claim:"
 #define K_CANCEL_PREFIX "gantry:cancel:"
+#define K_PREEMPT_PREFIX "gantry:preempt:"
+#define K_TENANTS_HASH "gantry:tenants"
+#define K_LEADER "gantry:leader"
+#define K_EPOCH "gantry:epoch"
 
 #define F_JOB "job"
 #define F_EVENT "event"
@@ -41,5 +49,9 @@
 /* A worker hash lives this long without a heartbeat. */
 #define K_WORKER_TTL_MS 5000
 #define K_HEARTBEAT_MS 1000
+/* The scheduler's lease; a standby takes over within this time of the leader's death. */
+#define K_LEADER_TTL_MS 3000
+/* A job runs at most this many times when the workers running it die (attempt 0..N-1). */
+#define K_MAX_ATTEMPTS 3
 
 #endif

@@ -12,9 +12,9 @@ static void copy_str(char *dst, size_t len, const char *src)
 
 char *msg_task_encode(const task_msg *t)
 {
-    json_t *o =
-        json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:O}", "job_id", t->job_id, "tenant", t->tenant, "type", t->type, "priority",
-                  t->priority, "slots", t->slots, "attempt", t->attempt, "spec", t->spec ? t->spec : json_null());
+    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:O}", "job_id", t->job_id, "tenant", t->tenant, "type", t->type,
+                          "priority", t->priority, "slots", t->slots, "attempt", t->attempt, "preemptible", t->preemptible, "spec",
+                          t->spec ? t->spec : json_null()); /* jansson keeps this order: "attempt" before "spec" */
     if (!o) return NULL;
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
@@ -28,8 +28,8 @@ int msg_task_decode(const char *s, task_msg *t)
     const char *job_id, *tenant, *type;
     json_t *spec;
     if (!o ||
-        json_unpack(o, "{s:s, s:s, s:s, s:i, s:i, s:i, s:o}", "job_id", &job_id, "tenant", &tenant, "type", &type, "priority",
-                    &t->priority, "slots", &t->slots, "attempt", &t->attempt, "spec", &spec) != 0 ||
+        json_unpack(o, "{s:s, s:s, s:s, s:i, s:i, s:i, s?b, s:o}", "job_id", &job_id, "tenant", &tenant, "type", &type, "priority",
+                    &t->priority, "slots", &t->slots, "attempt", &t->attempt, "preemptible", &t->preemptible, "spec", &spec) != 0 ||
         strlen(job_id) >= MSG_ID_LEN || strlen(tenant) >= MSG_ID_LEN || strlen(type) >= sizeof(t->type) || t->priority < 0 ||
         t->priority > 2 || t->slots < 1 || t->attempt < 0) {
         json_decref(o);

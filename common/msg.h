@@ -1,7 +1,8 @@
 /* msg.h - encoding of the messages that cross Redis (see keys.h for where they go).
  *
  * Task (gantry:jobs entries and worker task lists), a JSON object:
- *   {"job_id","tenant","type","priority":0..2,"slots":N,"attempt":N,"spec":{...}}
+ *   {"job_id","tenant","type","priority":0..2,"slots":N,"attempt":N,"preemptible":bool,"spec":{...}}
+ *   ("attempt" is written before "spec": requeue.c edits it as text)
  * Event (gantry:events entries), a JSON object:
  *   {"id":"e_..","job_id","ts":ms,"source":"scheduler|worker:<id>|server",
  *    "state":"running"|"" ,"reason":"..","progress":0..1|-1,"result":{..}|null,"worker":".."}
@@ -21,7 +22,8 @@ typedef struct {
     int priority;
     int slots;
     int attempt;
-    json_t *spec; /* owned */
+    int preemptible; /* 0 or 1 */
+    json_t *spec;    /* owned */
 } task_msg;
 
 typedef struct {

@@ -6,38 +6,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* KEYS: claim, tasks list, jobs stream, events stream
- * ARGV: worker, task, entry id, group, event, maxlen */
-static const char script[] = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', 604800) then "
-                             "  redis.call('LPUSH', KEYS[2], ARGV[2]) "
-                             "  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*', 'event', ARGV[5]) "
-                             "  redis.call('XACK', KEYS[3], ARGV[4], ARGV[3]) "
+/* KEYS: claim, jobs stream, events stream, task list of each worker...
+ * ARGV: task, entry id, group, event, maxlen, first worker id */
+static const char script[] = "if redis.call('SET', KEYS[1], ARGV[6], 'NX', 'EX', 604800) then "
+                             "  for i = 4, #KEYS do redis.call('LPUSH', KEYS[i], ARGV[1]) end "
+                             "  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'event', ARGV[4]) "
+                             "  redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) "
                              "  return 1 "
                              "end "
-                             "redis.call('XACK', KEYS[3], ARGV[4], ARGV[3]) "
+                             "redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) "
                              "return 0";
 
-dispatch_result dispatch_to(rs_conn *r, const sched_entry *e, const char *worker_id)
+dispatch_result dispatch_to(rs_conn *r, const sched_entry *e, const char *const *worker_ids, int n)
 {
-    char claim[160], tasks[128], maxlen[24];
+    char claim[160], maxlen[24], nkeys[16];
     snprintf(claim, sizeof(claim), "%s%s:%d", K_CLAIM_PREFIX, e->task.job_id, e->task.attempt);
-    snprintf(tasks, sizeof(tasks), "%s%s", K_TASKS_PREFIX, worker_id);
     snprintf(maxlen, sizeof(maxlen), "%d", K_STREAM_MAXLEN);
+    snprintf(nkeys, sizeof(nkeys), "%d", 3 + n);
 
     event_msg ev;
     msg_event_init(&ev, e->task.job_id, "scheduler");
     snprintf(ev.state, sizeof(ev.state), "scheduled");
-    snprintf(ev.reason, sizeof(ev.reason), "assigned to worker %s", worker_id);
-    snprintf(ev.worker, sizeof(ev.worker), "%s", worker_id);
+    snprintf(ev.worker, sizeof(ev.worker), "%s", worker_ids[0]);
+    int len = snprintf(ev.reason, sizeof(ev.reason), "assigned to worker%s", n > 1 ? "s" : "");
+    for (int i = 0; i < n && len < (int)sizeof(ev.reason); i++)
+        len += snprintf(ev.reason + len, sizeof(ev.reason) - (size_t)len, "%s%s", i ? ", " : " ", worker_ids[i]);
     char *evs = msg_event_encode(&ev);
     if (!evs) return DISPATCH_ERROR;
 
-    const char *argv[] = {"EVAL",    script, "4",         claim,         tasks, K_JOBS_STREAM, K_EVENTS_STREAM,
-                          worker_id, e->raw, e->entry_id, K_SCHED_GROUP, evs,   maxlen};
-    size_t lens[sizeof(argv) / sizeof(argv[0])];
-    for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
+    int argc = 0;
+    const char **argv = malloc(sizeof(char *) * (size_t)(12 + n));
+    char(*lists)[128] = malloc(sizeof(*lists) * (size_t)n);
+    argv[argc++] = "EVAL";
+    argv[argc++] = script;
+    argv[argc++] = nkeys;
+    argv[argc++] = claim;
+    argv[argc++] = K_JOBS_STREAM;
+    argv[argc++] = K_EVENTS_STREAM;
+    for (int i = 0; i < n; i++) {
+        snprintf(lists[i], sizeof(lists[i]), "%s%s", K_TASKS_PREFIX, worker_ids[i]);
+        argv[argc++] = lists[i];
+    }
+    argv[argc++] = e->raw;
+    argv[argc++] = e->entry_id;
+    argv[argc++] = K_SCHED_GROUP;
+    argv[argc++] = evs;
+    argv[argc++] = maxlen;
+    argv[argc++] = worker_ids[0];
+    size_t *lens = malloc(sizeof(size_t) * (size_t)argc);
+    for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
-    redisReply *rep = rs_command_argv(r, (int)(sizeof(argv) / sizeof(argv[0])), argv, lens);
+    redisReply *rep = rs_command_argv(r, argc, argv, lens);
+    free(lens);
+    free(lists);
+    free(argv);
     free(evs);
     dispatch_result res = DISPATCH_ERROR;
     if (rep && rep->type == REDIS_REPLY_INTEGER)
@@ -51,4 +73,18 @@ dispatch_result dispatch_to(rs_conn *r, const sched_entry *e, const char *worker
 void dispatch_drop(rs_conn *r, const char *entry_id)
 {
     freeReplyObject(rs_command(r, "XACK %s %s %s", K_JOBS_STREAM, K_SCHED_GROUP, entry_id));
+}
+
+int dispatch_note(rs_conn *r, const char *job_id, const char *reason)
+{
+    event_msg ev;
+    msg_event_init(&ev, job_id, "scheduler");
+    snprintf(ev.reason, sizeof(ev.reason), "%s", reason);
+    char *s = msg_event_encode(&ev);
+    if (!s) return -1;
+    redisReply *rep = rs_command(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s);
+    free(s);
+    int ok = rep && rep->type == REDIS_REPLY_STRING;
+    freeReplyObject(rep);
+    return ok ? 0 : -1;
 }

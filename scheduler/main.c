@@ -1,30 +1,49 @@
-/* gantry-scheduler: reads gantry:jobs with a consumer group and places each job
- * on a free worker.  An entry is acknowledged only in the same atomic step that
- * puts it in a worker's task list (dispatch.c), so a scheduler killed at any
- * moment loses nothing: on start it reads its own unacknowledged entries again. */
+/* gantry-scheduler: reads gantry:jobs with a consumer group and places jobs on
+ * workers by the rules of policy.h.
+ *
+ * Nothing is lost: an entry is acknowledged only in the atomic step that puts it
+ * in the workers' task lists (dispatch.c); a scheduler that starts (or takes over)
+ * reads the group's unacknowledged entries again.  Several schedulers may run:
+ * a lease in Redis (gantry:leader, SET NX PX, renewed by its holder) makes one
+ * active; the others wait and take over within K_LEADER_TTL_MS of its death.  All
+ * use one consumer name, so the new leader's backlog read sees its predecessor's
+ * pending entries. */
 #include "common/config.h"
+#include "common/ids.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/redis_sync.h"
 #include "scheduler/dispatch.h"
+#include "scheduler/policy.h"
 #include "scheduler/queue.h"
 #include "scheduler/registry.h"
 
+#include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#define CONSUMER "scheduler" /* shared by every scheduler: only the leader reads */
+#define MAX_TENANTS 1024
+
 static config_opt opts[] = {
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
     CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
-    CONFIG_OPT("name", "this scheduler's consumer name in the gantry:jobs group", "scheduler"),
+    CONFIG_OPT("name", "this scheduler's name in logs and in the leader lease (default: generated)", ""),
+    CONFIG_OPT("max-attempts", "how many times a job may run when the workers running it die", "3"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 #define OPT(name) config_get(opts, NOPTS, name)
 
 static volatile sig_atomic_t stopping;
+static char name[64];
+
+typedef struct {
+    char id[48];
+    pol_tenant t;
+} tenant_conf;
 
 static void on_signal(int sig)
 {
@@ -37,11 +56,24 @@ static void ensure_group(rs_conn *r)
     freeReplyObject(rs_command(r, "XGROUP CREATE %s %s 0 MKSTREAM", K_JOBS_STREAM, K_SCHED_GROUP));
 }
 
-/* reads entries; from_id "0" pages through our own pending entries, ">" waits for new ones.
- * Returns the number read, -1 on error; *last gets the last id (for paging). */
-static int read_jobs(rs_conn *r, const char *name, sched_queue *q, const char *from_id, int block_ms, char *last)
+/* takes or renews the lease; true while we are the leader */
+static bool lead(rs_conn *r, bool leader)
 {
-    redisReply *rep = rs_command(r, "XREADGROUP GROUP %s %s COUNT 256 BLOCK %d STREAMS %s %s", K_SCHED_GROUP, name, block_ms,
+    static const char renew[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                                "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
+    redisReply *rep = leader ? rs_command(r, "EVAL %s 1 %s %s %d", renew, K_LEADER, name, K_LEADER_TTL_MS)
+                             : rs_command(r, "SET %s %s NX PX %d", K_LEADER, name, K_LEADER_TTL_MS);
+    bool ok = rep && ((rep->type == REDIS_REPLY_INTEGER && rep->integer == 1) ||
+                      (rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "OK") == 0));
+    freeReplyObject(rep);
+    return ok;
+}
+
+/* reads entries; from_id "0" pages through pending entries, ">" waits for new ones.
+ * Returns the number read, -1 on error; *last gets the last id (for paging). */
+static int read_jobs(rs_conn *r, sched_queue *q, const char *from_id, int block_ms, char *last)
+{
+    redisReply *rep = rs_command(r, "XREADGROUP GROUP %s %s COUNT 256 BLOCK %d STREAMS %s %s", K_SCHED_GROUP, CONSUMER, block_ms,
                                  K_JOBS_STREAM, from_id);
     if (!rep) return -1;
     if (rep->type == REDIS_REPLY_ERROR) {
@@ -75,51 +107,136 @@ static int read_jobs(rs_conn *r, const char *name, sched_queue *q, const char *f
     return count;
 }
 
-static int is_cancelled(rs_conn *r, const char *job_id)
+static bool key_exists(rs_conn *r, const char *prefix, const char *job_id)
 {
-    redisReply *rep = rs_command(r, "EXISTS %s%s", K_CANCEL_PREFIX, job_id);
-    int yes = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+    redisReply *rep = rs_command(r, "EXISTS %s%s", prefix, job_id);
+    bool yes = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
     freeReplyObject(rep);
     return yes;
 }
 
-/* places queued jobs while free workers last */
-static void place_jobs(rs_conn *r, sched_queue *q, registry *reg)
+/* tenant weights and quotas, as the server publishes them */
+static int read_tenants(rs_conn *r, tenant_conf *out)
 {
+    redisReply *rep = rs_command(r, "HGETALL %s", K_TENANTS_HASH);
+    int n = 0;
+    for (size_t i = 0; rep && rep->type == REDIS_REPLY_ARRAY && i + 1 < rep->elements && n < MAX_TENANTS; i += 2) {
+        json_t *j = json_loads(rep->element[i + 1]->str, 0, NULL);
+        tenant_conf *t = &out[n++];
+        snprintf(t->id, sizeof(t->id), "%s", rep->element[i]->str);
+        json_t *w = json_object_get(j, "weight"), *m = json_object_get(j, "max_slots");
+        t->t = (pol_tenant){t->id, json_is_number(w) && json_number_value(w) > 0 ? json_number_value(w) : 1.0,
+                            json_is_integer(m) ? (int)json_integer_value(m) : -1};
+        json_decref(j);
+    }
+    freeReplyObject(rep);
+    return n;
+}
+
+static void drop_cancelled(rs_conn *r, sched_queue *q)
+{
+    for (size_t i = 0; i < q->len;) {
+        if (key_exists(r, K_CANCEL_PREFIX, q->items[i].task.job_id)) {
+            log_info("job %s was cancelled before placement", q->items[i].task.job_id);
+            dispatch_drop(r, q->items[i].entry_id);
+            sq_remove(q, i);
+        } else {
+            i++;
+        }
+    }
+}
+
+static void signal_preemption(rs_conn *r, const reg_worker *victim, const char *for_job)
+{
+    redisReply *rep = rs_command(r, "SET %s%s %s NX EX 3600", K_PREEMPT_PREFIX, victim->job_id, for_job);
+    if (rep && rep->type == REDIS_REPLY_STATUS)
+        log_info("preempting job %s on worker %s for job %s", victim->job_id, victim->id, for_job);
+    freeReplyObject(rep);
+}
+
+/* one round of decisions over everything queued */
+static void schedule(rs_conn *r, sched_queue *q, registry *reg)
+{
+    if (q->len == 0) return;
+    drop_cancelled(r, q);
     if (q->len == 0 || registry_refresh(r, reg) != 0) return;
-    int next_free = 0;
-    long i;
-    while ((i = sq_next(q)) >= 0) {
+    static tenant_conf tenants[MAX_TENANTS];
+    int nt = read_tenants(r, tenants);
+    pol_tenant *pt = malloc(sizeof(*pt) * (size_t)(nt + 1));
+    for (int i = 0; i < nt; i++)
+        pt[i] = tenants[i].t;
+    pol_worker *pw = malloc(sizeof(*pw) * (size_t)(reg->n + 1));
+    for (int i = 0; i < reg->n; i++) {
+        reg_worker *w = &reg->w[i];
+        pw[i] = (pol_worker){w->free, w->free ? NULL : w->tenant, w->free ? NULL : w->job_id, w->priority, w->preemptible, 0};
+    }
+    pol_job *pj = malloc(sizeof(*pj) * q->len);
+    pol_decision *d = malloc(sizeof(*d) * q->len);
+    pol_preemption *pre = malloc(sizeof(*pre) * (size_t)(reg->n + 1));
+    for (size_t i = 0; i < q->len; i++) {
+        task_msg *t = &q->items[i].task;
+        pj[i] = (pol_job){t->job_id, t->tenant, t->priority, t->slots, q->items[i].seq};
+    }
+    int npre = 0;
+    policy_decide(pj, (int)q->len, pw, reg->n, pt, nt, d, pre, &npre);
+    for (int p = 0; p < npre; p++)
+        signal_preemption(r, &reg->w[pre[p].worker], pj[pre[p].for_job].job_id);
+
+    bool *done = calloc(q->len, sizeof(bool));
+    for (size_t i = 0; i < q->len; i++) {
         sched_entry *e = &q->items[i];
-        if (is_cancelled(r, e->task.job_id)) {
-            log_info("job %s was cancelled before placement", e->task.job_id);
-            dispatch_drop(r, e->entry_id);
-            sq_remove(q, (size_t)i);
+        if (d[i].action == POL_WAIT) {
+            if (strcmp(e->waiting, d[i].reason) != 0 && dispatch_note(r, e->task.job_id, d[i].reason) == 0)
+                snprintf(e->waiting, sizeof(e->waiting), "%s", d[i].reason);
             continue;
         }
-        while (next_free < reg->n && !reg->w[next_free].free)
-            next_free++;
-        if (next_free >= reg->n) return; /* no capacity: the job waits, unacknowledged */
-        reg_worker *w = &reg->w[next_free];
-        dispatch_result res = dispatch_to(r, e, w->id);
-        if (res == DISPATCH_ERROR) return;
-        if (res == DISPATCH_OK) {
-            log_info("job %s (attempt %d) -> worker %s", e->task.job_id, e->task.attempt, w->id);
-            w->free = 0;
-        } else {
-            log_info("job %s attempt %d was already placed; duplicate publication acknowledged", e->task.job_id, e->task.attempt);
-        }
-        sq_remove(q, (size_t)i);
+        const char *ids[POL_MAX_GANG];
+        for (int k = 0; k < d[i].nworkers; k++)
+            ids[k] = reg->w[d[i].workers[k]].id;
+        dispatch_result res = dispatch_to(r, e, ids, d[i].nworkers);
+        if (res == DISPATCH_ERROR) break; /* Redis trouble: the rest waits for the next round */
+        if (res == DISPATCH_OK)
+            log_info("job %s (attempt %d, %d slot%s) -> %s", e->task.job_id, e->task.attempt, d[i].nworkers,
+                     d[i].nworkers == 1 ? "" : "s", ids[0]);
+        else
+            log_info("job %s attempt %d was already placed; duplicate acknowledged", e->task.job_id, e->task.attempt);
+        done[i] = true;
     }
+    for (size_t i = q->len; i-- > 0;)
+        if (done[i]) sq_remove(q, i);
+    free(done);
+    free(pt);
+    free(pw);
+    free(pj);
+    free(d);
+    free(pre);
+}
+
+/* reads every pending entry of the group again (start, takeover, after an outage) */
+static int recover(rs_conn *r, sched_queue *q)
+{
+    ensure_group(r);
+    sq_free(q);
+    char last[64] = "0";
+    int n;
+    while ((n = read_jobs(r, q, last, 0, last)) > 0)
+        ;
+    if (n < 0) return -1;
+    log_info("leader: recovered %zu unplaced jobs from the stream", q->len);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     log_init("scheduler");
-    int rc =
-        config_parse(argc, argv, opts, NOPTS, "gantry-scheduler", "Places jobs from gantry:jobs on free workers (see DESIGN.md).");
+    int rc = config_parse(argc, argv, opts, NOPTS, "gantry-scheduler",
+                          "Places jobs from gantry:jobs on workers: priorities, fair share, quotas, gangs, preemption.");
     if (rc != 0) return rc < 0 ? 2 : 0;
     if (strcmp(OPT("log-level"), "debug") == 0) log_set_level(LOG_DEBUG);
+    if (OPT("name")[0])
+        snprintf(name, sizeof(name), "%s", OPT("name"));
+    else
+        id_random("s", 6, name, sizeof(name));
     rs_conn r;
     if (rs_init(&r, OPT("redis"), OPT("redis-password")) != 0) {
         log_error("--redis must be host:port");
@@ -131,35 +248,45 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     static registry reg;
+    reg.max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
     sched_queue q;
     sq_init(&q);
-    int backlog = 1;
-    char last[64] = "0";
-    log_info("started; redis %s", OPT("redis"));
+    bool leader = false, fresh = true;
+    char last[64];
+    log_info("scheduler %s started; redis %s", name, OPT("redis"));
     while (!stopping) {
         if (!rs_ensure(&r)) {
             usleep(100000);
-            backlog = 1; /* after an outage, re-read our pending entries */
+            fresh = true; /* after an outage, re-read the pending entries */
             continue;
         }
-        if (backlog) {
-            ensure_group(&r);
+        bool was = leader;
+        leader = lead(&r, leader);
+        if (leader != was) log_info("%s", leader ? "became the leader" : "lost the leader lease; standing by");
+        if (!leader) {
             sq_free(&q);
-            snprintf(last, sizeof(last), "0");
-            int n;
-            while ((n = read_jobs(&r, OPT("name"), &q, last, 0, last)) > 0)
-                ;
-            if (n < 0) continue;
-            backlog = 0;
-            log_info("recovered %zu unplaced jobs from the stream", q.len);
-        }
-        /* wait briefly while jobs wait for a worker, long when idle (new entries wake us at once) */
-        if (read_jobs(&r, OPT("name"), &q, ">", q.len ? 50 : 1000, last) < 0) {
-            backlog = 1;
+            fresh = true;
+            usleep(K_LEADER_TTL_MS * 1000 / 6);
             continue;
         }
-        place_jobs(&r, &q, &reg);
+        if (fresh) {
+            if (recover(&r, &q) != 0) continue;
+            fresh = false;
+        }
+        /* short waits while jobs wait for workers, long when idle (new entries wake us at once);
+         * always under the lease's renewal period */
+        if (read_jobs(&r, &q, ">", q.len ? 50 : K_LEADER_TTL_MS / 3, last) < 0) {
+            fresh = true;
+            continue;
+        }
+        schedule(&r, &q, &reg);
+        if (q.len == 0) registry_refresh(&r, &reg); /* lost workers are noticed even when idle */
     }
+    if (leader)
+        freeReplyObject(rs_command(&r, "EVAL %s 1 %s %s",
+                                   "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                                   "return redis.call('DEL', KEYS[1]) end return 0",
+                                   K_LEADER, name));
     log_info("stopped (%zu jobs left unplaced, still pending in the stream)", q.len);
     sq_free(&q);
     rs_close(&r);

@@ -1,10 +1,40 @@
 #include "scheduler/registry.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/msg.h"
+#include "common/requeue.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+
+/* fills what a busy worker runs from the task at the head of one of its lists */
+static void read_task(reg_worker *w, redisReply *list)
+{
+    if (list->type != REDIS_REPLY_ARRAY || list->elements == 0) return;
+    w->free = false;
+    if (w->job_id[0]) return;
+    task_msg t;
+    if (msg_task_decode(list->element[0]->str, &t) != 0) return;
+    snprintf(w->job_id, sizeof(w->job_id), "%s", t.job_id);
+    snprintf(w->tenant, sizeof(w->tenant), "%s", t.tenant);
+    w->priority = t.priority;
+    w->preemptible = t.preemptible;
+    msg_task_clear(&t);
+}
+
+static void fill(reg_worker *w, const char *id, redisReply *info, redisReply *inflight, redisReply *tasks)
+{
+    memset(w, 0, sizeof(*w));
+    snprintf(w->id, sizeof(w->id), "%s", id);
+    json_t *j = json_loads(info->str, 0, NULL);
+    const char *kind = json_string_value(json_object_get(j, "kind"));
+    snprintf(w->kind, sizeof(w->kind), "%s", kind ? kind : "cpu");
+    json_decref(j);
+    w->free = true;
+    read_task(w, inflight);
+    read_task(w, tasks);
+}
 
 int registry_refresh(rs_conn *r, registry *reg)
 {
@@ -17,33 +47,35 @@ int registry_refresh(rs_conn *r, registry *reg)
     for (size_t i = 0; i < n; i++) {
         const char *id = ids->element[i]->str;
         redisAppendCommand(r->c, "HGET %s%s info", K_WORKER_PREFIX, id);
-        redisAppendCommand(r->c, "LLEN %s%s", K_TASKS_PREFIX, id);
-        redisAppendCommand(r->c, "LLEN %s%s", K_INFLIGHT_PREFIX, id);
+        redisAppendCommand(r->c, "LRANGE %s%s -1 -1", K_INFLIGHT_PREFIX, id);
+        redisAppendCommand(r->c, "LRANGE %s%s -1 -1", K_TASKS_PREFIX, id);
     }
     reg->n = 0;
     int rc = 0;
+    char lost[64][64];
+    int nlost = 0;
     for (size_t i = 0; i < n; i++) {
         redisReply *rep[3] = {NULL, NULL, NULL};
         for (int k = 0; k < 3; k++)
             if (rc == 0 && redisGetReply(r->c, (void **)&rep[k]) != REDIS_OK) rc = -1;
         const char *id = ids->element[i]->str;
-        if (rc == 0 && rep[0]->type == REDIS_REPLY_NIL) {
-            /* no heartbeat within the TTL: gone (its in-flight work is requeued by the control-plane issue) */
-            log_info("worker %s expired; removing it from the registry", id);
-            freeReplyObject(redisCommand(r->c, "SREM %s %s", K_WORKERS_SET, id));
-        } else if (rc == 0 && rep[0]->type == REDIS_REPLY_STRING) {
-            reg_worker *w = &reg->w[reg->n++];
-            snprintf(w->id, sizeof(w->id), "%s", id);
-            json_t *info = json_loads(rep[0]->str, 0, NULL);
-            snprintf(w->kind, sizeof(w->kind), "%s", json_string_value(json_object_get(info, "kind")) ?: "cpu");
-            json_decref(info);
-            w->free = rep[1]->type == REDIS_REPLY_INTEGER && rep[2]->type == REDIS_REPLY_INTEGER && rep[1]->integer == 0 &&
-                      rep[2]->integer == 0;
-        }
+        if (rc == 0 && rep[0]->type == REDIS_REPLY_NIL && nlost < 64)
+            snprintf(lost[nlost++], sizeof(lost[0]), "%s", id);
+        else if (rc == 0 && rep[0]->type == REDIS_REPLY_STRING)
+            fill(&reg->w[reg->n++], id, rep[0], rep[1], rep[2]);
         for (int k = 0; k < 3; k++)
             freeReplyObject(rep[k]);
     }
     freeReplyObject(ids);
-    if (rc != 0) rs_close(r);
-    return rc;
+    if (rc != 0) {
+        rs_close(r);
+        return -1;
+    }
+    for (int i = 0; i < nlost; i++) {
+        char why[160];
+        snprintf(why, sizeof(why), "worker %.63s lost (no heartbeat for %d ms)", lost[i], K_WORKER_TTL_MS);
+        log_warn("%s", why);
+        requeue_worker_tasks(r, lost[i], reg->max_attempts, why);
+    }
+    return 0;
 }

@@ -1,8 +1,12 @@
-/* registry.h - the scheduler's view of workers, read from Redis (keys.h):
- * which are alive (their hash exists) and which are free (nothing in their task
- * or in-flight lists).  Dead ids are pruned from gantry:workers. */
+/* registry.h - the scheduler's view of workers, read from Redis (keys.h) each round:
+ * which are alive (their hash exists), which are free (nothing in their task or
+ * in-flight lists) and, for busy ones, what they run (tenant, priority, whether it
+ * may be preempted).  A worker whose hash expired is gone: its work is given back
+ * (requeue.h) and it leaves the registry. */
 #ifndef GANTRY_SCHED_REGISTRY_H
 #define GANTRY_SCHED_REGISTRY_H
+
+#include <stdbool.h>
 
 #include "common/redis_sync.h"
 
@@ -11,12 +15,18 @@
 typedef struct {
     char id[64];
     char kind[8]; /* cpu | gpu */
-    int free;
+    bool free;
+    /* what it runs (when not free) */
+    char job_id[48];
+    char tenant[48];
+    int priority;
+    bool preemptible;
 } reg_worker;
 
 typedef struct {
     reg_worker w[REG_MAX_WORKERS];
     int n;
+    int max_attempts; /* for the work of lost workers */
 } registry;
 
 /* refreshes the list; 0, or -1 when Redis is unreachable */

@@ -6,3 +6,4 @@ CREATE INDEX jobs_by_finish ON jobs (finished_at);
 CREATE INDEX jobs_by_state ON jobs (state);
 ALTER TABLE tokens ADD COLUMN expires_at INTEGER;          -- NULL: never
 ALTER TABLE idempotency_keys ADD COLUMN body_sha256 BLOB;  -- same key + other body -> 422
+ALTER TABLE jobs ADD COLUMN preemptible INTEGER NOT NULL DEFAULT 0;

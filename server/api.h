@@ -16,6 +16,7 @@ void api_cluster_timeline(http_ctx *c);
 void api_whoami(http_ctx *c);
 void api_tenant_create(http_ctx *c);
 void api_tenant_list(http_ctx *c);
+void api_tenant_update(http_ctx *c);
 void api_token_create(http_ctx *c);
 
 void api_job_submit(http_ctx *c);

@@ -3,6 +3,8 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "server/api.h"
+#include "server/bus.h"
+#include "server/db.h"
 
 #include <ctype.h>
 #include <openssl/crypto.h>
@@ -39,29 +41,100 @@ static int valid_name(const char *s)
 }
 
 typedef struct {
+    bool has_weight, has_max_slots, has_max_queued;
+    double weight;
+    long long max_slots, max_queued; /* < 0: no quota */
+} tenant_settings;
+
+typedef struct {
     http_defer *defer;
     server *srv;
     char id[48], name[80], token_id[48];
-    double weight;
+    tenant_settings set;
     int rc; /* 0 ok, 1 name taken, 2 tenant missing */
     char secret[AUTH_SECRET_LEN + 8];
     role role;
     char token_name[128];
 } admin_op;
 
+/* weight, max_slots, max_queued from a body; null clears a quota.  0, or -1 after answering 400 */
+static int parse_settings(http_ctx *c, tenant_settings *s)
+{
+    json_t *w = json_object_get(c->body, "weight");
+    if (w && (!json_is_number(w) || json_number_value(w) <= 0 || json_number_value(w) > 1000)) {
+        http_error(c, GERR_INVALID_FIELD, "weight", "must be a number in (0, 1000]");
+        return -1;
+    }
+    s->has_weight = w != NULL;
+    s->weight = w ? json_number_value(w) : 1.0;
+    static const char *const names[] = {"max_slots", "max_queued"};
+    for (int i = 0; i < 2; i++) {
+        json_t *q = json_object_get(c->body, names[i]);
+        if (q && !json_is_null(q) && (!json_is_integer(q) || json_integer_value(q) < 0 || json_integer_value(q) > 1000000)) {
+            http_error(c, GERR_INVALID_FIELD, names[i], "must be an integer from 0 to 1000000, or null for no limit");
+            return -1;
+        }
+        long long v = q && !json_is_null(q) ? json_integer_value(q) : -1;
+        if (i == 0) {
+            s->has_max_slots = q != NULL;
+            s->max_slots = v;
+        } else {
+            s->has_max_queued = q != NULL;
+            s->max_queued = v;
+        }
+    }
+    return 0;
+}
+
+static void bind_quota(sqlite3_stmt *st, int i, long long v)
+{
+    if (v < 0)
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_int64(st, i, v);
+}
+
+static json_t *tenant_json(sqlite3 *db, const char *id)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT t.id, t.name, t.created_at, t.weight, t.max_slots, t.max_queued, "
+                                   "(SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id) FROM tenants t WHERE "
+                                   "?1 IS NULL OR t.id = ?1 ORDER BY t.created_at, t.name");
+    if (!st) return NULL;
+    if (id) sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+    json_t *list = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        char iso[32];
+        clock_iso8601(sqlite3_column_int64(st, 2), iso, sizeof(iso));
+        json_t *t =
+            json_pack("{s:s, s:s, s:s, s:f, s:I}", "id", sqlite3_column_text(st, 0), "name", sqlite3_column_text(st, 1),
+                      "created_at", iso, "weight", sqlite3_column_double(st, 3), "jobs", (json_int_t)sqlite3_column_int64(st, 6));
+        for (int col = 4; col <= 5; col++)
+            json_object_set_new(t, col == 4 ? "max_slots" : "max_queued",
+                                sqlite3_column_type(st, col) == SQLITE_NULL ? json_null()
+                                                                            : json_integer(sqlite3_column_int64(st, col)));
+        json_array_append_new(list, t);
+    }
+    db_release(st);
+    if (!id) return list;
+    json_t *one = json_incref(json_array_get(list, 0));
+    json_decref(list);
+    return one;
+}
+
 static int apply_tenant(sqlite3 *db, void *arg)
 {
     admin_op *op = arg;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO tenants (id, name, created_at, weight) VALUES (?,?,?,?)", -1, &st, NULL) !=
-        SQLITE_OK)
-        return -1;
+    sqlite3_stmt *st = db_stmt(db, "INSERT OR IGNORE INTO tenants (id, name, created_at, weight, max_slots, max_queued) "
+                                   "VALUES (?,?,?,?,?,?)");
+    if (!st) return -1;
     sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, op->name, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, clock_now_ms());
-    sqlite3_bind_double(st, 4, op->weight);
+    sqlite3_bind_double(st, 4, op->set.weight);
+    bind_quota(st, 5, op->set.max_slots);
+    bind_quota(st, 6, op->set.max_queued);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_finalize(st);
+    db_release(st);
     op->rc = sqlite3_changes(db) == 1 ? 0 : 1;
     if (rc == 0 && op->rc == 0) audit(db, op->token_id, "tenant.create", op->name);
     return rc;
@@ -71,13 +144,17 @@ static void tenant_done(void *arg, int ok)
 {
     admin_op *op = arg;
     http_ctx *c = http_defer_ctx(op->defer);
+    if (ok && op->rc == 0) bus_sync_tenants(op->srv->bus);
     if (c) {
+        json_t *t = ok && op->rc == 0 ? tenant_json(op->srv->db, op->id) : NULL;
         if (!ok)
             http_error(c, GERR_INTERNAL, NULL, "database error");
         else if (op->rc == 1)
             http_error(c, GERR_CONFLICT, "name", "a tenant named '%s' already exists", op->name);
+        else if (op->rc == 2 || !t)
+            http_error(c, GERR_NOT_FOUND, "id", "no tenant with this id");
         else
-            http_reply_json(c, 201, json_pack("{s:s, s:s, s:f}", "id", op->id, "name", op->name, "weight", op->weight));
+            http_reply_json(c, op->name[0] ? 201 : 200, t);
     }
     http_defer_end(op->defer);
     free(op);
@@ -85,41 +162,66 @@ static void tenant_done(void *arg, int ok)
 
 void api_tenant_create(http_ctx *c)
 {
-    json_t *name = json_object_get(c->body, "name"), *weight = json_object_get(c->body, "weight");
+    json_t *name = json_object_get(c->body, "name");
     if (!json_is_string(name) || !valid_name(json_string_value(name))) {
         http_error(c, GERR_INVALID_FIELD, "name", "required: 1 to 64 characters from a-z A-Z 0-9 . _ -");
         return;
     }
-    if (weight && (!json_is_number(weight) || json_number_value(weight) <= 0 || json_number_value(weight) > 1000)) {
-        http_error(c, GERR_INVALID_FIELD, "weight", "must be a number in (0, 1000]");
+    admin_op *op = calloc(1, sizeof(*op));
+    if (parse_settings(c, &op->set) != 0) {
+        free(op);
         return;
     }
-    admin_op *op = calloc(1, sizeof(*op));
     id_random("t", 8, op->id, sizeof(op->id));
     snprintf(op->name, sizeof(op->name), "%s", json_string_value(name));
     snprintf(op->token_id, sizeof(op->token_id), "%s", c->auth.token_id);
-    op->weight = weight ? json_number_value(weight) : 1.0;
     op->srv = c->srv;
     op->defer = http_defer_begin(c);
     store_submit(c->srv->store, apply_tenant, tenant_done, op);
 }
 
+static int apply_tenant_update(sqlite3 *db, void *arg)
+{
+    admin_op *op = arg;
+    sqlite3_stmt *st = db_stmt(db, "UPDATE tenants SET weight = CASE WHEN ?2 THEN ?3 ELSE weight END, "
+                                   "max_slots = CASE WHEN ?4 THEN ?5 ELSE max_slots END, "
+                                   "max_queued = CASE WHEN ?6 THEN ?7 ELSE max_queued END WHERE id = ?1");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, op->set.has_weight);
+    sqlite3_bind_double(st, 3, op->set.weight);
+    sqlite3_bind_int(st, 4, op->set.has_max_slots);
+    bind_quota(st, 5, op->set.max_slots);
+    sqlite3_bind_int(st, 6, op->set.has_max_queued);
+    bind_quota(st, 7, op->set.max_queued);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    db_release(st);
+    op->rc = sqlite3_changes(db) == 1 ? 0 : 2;
+    if (rc == 0 && op->rc == 0) audit(db, op->token_id, "tenant.update", op->id);
+    return rc;
+}
+
+void api_tenant_update(http_ctx *c)
+{
+    admin_op *op = calloc(1, sizeof(*op));
+    if (parse_settings(c, &op->set) != 0) {
+        free(op);
+        return;
+    }
+    snprintf(op->id, sizeof(op->id), "%s", http_param(c, 0));
+    snprintf(op->token_id, sizeof(op->token_id), "%s", c->auth.token_id);
+    op->srv = c->srv;
+    op->defer = http_defer_begin(c);
+    store_submit(c->srv->store, apply_tenant_update, tenant_done, op);
+}
+
 void api_tenant_list(http_ctx *c)
 {
-    sqlite3_stmt *st;
-    sqlite3_prepare_v2(c->srv->db,
-                       "SELECT t.id, t.name, t.created_at, t.weight, (SELECT count(*) FROM jobs j WHERE j.tenant_id = "
-                       "t.id) FROM tenants t ORDER BY t.created_at, t.name",
-                       -1, &st, NULL);
-    json_t *list = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        char iso[32];
-        clock_iso8601(sqlite3_column_int64(st, 2), iso, sizeof(iso));
-        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:f, s:I}", "id", sqlite3_column_text(st, 0), "name",
-                                              sqlite3_column_text(st, 1), "created_at", iso, "weight", sqlite3_column_double(st, 3),
-                                              "jobs", (json_int_t)sqlite3_column_int64(st, 4)));
+    json_t *list = tenant_json(c->srv->db, NULL);
+    if (!list) {
+        http_error(c, GERR_INTERNAL, NULL, "database error");
+        return;
     }
-    sqlite3_finalize(st);
     http_reply_json(c, 200, json_pack("{s:o}", "tenants", list));
 }
 

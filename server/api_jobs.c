@@ -40,8 +40,13 @@ static void submit_done(void *arg, int ok)
     submit_op *op = arg;
     http_ctx *c = http_defer_ctx(op->defer);
     const char *id = op->job.existing[0] ? op->job.existing : op->job.id;
-    if (ok && !op->job.existing[0]) {
-        task_msg t = {.priority = op->job.priority, .slots = op->job.slots, .attempt = 0, .spec = op->spec};
+    bool inserted = ok && !op->job.existing[0] && !op->job.over_quota;
+    if (inserted) {
+        task_msg t = {.priority = op->job.priority,
+                      .slots = op->job.slots,
+                      .attempt = 0,
+                      .preemptible = op->job.preemptible,
+                      .spec = op->spec};
         snprintf(t.job_id, sizeof(t.job_id), "%s", op->job.id);
         snprintf(t.tenant, sizeof(t.tenant), "%s", op->job.tenant_id);
         snprintf(t.type, sizeof(t.type), "%s", op->job.type);
@@ -51,7 +56,15 @@ static void submit_done(void *arg, int ok)
                  op->job.id);
         sse_publish(op->srv->sse, op->job.tenant_id, "job", ev);
     }
-    if (c) {
+    if (c && ok && op->job.over_quota) {
+        http_add_header(c, "retry-after", "5");
+        http_error(c, GERR_RATE_LIMITED, NULL,
+                   "quota: your tenant already has %d jobs waiting (max_queued); retry when some have started",
+                   op->job.over_quota - 1);
+    } else if (c && ok && op->job.idem_mismatch) {
+        http_error(c, GERR_UNPROCESSABLE, "Idempotency-Key", "this Idempotency-Key was used for a different request (job %s)",
+                   op->job.existing);
+    } else if (c) {
         json_t *job = ok ? jobs_get_json(op->srv->db, id, NULL, true) : NULL;
         if (!job) {
             http_error(c, GERR_INTERNAL, NULL, "the job could not be stored; nothing was accepted, retry");
@@ -91,6 +104,9 @@ void api_job_submit(http_ctx *c)
     if (idem) {
         snprintf(op->idem, sizeof(op->idem), "%s", idem);
         op->job.idem = op->idem;
+        char *canon = json_dumps(c->body, JSON_COMPACT | JSON_SORT_KEYS);
+        auth_hash(canon ? canon : "", canon ? strlen(canon) : 0, op->job.body_sha256);
+        free(canon);
     }
     snprintf(op->job.tenant_id, sizeof(op->job.tenant_id), "%s", c->auth.tenant_id);
     op->spec = json_incref(op->job.spec);

@@ -3,6 +3,8 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/redis_uv.h"
+#include "common/ids.h"
+#include "server/db.h"
 #include "server/jobs.h"
 #include "server/server.h"
 #include "server/sse.h"
@@ -63,6 +65,35 @@ static void ensure_group(redisAsyncContext *ac)
     redisAsyncCommand(ac, ignore_reply, NULL, "XGROUP CREATE %s %s 0 MKSTREAM", K_EVENTS_STREAM, K_SERVER_GROUP);
 }
 
+static int apply_republish(sqlite3 *db, void *arg)
+{
+    (void)arg;
+    return jobs_mark_all_unpublished(db);
+}
+
+static void republish_done(void *arg, int ok)
+{
+    bus *b = arg;
+    if (ok) sweep(b, INT64_MAX);
+}
+
+/* SET NX of the epoch answered OK: this Redis had never seen us, or lost its data.
+ * Every unfinished job is published again (workers fence themselves when their
+ * registration vanished, so nothing runs twice at once; see workers/main.c). */
+static void on_epoch(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)ac;
+    (void)priv;
+    bus *b = ac->data;
+    redisReply *reply = r;
+    if (!reply || reply->type != REDIS_REPLY_STATUS) {
+        sweep(b, INT64_MAX); /* the epoch is there: publish only what is still unpublished */
+        return;
+    }
+    log_warn("redis: no epoch key (new or wiped Redis): republishing every unfinished job");
+    store_submit(b->srv->store, apply_republish, republish_done, b);
+}
+
 static void on_cmd_connect(const redisAsyncContext *ac, int status)
 {
     bus *b = ac->data;
@@ -73,7 +104,27 @@ static void on_cmd_connect(const redisAsyncContext *ac, int status)
     log_info("redis: connected (commands)");
     b->cmd_ready = 1;
     ensure_group(b->cmd);
-    sweep(b, INT64_MAX); /* publish everything still unpublished */
+    bus_sync_tenants(b);
+    char epoch[40];
+    id_random("epoch", 8, epoch, sizeof(epoch));
+    redisAsyncCommand(b->cmd, on_epoch, NULL, "SET %s %s NX", K_EPOCH, epoch);
+}
+
+void bus_sync_tenants(bus *b)
+{
+    if (!b->cmd_ready) return;
+    sqlite3_stmt *st = db_stmt(b->srv->db, "SELECT id, weight, max_slots FROM tenants");
+    if (!st) return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        json_t *o = json_pack("{s:f}", "weight", sqlite3_column_double(st, 1));
+        json_object_set_new(o, "max_slots",
+                            sqlite3_column_type(st, 2) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(st, 2)));
+        char *s = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        redisAsyncCommand(b->cmd, ignore_reply, NULL, "HSET %s %s %s", K_TENANTS_HASH, sqlite3_column_text(st, 0), s);
+        free(s);
+    }
+    db_release(st);
 }
 
 static void on_rd_connect(const redisAsyncContext *ac, int status)

@@ -22,6 +22,8 @@ typedef struct bus bus;
 bus *bus_create(struct server *srv, const char *host, int port, const char *password, const char *consumer);
 void bus_publish_job(bus *b, const task_msg *t);
 void bus_cancel(bus *b, const char *job_id);
+/* writes every tenant's weight and quota to gantry:tenants (the scheduler reads them) */
+void bus_sync_tenants(bus *b);
 bool bus_ready(const bus *b);
 
 /* reads the worker registry; cb gets {"workers":[...]} or NULL when Redis is unreachable */

@@ -14,6 +14,7 @@
     X(CONFLICT, 409, "conflict", "the resource is not in a state that allows this")                                                \
     X(TOO_LARGE, 413, "payload_too_large", "the body is larger than allowed")                                                      \
     X(UNSUPPORTED_MEDIA, 415, "unsupported_media_type", "the body must be application/json")                                       \
+    X(UNPROCESSABLE, 422, "unprocessable", "the request conflicts with an earlier one")                                            \
     X(RATE_LIMITED, 429, "rate_limited", "too many requests")                                                                      \
     X(INTERNAL, 500, "internal", "internal error")                                                                                 \
     X(UNAVAILABLE, 503, "unavailable", "the service is not ready")

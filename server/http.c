@@ -42,6 +42,8 @@ static const char *reason_phrase(int status)
         return "Payload Too Large";
     case 415:
         return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Content";
     case 429:
         return "Too Many Requests";
     case 503:

@@ -50,10 +50,30 @@ static int insert_event(sqlite3 *db, const char *event_id, const char *job_id, i
 static int find_idem(sqlite3 *db, job_new *j)
 {
     sqlite3_stmt *st;
-    if (prep(db, "SELECT job_id FROM idempotency_keys WHERE tenant_id = ? AND key = ?", &st) != 0) return -1;
+    if (prep(db, "SELECT job_id, body_sha256 FROM idempotency_keys WHERE tenant_id = ? AND key = ?", &st) != 0) return -1;
     sqlite3_bind_text(st, 1, j->tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, j->idem, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW) snprintf(j->existing, sizeof(j->existing), "%s", (const char *)sqlite3_column_text(st, 0));
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        snprintf(j->existing, sizeof(j->existing), "%s", (const char *)sqlite3_column_text(st, 0));
+        j->idem_mismatch = sqlite3_column_bytes(st, 1) == 32 && memcmp(sqlite3_column_blob(st, 1), j->body_sha256, 32) != 0;
+    }
+    db_release(st);
+    return 0;
+}
+
+/* whether the tenant already has max_queued jobs waiting (queued or scheduled) */
+static int over_queued_quota(sqlite3 *db, const char *tenant, int *over)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT t.max_queued, (SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id AND j.state IN "
+             "('queued', 'scheduled')) FROM tenants t WHERE t.id = ?",
+             &st) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    *over = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
+            sqlite3_column_int64(st, 1) >= sqlite3_column_int64(st, 0);
+    if (*over) *over = (int)sqlite3_column_int64(st, 0) + 1; /* the limit, plus one so that 0 reads as true */
     db_release(st);
     return 0;
 }
@@ -61,12 +81,15 @@ static int find_idem(sqlite3 *db, job_new *j)
 int jobs_insert(sqlite3 *db, job_new *j)
 {
     j->existing[0] = '\0';
+    j->over_quota = j->idem_mismatch = 0;
     if (j->idem && (find_idem(db, j) != 0 || j->existing[0])) return j->existing[0] ? 0 : -1;
+    if (over_queued_quota(db, j->tenant_id, &j->over_quota) != 0) return -1;
+    if (j->over_quota) return 0;
     char *spec = json_dumps(j->spec, JSON_COMPACT);
     sqlite3_stmt *st;
     if (!spec || prep(db,
                       "INSERT INTO jobs (id, tenant_id, type, name, priority, slots, state, spec, created_at, "
-                      "updated_at) VALUES (?,?,?,?,?,?,'queued',?,?,?)",
+                      "updated_at, preemptible) VALUES (?,?,?,?,?,?,'queued',?,?,?,?)",
                       &st) != 0) {
         free(spec);
         return -1;
@@ -81,6 +104,7 @@ int jobs_insert(sqlite3 *db, job_new *j)
     sqlite3_bind_text(st, 7, spec, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 8, now);
     sqlite3_bind_int64(st, 9, now);
+    sqlite3_bind_int(st, 10, j->preemptible);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     free(spec);
@@ -89,7 +113,9 @@ int jobs_insert(sqlite3 *db, job_new *j)
         (id_random("e", 12, eid, sizeof(eid)) != 0 || insert_event(db, eid, j->id, now, "queued", "accepted", "server", -1) != 1))
         rc = -1;
     if (rc == 0 && j->idem) {
-        if (prep(db, "INSERT INTO idempotency_keys (tenant_id, key, job_id, created_at) VALUES (?,?,?,?)", &st) != 0) return -1;
+        if (prep(db, "INSERT INTO idempotency_keys (tenant_id, key, job_id, created_at, body_sha256) VALUES (?,?,?,?,?)", &st) != 0)
+            return -1;
+        sqlite3_bind_blob(st, 5, j->body_sha256, 32, SQLITE_STATIC);
         sqlite3_bind_text(st, 1, j->tenant_id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, j->idem, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, j->id, -1, SQLITE_STATIC);
@@ -281,6 +307,10 @@ int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *t
         *res = APPLY_UNKNOWN_JOB;
         return 0;
     }
+    if (job_state_terminal(cur) && job_state_terminal(job_state_parse(e->state))) {
+        *res = APPLY_DUPLICATE; /* a second run's result (after a requeue race): the first one stands */
+        return 0;
+    }
     int ins = insert_event(db, e->id, e->job_id, e->ts, e->state, e->reason, e->source, e->progress);
     if (ins < 0) return -1;
     if (ins == 0) {
@@ -313,6 +343,15 @@ int jobs_cancel(sqlite3 *db, const char *id, const char *tenant_id, const char *
     return move_job(db, &e, JS_CANCELLED);
 }
 
+int jobs_mark_all_unpublished(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "UPDATE jobs SET published = 0 WHERE state NOT IN ('succeeded', 'failed', 'cancelled')", &st) != 0) return -1;
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    db_release(st);
+    return rc;
+}
+
 int jobs_mark_published(sqlite3 *db, const char *id)
 {
     sqlite3_stmt *st;
@@ -327,7 +366,8 @@ int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int
 {
     sqlite3_stmt *st;
     if (prep(db,
-             "SELECT seq, id, tenant_id, type, priority, slots, attempts, spec FROM jobs WHERE published = 0 AND seq > ? "
+             "SELECT seq, id, tenant_id, type, priority, slots, attempts, spec, preemptible FROM jobs WHERE published = 0 AND seq "
+             "> ? "
              "AND created_at < ? AND state NOT IN ('succeeded', 'failed', 'cancelled') ORDER BY seq LIMIT ?",
              &st) != 0)
         return after;
@@ -345,6 +385,7 @@ int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int
         t.slots = sqlite3_column_int(st, 5);
         t.attempt = sqlite3_column_int(st, 6);
         t.spec = json_loads((const char *)sqlite3_column_text(st, 7), 0, NULL);
+        t.preemptible = sqlite3_column_int(st, 8);
         fn(arg, &t);
         json_decref(t.spec);
     }

@@ -17,9 +17,13 @@ typedef struct {
     char name[256];
     int priority;
     int slots;
-    json_t *spec;      /* borrowed */
-    const char *idem;  /* Idempotency-Key or NULL */
-    char existing[48]; /* out: set when the key was already used (the earlier job's id) */
+    json_t *spec; /* borrowed */
+    bool preemptible;
+    const char *idem;              /* Idempotency-Key or NULL */
+    unsigned char body_sha256[32]; /* of the canonical request body, bound to the key */
+    char existing[48];             /* out: set when the key was already used (the earlier job's id) */
+    int idem_mismatch;             /* out: the key was used with another body (nothing inserted) */
+    int over_quota;                /* out: max_queued + 1 when the tenant is at it (nothing inserted) */
 } job_new;
 
 /* inserts the job (state queued, unpublished) and its first event; 0 or -1 */
@@ -48,6 +52,8 @@ int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *t
 int jobs_cancel(sqlite3 *db, const char *id, const char *tenant_id, const char *who, char *event_id_out);
 
 int jobs_mark_published(sqlite3 *db, const char *id);
+/* every unfinished job goes back to the outbox (Redis lost its data) */
+int jobs_mark_all_unpublished(sqlite3 *db);
 /* Calls fn for up to `max` unpublished, unfinished jobs after seq `after` created before `before_ms`
  * (oldest first); returns the last seq seen (== after when there were none). */
 typedef void (*jobs_task_fn)(void *arg, const task_msg *t);

@@ -16,7 +16,7 @@ static int fail(char *field, size_t flen, char *msg, size_t mlen, const char *f,
 
 int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char *msg, size_t mlen)
 {
-    static const char *const known[] = {"type", "name", "priority", "spec"};
+    static const char *const known[] = {"type", "name", "priority", "preemptible", "spec"};
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v)
@@ -26,7 +26,7 @@ int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char
             ok |= strcmp(key, known[i]) == 0;
         if (!ok) {
             snprintf(field, flen, "%s", key);
-            snprintf(msg, mlen, "unknown field '%s' (a job has type, name, priority and spec)", key);
+            snprintf(msg, mlen, "unknown field '%s' (a job has type, name, priority, preemptible and spec)", key);
             return -1;
         }
     }
@@ -47,6 +47,10 @@ int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char
     out->priority = 1;
     if (prio && (!json_is_string(prio) || (out->priority = job_priority_parse(json_string_value(prio))) < 0))
         return fail(field, flen, msg, mlen, "priority", "must be one of low, normal, high");
+
+    json_t *pre = json_object_get(body, "preemptible");
+    if (pre && !json_is_boolean(pre)) return fail(field, flen, msg, mlen, "preemptible", "must be true or false");
+    out->preemptible = json_is_true(pre);
 
     json_t *spec = json_object_get(body, "spec");
     if (!json_is_object(spec)) return fail(field, flen, msg, mlen, "spec", "required: an object with the job's settings");

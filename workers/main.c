@@ -11,9 +11,11 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/redis_sync.h"
+#include "common/requeue.h"
 #include "workers/executor.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@ static config_opt opts[] = {
     CONFIG_OPT("id", "worker id (default: generated w_<hex>)", ""),
     CONFIG_OPT("labels", "comma-separated key=value labels, e.g. site=a,zone=1", ""),
     CONFIG_OPT("kind", "cpu or gpu (GPU workers need a build with the gpu feature)", "cpu"),
+    CONFIG_OPT("max-attempts", "attempts of a job when its worker is lost (as the scheduler's)", "3"),
     CONFIG_OPT("memory", "memory this slot offers, in bytes (0: the machine's)", "0"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
@@ -50,29 +53,55 @@ static void set_running(const char *job)
     pthread_mutex_unlock(&running_lock);
 }
 
-static int heartbeat(rs_conn *r)
+/* Registration and heartbeat in one script.  After the first registration a
+ * heartbeat only refreshes a hash that still exists: a missing hash means the
+ * scheduler declared us dead (and gave our work to others) or Redis lost its
+ * data.  Then we are fenced: the running task is abandoned without a result,
+ * whatever is still in our lists is given back, and we register afresh.
+ * KEYS: worker hash, workers set; ARGV: info, hb, util, running, ttl, first */
+static const char beat_script[] = "if ARGV[6] == '0' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end "
+                                  "redis.call('HSET', KEYS[1], 'info', ARGV[1], 'hb', ARGV[2], 'util', ARGV[3], "
+                                  "'running', ARGV[4]) "
+                                  "redis.call('PEXPIRE', KEYS[1], ARGV[5]) "
+                                  "redis.call('SADD', KEYS[2], string.sub(KEYS[1], " K_WORKER_PREFIX_LEN_STR ")) "
+                                  "return 1";
+
+static volatile int fence_generation; /* bumped by the heartbeat thread when we were fenced */
+static int max_attempts = K_MAX_ATTEMPTS;
+
+static int heartbeat(rs_conn *r, bool first)
 {
-    char running[64], hb[32];
+    char running[64], hb[32], key[128], ttl[16];
     pthread_mutex_lock(&running_lock);
     snprintf(running, sizeof(running), "%s", running_job);
     pthread_mutex_unlock(&running_lock);
     snprintf(hb, sizeof(hb), "%lld", (long long)clock_now_ms());
-    redisReply *rep = rs_command(r, "HSET %s%s info %s hb %s util %s running %s", K_WORKER_PREFIX, worker_id, info_json, hb,
-                                 running[0] ? "1" : "0", running);
-    int ok = rep && rep->type != REDIS_REPLY_ERROR;
+    snprintf(key, sizeof(key), "%s%s", K_WORKER_PREFIX, worker_id);
+    snprintf(ttl, sizeof(ttl), "%d", K_WORKER_TTL_MS);
+    redisReply *rep = rs_command(r, "EVAL %s 2 %s %s %s %s %s %s %s %s", beat_script, key, K_WORKERS_SET, info_json, hb,
+                                 running[0] ? "1" : "0", running, ttl, first ? "1" : "0");
+    int rc = rep && rep->type == REDIS_REPLY_INTEGER ? (int)rep->integer : -1;
+    if (rep && rep->type == REDIS_REPLY_ERROR) log_error("heartbeat: %s", rep->str);
     freeReplyObject(rep);
-    if (ok) {
-        freeReplyObject(rs_command(r, "PEXPIRE %s%s %d", K_WORKER_PREFIX, worker_id, K_WORKER_TTL_MS));
-        freeReplyObject(rs_command(r, "SADD %s %s", K_WORKERS_SET, worker_id));
-    }
-    return ok ? 0 : -1;
+    return rc; /* 1 alive, 0 fenced, -1 Redis unreachable */
 }
 
 static void *heartbeat_thread(void *arg)
 {
     rs_conn *r = arg;
+    bool first = true;
     while (!stopping) {
-        heartbeat(r);
+        int rc = heartbeat(r, first);
+        if (rc == 1) first = false;
+        if (rc == 0) {
+            fence_generation++;
+            log_warn("worker %s: registration vanished (declared dead, or Redis lost its data); abandoning the "
+                     "running task and registering again",
+                     worker_id);
+            requeue_worker_tasks(r, worker_id, max_attempts, "its worker lost its registration");
+            first = true;
+            continue;
+        }
         for (int i = 0; i < 10 && !stopping; i++)
             usleep(K_HEARTBEAT_MS * 100);
     }
@@ -95,9 +124,14 @@ static void publish(rs_conn *r, const event_msg *e)
     free(s);
 }
 
+typedef enum { STOP_NONE, STOP_CANCELLED, STOP_PREEMPTED, STOP_FENCED } stop_reason;
+
 typedef struct {
     rs_conn *r;
     int64_t last_progress_us;
+    int fence; /* fence_generation when the task started */
+    stop_reason stop;
+    char preempted_by[64];
 } run_state;
 
 static void on_progress(exec_ctx *ctx, double fraction, const char *message)
@@ -114,13 +148,56 @@ static void on_progress(exec_ctx *ctx, double fraction, const char *message)
     publish(st->r, &e);
 }
 
+/* whether the task must stop now, and why (executors poll this) */
 static bool on_cancelled(exec_ctx *ctx)
 {
     run_state *st = ctx->opaque;
-    redisReply *rep = rs_command(st->r, "EXISTS %s%s", K_CANCEL_PREFIX, ctx->task->job_id);
-    bool yes = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+    if (st->stop != STOP_NONE) return true;
+    if (fence_generation != st->fence) {
+        st->stop = STOP_FENCED;
+        return true;
+    }
+    redisReply *rep = rs_command(st->r, "MGET %s%s %s%s", K_CANCEL_PREFIX, ctx->task->job_id, K_PREEMPT_PREFIX, ctx->task->job_id);
+    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
+        if (rep->element[0]->type == REDIS_REPLY_STRING) {
+            st->stop = STOP_CANCELLED;
+        } else if (rep->element[1]->type == REDIS_REPLY_STRING) {
+            st->stop = STOP_PREEMPTED;
+            snprintf(st->preempted_by, sizeof(st->preempted_by), "%s", rep->element[1]->str);
+        }
+    }
     freeReplyObject(rep);
-    return yes;
+    return st->stop != STOP_NONE;
+}
+
+/* a preempted task goes back to gantry:jobs (attempt + 1) with a "queued" event, atomically
+ * KEYS: jobs stream, events stream, preempt key; ARGV: task, event, maxlen */
+static const char preempt_script[] = "local attempt = tonumber(string.match(ARGV[1], '\"attempt\":(%d+)') or '0') + 1 "
+                                     "local task = string.gsub(ARGV[1], '\"attempt\":%d+', '\"attempt\":' .. attempt, 1) "
+                                     "redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'job', task) "
+                                     "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'event', ARGV[2]) "
+                                     "redis.call('DEL', KEYS[3]) return 1";
+
+static void requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, const char *by)
+{
+    event_msg e;
+    msg_event_init(&e, t->job_id, source);
+    snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
+    snprintf(e.state, sizeof(e.state), "queued");
+    snprintf(e.reason, sizeof(e.reason), "preempted by job %s (higher priority); requeued", by);
+    char *ev = msg_event_encode(&e), key[128], maxlen[24];
+    snprintf(key, sizeof(key), "%s%s", K_PREEMPT_PREFIX, t->job_id);
+    snprintf(maxlen, sizeof(maxlen), "%d", K_STREAM_MAXLEN);
+    for (int attempt = 0; ev && !stopping; attempt++) {
+        redisReply *rep =
+            rs_command(r, "EVAL %s 3 %s %s %s %s %s %s", preempt_script, K_JOBS_STREAM, K_EVENTS_STREAM, key, raw, ev, maxlen);
+        bool ok = rep && rep->type == REDIS_REPLY_INTEGER;
+        freeReplyObject(rep);
+        if (ok) break;
+        usleep(100000);
+    }
+    free(ev);
+    log_info("job %s preempted by %s; requeued", t->job_id, by);
 }
 
 static void run_task(rs_conn *r, const char *raw)
@@ -132,23 +209,41 @@ static void run_task(rs_conn *r, const char *raw)
         return;
     }
     set_running(t.job_id);
-    msg_event_init(&e, t.job_id, source);
-    snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
-    run_state st = {r, 0};
+    run_state st = {r, 0, fence_generation, STOP_NONE, ""};
     exec_ctx ctx = {&t, on_progress, on_cancelled, &st};
-    if (on_cancelled(&ctx)) {
-        log_info("job %s was cancelled before it started", t.job_id);
-    } else {
+    json_t *result = NULL;
+    char err[512] = "";
+    int rc = -1;
+    int64_t t0 = clock_mono_us();
+    if (!on_cancelled(&ctx)) {
+        msg_event_init(&e, t.job_id, source);
+        snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
         snprintf(e.state, sizeof(e.state), "running");
-        snprintf(e.reason, sizeof(e.reason), "started on worker %s", worker_id);
+        snprintf(e.reason, sizeof(e.reason), "started on worker %s%s", worker_id, t.attempt ? " (a retry)" : "");
         publish(r, &e);
-
         const executor *ex = executor_find(t.type);
-        json_t *result = NULL;
-        char err[512] = "";
-        int64_t t0 = clock_mono_us();
-        int rc = ex ? ex->run(&ctx, &result, err, sizeof(err)) : -1;
+        rc = ex ? ex->run(&ctx, &result, err, sizeof(err)) : -1;
         if (!ex) snprintf(err, sizeof(err), "this worker has no executor for job type '%s'", t.type);
+        if (rc != 0 && st.stop == STOP_NONE) on_cancelled(&ctx); /* did it fail because it was told to stop? */
+    }
+    switch (st.stop) {
+    case STOP_FENCED:
+        log_warn("job %s abandoned: this worker was fenced (its task was given back)", t.job_id);
+        json_decref(result);
+        break;
+    case STOP_CANCELLED:
+        log_info("job %s stopped: cancelled", t.job_id);
+        json_decref(result);
+        break;
+    case STOP_PREEMPTED:
+        if (rc != 0 || !result) {
+            requeue_preempted(r, raw, &t, st.preempted_by);
+            json_decref(result);
+            break;
+        }
+        /* it finished anyway: report the result */
+        /* fall through */
+    case STOP_NONE:
         msg_event_init(&e, t.job_id, source);
         snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
         snprintf(e.state, sizeof(e.state), "%s", rc == 0 ? "succeeded" : "failed");
@@ -160,9 +255,20 @@ static void run_task(rs_conn *r, const char *raw)
         publish(r, &e);
         log_info("job %s %s (%s)", t.job_id, e.state, e.reason);
         msg_event_clear(&e);
+        break;
     }
     set_running("");
     msg_task_clear(&t);
+}
+
+/* whether the task is still in our in-flight list: a worker stalled past its heartbeat
+ * TTL may wake up holding a task the scheduler has already given to another worker */
+static bool still_ours(rs_conn *r, const char *inflight, const char *raw, size_t len)
+{
+    redisReply *rep = rs_command(r, "LPOS %s %b", inflight, raw, len);
+    bool ours = !rep || rep->type == REDIS_REPLY_INTEGER; /* unreachable Redis: run it, the fence still guards */
+    freeReplyObject(rep);
+    return ours;
 }
 
 static void build_info(void)
@@ -200,6 +306,7 @@ int main(int argc, char **argv)
         id_random("w", 6, worker_id, sizeof(worker_id));
     snprintf(source, sizeof(source), "worker:%s", worker_id);
     build_info();
+    max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
 
     rs_conn r, hb;
     if (rs_init(&r, OPT("redis"), OPT("redis-password")) != 0 || rs_init(&hb, OPT("redis"), OPT("redis-password")) != 0) {
@@ -211,7 +318,6 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    heartbeat(&hb);
     pthread_t thread;
     pthread_create(&thread, NULL, heartbeat_thread, &hb);
     log_info("worker %s (%s) started; redis %s", worker_id, OPT("kind"), OPT("redis"));
@@ -225,7 +331,9 @@ int main(int argc, char **argv)
             usleep(100000);
             continue;
         }
-        if (rep->type == REDIS_REPLY_STRING) {
+        if (rep->type == REDIS_REPLY_STRING && !still_ours(&r, inflight, rep->str, rep->len)) {
+            log_warn("a task moved to us was given back meanwhile (this worker was stalled); skipping it");
+        } else if (rep->type == REDIS_REPLY_STRING) {
             run_task(&r, rep->str);
             /* only now is the task done: remove it from the in-flight list */
             redisReply *rem;

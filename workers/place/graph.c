@@ -514,6 +514,33 @@ static int build_order(perr *e, place_graph *g)
 
 /* ---- public ---- */
 
+int place_graph_index(place_graph *g, char *msg, size_t msg_len)
+{
+    char field[8];
+    perr e = {"", field, sizeof field, msg, msg_len};
+    free(g->out_off), free(g->out_edge), free(g->in_off), free(g->in_edge), free(g->topo), free(g->topo_pos);
+    g->out_off = g->out_edge = g->in_off = g->in_edge = g->topo = g->topo_pos = NULL;
+    return build_order(&e, g);
+}
+
+int place_graph_copy_devices(place_graph *dst, const place_graph *src)
+{
+    size_t D = (size_t)src->n_devices;
+    dst->devices = calloc(D, sizeof *dst->devices);
+    dst->latency_us = malloc(D * D * sizeof(double));
+    dst->bytes_per_us = malloc(D * D * sizeof(double));
+    if (!dst->devices || !dst->latency_us || !dst->bytes_per_us) return -1;
+    for (size_t d = 0; d < D; d++) {
+        dst->devices[d] = src->devices[d];
+        dst->devices[d].name = strdup(src->devices[d].name);
+        if (!dst->devices[d].name) return -1;
+        dst->n_devices = (int)d + 1;
+    }
+    memcpy(dst->latency_us, src->latency_us, D * D * sizeof(double));
+    memcpy(dst->bytes_per_us, src->bytes_per_us, D * D * sizeof(double));
+    return 0;
+}
+
 place_graph *place_graph_parse(const json_t *json, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len)
 {
     perr e = {prefix ? prefix : "", field, field_len, msg, msg_len};

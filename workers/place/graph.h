@@ -75,6 +75,15 @@ typedef struct place_graph {
 place_graph *place_graph_parse(const json_t *json, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len);
 void place_graph_free(place_graph *g);
 
+/* For graphs derived from a parsed one (co-placement, fusion): with ops,
+ * edges, groups, devices and comm filled in, (re)builds the adjacency lists
+ * and the topological order.  0, or -1 with a message (a cycle, out of
+ * memory).  place_graph_free() releases a derived graph like a parsed one. */
+int place_graph_index(place_graph *g, char *msg, size_t msg_len);
+/* Deep-copies src's devices and communication matrices into dst (whose
+ * devices/comm must be unset); -1 when out of memory. */
+int place_graph_copy_devices(place_graph *dst, const place_graph *src);
+
 /* Time of op `op` on device `dev`, and of moving `bytes` from device `from`
  * to device `to` (0 when from == to). */
 double place_op_time(const place_graph *g, int op, int dev);

@@ -100,7 +100,8 @@ class Stack:
         wait_until("server /healthz", lambda: self.get("/healthz").status == 200, 15)
 
     def start_scheduler(self, name="scheduler"):
-        self._spawn(name, [os.path.join(BUILD, "gantry-scheduler"), "--redis", f"127.0.0.1:{self.rport}"])
+        self._spawn(name, [os.path.join(BUILD, "gantry-scheduler"), "--redis", f"127.0.0.1:{self.rport}",
+                           "--name", name])
 
     def start_worker(self, i, labels=""):
         self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), "--redis", f"127.0.0.1:{self.rport}",
@@ -116,6 +117,15 @@ class Stack:
         wait_until("server ready", lambda: self.get("/readyz").status == 200, 15)
         return self
 
+    def pause(self, name):
+        self.procs[name].send_signal(signal.SIGSTOP)
+
+    def resume(self, name):
+        self.procs[name].send_signal(signal.SIGCONT)
+
+    def events(self, token, job_id):
+        return self.get(f"/v1/jobs/{job_id}/events", token).json["events"]
+
     def kill(self, name, sig=signal.SIGKILL):
         p = self.procs.pop(name)
         p.send_signal(sig)
@@ -126,6 +136,7 @@ class Stack:
         for name in list(self.procs):
             p = self.procs[name]
             if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
                 p.send_signal(signal.SIGTERM)
         for p in self.procs.values():
             try:

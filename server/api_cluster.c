@@ -84,8 +84,9 @@ static json_t *tenants_json(sqlite3 *db, const auth_info *a)
     }
     db_release(st);
     if (!is_admin(a))
-        json_array_append_new(list, json_pack("{s:s, s:s, s:I, s:I, s:I, s:n, s:n}", "id", "other", "name", "other tenants",
-                                              other_used, "queued", other_queued, "running", other_running, "max_slots", "weight"));
+        json_array_append_new(list,
+                              json_pack("{s:s, s:s, s:I, s:I, s:I, s:n, s:n}", "id", "other", "name", "other tenants", "slots_used",
+                                        other_used, "queued", other_queued, "running", other_running, "max_slots", "weight"));
     return list;
 }
 

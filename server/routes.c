@@ -7,6 +7,7 @@ const route routes[] = {
     {"GET", "/healthz", ROLE_NONE, BODY_NONE, api_healthz, "liveness probe"},
     {"GET", "/readyz", ROLE_NONE, BODY_NONE, api_readyz, "readiness: SQLite and Redis reachable"},
     {"GET", "/metrics", ROLE_NONE, BODY_NONE, api_metrics, "Prometheus metrics"},
+    {"GET", "/v1/openapi.json", ROLE_NONE, BODY_NONE, api_openapi, "this API description (OpenAPI 3.1)"},
     {"GET", "/v1/whoami", ROLE_VIEWER, BODY_NONE, api_whoami, "the caller's tenant and role"},
     {"POST", "/v1/tenants", ROLE_ADMIN, BODY_JSON, api_tenant_create, "create a tenant"},
     {"GET", "/v1/tenants", ROLE_ADMIN, BODY_NONE, api_tenant_list, "list tenants"},

@@ -1,0 +1,64 @@
+/* api_openapi.c - GET /v1/openapi.json, generated from the route table (routes.c):
+ * every path and method, its summary, the role it needs (x-gantry-role) and its
+ * error shape.  Tests enumerate routes from it, so a new route is covered at once. */
+#include "server/api.h"
+
+#include <string.h>
+
+static json_t *error_schema(void)
+{
+    return json_pack("{s:s, s:{s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:[ss]}}, s:[sss]}}, s:[s]}", "type", "object", "properties",
+                     "error", "type", "object", "properties", "code", "type", "string", "message", "type", "string", "field",
+                     "type", "string", "null", "required", "code", "message", "field", "required", "error");
+}
+
+static json_t *operation(const route *r)
+{
+    json_t *op = json_pack("{s:s, s:s, s:{s:{s:s}}}", "summary", r->summary, "x-gantry-role", role_name(r->role), "responses",
+                           "default", "description", "an error: {\"error\":{\"code\",\"message\",\"field\"}}");
+    json_object_set_new(json_object_get(json_object_get(op, "responses"), "default"), "content",
+                        json_pack("{s:{s:{s:s}}}", "application/json", "schema", "$ref", "#/components/schemas/Error"));
+    json_object_set_new(json_object_get(op, "responses"), "2XX", json_pack("{s:s}", "description", "success"));
+    if (r->role != ROLE_NONE) json_object_set_new(op, "security", json_pack("[{s:[]}]", "bearer"));
+    json_t *params = json_array();
+    for (const char *p = strchr(r->pattern, '{'); p; p = strchr(p + 1, '{')) {
+        const char *end = strchr(p, '}');
+        json_array_append_new(params, json_pack("{s:s%, s:s, s:b, s:{s:s}}", "name", p + 1, (size_t)(end - p - 1), "in", "path",
+                                                "required", 1, "schema", "type", "string"));
+    }
+    if (json_array_size(params))
+        json_object_set_new(op, "parameters", params);
+    else
+        json_decref(params);
+    if (r->body != BODY_NONE)
+        json_object_set_new(op, "requestBody",
+                            json_pack("{s:b, s:{s:{s:{s:s}}}}", "required",
+                                      strcmp(r->method, "POST") == 0 && strstr(r->pattern, "cancel") == NULL, "content",
+                                      "application/json", "schema", "type", "object"));
+    return op;
+}
+
+void api_openapi(http_ctx *c)
+{
+    json_t *paths = json_object();
+    for (int i = 0; i < routes_count; i++) {
+        json_t *item = json_object_get(paths, routes[i].pattern);
+        if (!item) {
+            item = json_object();
+            json_object_set_new(paths, routes[i].pattern, item);
+        }
+        char method[16];
+        size_t n = strlen(routes[i].method);
+        for (size_t k = 0; k <= n && k < sizeof(method); k++)
+            method[k] = (char)(routes[i].method[k] | 0x20);
+        method[n] = '\0';
+        json_object_set_new(item, method, operation(&routes[i]));
+    }
+    json_t *doc = json_pack("{s:s, s:{s:s, s:s, s:s}, s:o, s:{s:{s:o}, s:{s:{s:s, s:s}}}}", "openapi", "3.1.0", "info", "title",
+                            "gantry", "version", "0.1.0", "description",
+                            "Multi-tenant ML operations service. Every route except the probes needs "
+                            "'Authorization: Bearer <token>'.",
+                            "paths", paths, "components", "schemas", "Error", error_schema(), "securitySchemes", "bearer", "type",
+                            "http", "scheme", "bearer");
+    http_reply_json(c, 200, doc);
+}

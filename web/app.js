@@ -1,6 +1,7 @@
 // gantry dashboard: session, header, hash router.
 //
-// Routes: #/jobs[?type=&state=], #/jobs/<id>, #/workers, #/submit.
+// Routes: #/jobs[?type=&state=], #/jobs/<id>, #/jobs/<id>/plan, #/workers,
+// #/cluster, #/submit.
 // Each page module exports mount(root, ctx) and may return a cleanup
 // function; ctx = {me, live, params, query, signal, navigate}. The router
 // aborts ctx.signal and calls the cleanup when the page is left.
@@ -9,14 +10,18 @@ import { LiveStream } from './live.js';
 import { h, replace, notice, focusHeading } from './dom.js';
 import * as jobsPage from './jobs.js';
 import * as jobPage from './job.js';
+import * as planPage from './plan.js';
 import * as workersPage from './workers.js';
+import * as clusterPage from './cluster.js';
 import * as submitPage from './submit.js';
 import * as loginPage from './login.js';
 
 const ROUTES = [
     { re: /^\/jobs\/?$/, page: jobsPage, nav: 'jobs', title: 'Jobs' },
     { re: /^\/jobs\/([^/]+)$/, page: jobPage, nav: 'jobs', title: 'Job' },
+    { re: /^\/jobs\/([^/]+)\/plan$/, page: planPage, nav: 'jobs', title: 'Plan' },
     { re: /^\/workers\/?$/, page: workersPage, nav: 'workers', title: 'Workers' },
+    { re: /^\/cluster\/?$/, page: clusterPage, nav: 'cluster', title: 'Cluster' },
     { re: /^\/submit\/?$/, page: submitPage, nav: 'submit', title: 'Submit' },
 ];
 

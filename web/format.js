@@ -108,3 +108,21 @@ export function progressCell(progress) {
 export function prettyJson(v) {
     return JSON.stringify(v, null, 2);
 }
+
+// Axis ticks over simulated time: one unit (µs, ms or s) for the whole axis,
+// chosen from the largest value shown, with as many decimals as the tick step
+// needs, so neighbouring ticks never read the same.
+export function microsAxis(values, step) {
+    const top = Math.max(0, ...values.map((v) => Math.abs(v)).filter(Number.isFinite));
+    const [div, unit] = top >= 1e6 ? [1e6, 's'] : top >= 1000 ? [1000, 'ms'] : [1, 'µs'];
+    const decimals = step > 0 ? Math.max(0, Math.min(9, Math.ceil(-Math.log10(step / div) - 1e-9))) : 0;
+    return values.map((v) => (Number.isFinite(v) ? `${(v / div).toFixed(decimals)} ${unit}` : ''));
+}
+
+// A "nice" step (1, 2 or 5 × 10^k) at least raw.
+export function niceStep(raw) {
+    if (!(raw > 0) || !Number.isFinite(raw)) return 1;
+    const p = 10 ** Math.floor(Math.log10(raw));
+    const m = raw / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}

@@ -3,8 +3,9 @@
 // for this job and after every stream (re)connect.
 import { api, ApiError, jobPath } from './api.js';
 import { h, replace, notice } from './dom.js';
+import { candidatesTable, devicesTable } from './placement.js';
 import {
-    badge, timeEl, fmtBytes, fmtMicros, fmtMillis, fmtSeconds, fmtPct, bar, progressCell,
+    badge, timeEl, fmtBytes, fmtMicros, fmtSeconds, fmtPct, progressCell,
     prettyJson, isTerminal,
 } from './format.js';
 
@@ -196,13 +197,22 @@ export function mount(root, { me, live, params, signal }) {
             return;
         }
         const parts = [];
-        if (j.type === 'placement' && typeof r === 'object') parts.push(placement(r, j.spec));
+        if (j.type === 'placement' && typeof r === 'object') parts.push(placement(r, j.spec, j.id || id));
         if (r.metrics && typeof r.metrics === 'object') parts.push(metrics(r.metrics));
-        parts.push(h('details', { 'data-testid': 'result-raw' },
-            h('summary', {}, 'Raw result JSON'),
-            h('pre', { class: 'json' }, prettyJson(r))));
+        parts.push(rawJson(r));
         replace(resultBox, parts);
     }
+}
+
+// Raw result JSON, pretty-printed only when first opened (a plan with a
+// schedule runs to megabytes).
+function rawJson(r) {
+    const pre = h('pre', { class: 'json' });
+    const details = h('details', { 'data-testid': 'result-raw' }, h('summary', {}, 'Raw result JSON'), pre);
+    details.addEventListener('toggle', () => {
+        if (details.open && !pre.firstChild) pre.textContent = prettyJson(r);
+    });
+    return details;
 }
 
 function metrics(m) {
@@ -215,7 +225,7 @@ function metrics(m) {
 }
 
 // Placement result: best algorithm, candidates, per-device memory bars.
-function placement(r, spec) {
+function placement(r, spec, jobId) {
     const plan = r.plan && typeof r.plan === 'object' ? r.plan : null;
     const specDevices = spec && spec.graph && Array.isArray(spec.graph.devices) ? spec.graph.devices : [];
     const planDevices = plan && Array.isArray(plan.devices) ? plan.devices : [];
@@ -226,58 +236,26 @@ function placement(r, spec) {
     const out = [h('p', { class: 'best' }, 'Best algorithm: ',
         h('strong', { 'data-testid': 'best-algorithm' }, r.best || '—'),
         best && typeof best.makespan_us === 'number' ? ` · simulated step time ${fmtMicros(best.makespan_us)}` : '')];
+    if (plan && plan.schedule && typeof plan.schedule === 'object') {
+        out.push(h('p', { class: 'plan-link' }, h('a', { href: `#/jobs/${encodeURIComponent(jobId)}/plan`, 'data-testid': 'plan-link' },
+            'Open the plan view'), ' — Gantt chart of the simulated schedule, memory over time, algorithm comparison.'));
+    } else if (plan) {
+        out.push(h('p', { class: 'muted', 'data-testid': 'plan-no-schedule' },
+            `No schedule to chart: ${typeof plan.schedule_omitted === 'string' && plan.schedule_omitted ? plan.schedule_omitted : 'this result has no schedule'}.`));
+    }
 
     if (candidates.length) {
-        const nDev = Math.max(deviceNames.length, ...candidates.map((c) => (Array.isArray(c.peak_bytes) ? c.peak_bytes.length : 0)));
-        const perColumn = nDev <= 6;
-        const names = Array.from({ length: nDev }, (_, i) => deviceNames[i] || `device ${i}`);
-        const peakCells = (c) => {
-            const pk = Array.isArray(c.peak_bytes) ? c.peak_bytes : [];
-            if (perColumn) return names.map((_, i) => h('td', { class: 'num' }, fmtBytes(pk[i])));
-            return [h('td', { class: 'num' }, pk.map((b, i) => `${names[i]} ${fmtBytes(b)}`).join(' · ') || '—')];
-        };
-        out.push(h('h3', {}, 'Candidates'), h('div', { class: 'table-scroll' }, h('table', { class: 'grid', 'data-testid': 'candidates' },
-            h('caption', { class: 'visually-hidden' }, 'Placement candidates by algorithm'),
-            h('thead', {},
-                h('tr', {},
-                    h('th', { scope: 'col', rowspan: perColumn && nDev ? 2 : 1 }, 'Algorithm'),
-                    h('th', { scope: 'col', rowspan: perColumn && nDev ? 2 : 1 }, 'Feasible'),
-                    h('th', { scope: 'col', rowspan: perColumn && nDev ? 2 : 1, class: 'num' }, 'Placement time'),
-                    h('th', { scope: 'col', rowspan: perColumn && nDev ? 2 : 1, class: 'num' }, 'Makespan'),
-                    nDev ? h('th', { scope: 'colgroup', colspan: perColumn ? nDev : 1, class: 'num' }, 'Peak memory per device') : null,
-                    h('th', { scope: 'col', rowspan: perColumn && nDev ? 2 : 1 }, 'Note')),
-                perColumn && nDev ? h('tr', {}, names.map((n) => h('th', { scope: 'col', class: 'num mono' }, n))) : null),
-            h('tbody', {}, candidates.map((c) => h('tr', {
-                'data-testid': 'candidate-row', dataset: { algorithm: c.algorithm || '' },
-                class: c.algorithm === r.best ? 'best-row' : '',
-            },
-            h('th', { scope: 'row', class: 'mono' }, c.algorithm || '—', c.algorithm === r.best ? h('span', { class: 'tag' }, 'best') : null),
-            h('td', {}, c.feasible === true ? 'yes' : c.feasible === false ? h('span', { class: 'error-text' }, 'no') : '—'),
-            h('td', { class: 'num' }, fmtMillis(c.placement_ms)),
-            h('td', { class: 'num' }, fmtMicros(c.makespan_us)),
-            nDev ? peakCells(c) : null,
-            h('td', {}, c.reason || '')))))));
+        const devs = deviceNames.map((name, i) => ({
+            name,
+            memory_bytes: planDevices[i] && typeof planDevices[i].memory_bytes === 'number' ? planDevices[i].memory_bytes :
+                specDevices[i] && typeof specDevices[i].memory_bytes === 'number' ? specDevices[i].memory_bytes : undefined,
+        }));
+        out.push(h('h3', {}, 'Candidates'), h('div', { class: 'table-scroll' }, candidatesTable(r, devs)));
     }
 
     if (planDevices.length) {
         out.push(h('h3', {}, `Devices${plan.algorithm ? ` (plan from ${plan.algorithm})` : ''}`),
-            h('div', { class: 'table-scroll' }, h('table', { class: 'grid devices', 'data-testid': 'device-bars' },
-                h('caption', { class: 'visually-hidden' }, 'Peak memory against capacity per device'),
-                h('thead', {}, h('tr', {}, ['Device', 'Peak memory / capacity', 'Busy', 'Ops']
-                    .map((t, i) => h('th', { scope: 'col', class: i >= 2 ? 'num' : '' }, t)))),
-                h('tbody', {}, planDevices.map((d, i) => {
-                    const cap = typeof d.memory_bytes === 'number' ? d.memory_bytes :
-                        specDevices[i] && typeof specDevices[i].memory_bytes === 'number' ? specDevices[i].memory_bytes : null;
-                    const peak = typeof d.peak_bytes === 'number' ? d.peak_bytes : null;
-                    const frac = cap && peak !== null ? peak / cap : null;
-                    const label = peak === null ? '—' : cap ? `${fmtBytes(peak)} of ${fmtBytes(cap)} (${fmtPct(frac)})` : fmtBytes(peak);
-                    const ops = Array.isArray(d.ops) ? d.ops.length : typeof d.ops === 'number' ? d.ops : null;
-                    return h('tr', { 'data-testid': 'device-bar', dataset: { device: d.name || '' } },
-                        h('th', { scope: 'row', class: 'mono' }, d.name || `device ${i}`),
-                        h('td', { class: 'wide-bar' }, bar(frac, label, { over: frac !== null && frac > 1, title: `${peak ?? '?'} of ${cap ?? '?'} bytes` })),
-                        h('td', { class: 'num' }, fmtMicros(d.busy_us)),
-                        h('td', { class: 'num', title: Array.isArray(d.ops) ? d.ops.join(', ') : '' }, ops === null ? '—' : String(ops)));
-                })))));
+            h('div', { class: 'table-scroll' }, devicesTable(planDevices, specDevices)));
     }
     return h('div', { class: 'placement', 'data-testid': 'placement-result' }, out);
 }

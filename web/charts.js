@@ -1,0 +1,66 @@
+// uPlot (npm "uplot", vendored by deploy/build into web/vendor/uplot/) and
+// small helpers for the charts built with it.
+//
+// uPlot is loaded on demand with a dynamic import, so the dashboard still
+// works, and says what is missing, when the vendored copy is absent.
+
+let loading = null;
+
+export function loadUplot() {
+    if (!loading) {
+        loading = import('./vendor/uplot/uPlot.esm.js').then((m) => m.default, (e) => {
+            loading = null; // a later page may try again
+            throw new Error(`the chart library could not be loaded from vendor/uplot/ (${e && e.message ? e.message : e}); deploy/build installs it`);
+        });
+    }
+    return loading;
+}
+
+const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+
+// Step series [[x, y], ...] (one list per series, any order) -> uPlot's
+// aligned data [xs, ys0, ys1, ...] over the union of all x (plus extraX).
+// Each series holds its last value until its next point; before its first
+// point it is null (no line). At equal x the later point of a list wins.
+export function alignSteps(lists, extraX = []) {
+    const clean = lists.map((l) => (Array.isArray(l) ? l : [])
+        .filter((p) => Array.isArray(p) && isNum(p[0]) && isNum(p[1]))
+        .sort((a, b) => a[0] - b[0]));
+    const all = [];
+    for (const l of clean) for (const p of l) all.push(p[0]);
+    for (const x of extraX) if (isNum(x)) all.push(x);
+    all.sort((a, b) => a - b);
+    const xs = [];
+    for (const x of all) if (xs.length === 0 || xs[xs.length - 1] !== x) xs.push(x);
+    const ys = clean.map((l) => {
+        const out = new Array(xs.length);
+        let j = 0, last = null;
+        for (let i = 0; i < xs.length; i++) {
+            while (j < l.length && l[j][0] <= xs[i]) last = l[j++][1];
+            out[i] = last;
+        }
+        return out;
+    });
+    return [xs, ...ys];
+}
+
+// Axis increments for byte values: powers of two, so ticks fall on 256 MiB,
+// 512 MiB, 1 GiB... rather than on 200,000,000.
+export const BYTE_INCRS = Array.from({ length: 54 }, (_, k) => 2 ** k);
+
+// Width of a chart host in CSS px, never below min.
+export function widthOf(el, min = 320) {
+    return Math.max(min, Math.floor(el.clientWidth || el.getBoundingClientRect().width || 0));
+}
+
+// Time axis labels (x in seconds since the epoch), local 24-hour clock:
+// "14:05" for steps of a minute or more, "14:05:30" below.
+export function clockAxis(splits, incr) {
+    const pad = (n) => String(n).padStart(2, '0');
+    return splits.map((s) => {
+        if (typeof s !== 'number' || !Number.isFinite(s)) return '';
+        const d = new Date(s * 1000);
+        const hm = `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+        return incr >= 60 ? hm : `${hm}:${pad(d.getSeconds())}`;
+    });
+}

@@ -19,6 +19,8 @@ void api_tenant_create(http_ctx *c);
 void api_tenant_list(http_ctx *c);
 void api_tenant_update(http_ctx *c);
 void api_token_create(http_ctx *c);
+void api_token_revoke(http_ctx *c);
+void api_audit(http_ctx *c);
 
 void api_job_submit(http_ctx *c);
 void api_job_list(http_ctx *c);

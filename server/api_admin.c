@@ -3,6 +3,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "server/api.h"
+#include "server/audit.h"
 #include "server/bus.h"
 #include "server/db.h"
 
@@ -16,19 +17,6 @@ void api_whoami(http_ctx *c)
     http_reply_json(c, 200,
                     json_pack("{s:s, s:s, s:{s:s, s:s}}", "role", role_name(c->auth.role), "token_id", c->auth.token_id, "tenant",
                               "id", c->auth.tenant_id, "name", c->auth.tenant_name));
-}
-
-static void audit(sqlite3 *db, const char *token_id, const char *action, const char *detail)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "INSERT INTO audit_log (ts, token_id, action, detail) VALUES (?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_int64(st, 1, clock_now_ms());
-    sqlite3_bind_text(st, 2, token_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, action, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, detail, -1, SQLITE_STATIC);
-    sqlite3_step(st);
-    sqlite3_finalize(st);
 }
 
 static int valid_name(const char *s)
@@ -55,6 +43,7 @@ typedef struct {
     char secret[AUTH_SECRET_LEN + 8];
     role role;
     char token_name[128];
+    int64_t expires_at; /* ms, 0: never */
 } admin_op;
 
 /* weight, max_slots, max_queued from a body; null clears a quota.  0, or -1 after answering 400 */
@@ -136,7 +125,7 @@ static int apply_tenant(sqlite3 *db, void *arg)
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     op->rc = sqlite3_changes(db) == 1 ? 0 : 1;
-    if (rc == 0 && op->rc == 0) audit(db, op->token_id, "tenant.create", op->name);
+    if (rc == 0 && op->rc == 0) audit_record(db, op->token_id, "tenant.create", op->name);
     return rc;
 }
 
@@ -197,7 +186,7 @@ static int apply_tenant_update(sqlite3 *db, void *arg)
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     op->rc = sqlite3_changes(db) == 1 ? 0 : 2;
-    if (rc == 0 && op->rc == 0) audit(db, op->token_id, "tenant.update", op->id);
+    if (rc == 0 && op->rc == 0) audit_record(db, op->token_id, "tenant.update", op->id);
     return rc;
 }
 
@@ -241,7 +230,8 @@ static int apply_token(sqlite3 *db, void *arg)
     id_random("k", 8, token_id, sizeof(token_id));
     snprintf(op->name, sizeof(op->name), "%s", token_id);
     if (auth_insert_token(db, token_id, op->id, op->role, op->token_name, op->secret) != 0) return -1;
-    audit(db, op->token_id, "token.create", token_id);
+    if (op->expires_at && auth_set_expiry(db, token_id, op->expires_at) != 0) return -1;
+    audit_record(db, op->token_id, "token.create", token_id);
     return 0;
 }
 
@@ -254,10 +244,14 @@ static void token_done(void *arg, int ok)
             http_error(c, GERR_INTERNAL, NULL, "database error");
         else if (op->rc == 2)
             http_error(c, GERR_NOT_FOUND, "id", "no tenant with this id");
-        else
-            http_reply_json(c, 201,
-                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", op->name, "token", op->secret, "role", role_name(op->role),
-                                      "tenant", op->id, "name", op->token_name));
+        else {
+            json_t *t = json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", op->name, "token", op->secret, "role", role_name(op->role),
+                                  "tenant", op->id, "name", op->token_name);
+            char iso[32];
+            clock_iso8601(op->expires_at, iso, sizeof(iso));
+            json_object_set_new(t, "expires_at", op->expires_at ? json_string(iso) : json_null());
+            http_reply_json(c, 201, t);
+        }
     }
     OPENSSL_cleanse(op->secret, sizeof(op->secret));
     http_defer_end(op->defer);
@@ -276,7 +270,13 @@ void api_token_create(http_ctx *c)
         http_error(c, GERR_INVALID_FIELD, "name", "must be a string of at most 100 characters");
         return;
     }
+    json_t *exp = json_object_get(c->body, "expires_in_s");
+    if (exp && (!json_is_integer(exp) || json_integer_value(exp) < 1 || json_integer_value(exp) > 315360000)) {
+        http_error(c, GERR_INVALID_FIELD, "expires_in_s", "must be an integer number of seconds from 1 to 315360000");
+        return;
+    }
     admin_op *op = calloc(1, sizeof(*op));
+    op->expires_at = exp ? clock_now_ms() + json_integer_value(exp) * 1000 : 0;
     snprintf(op->id, sizeof(op->id), "%s", http_param(c, 0));
     snprintf(op->token_id, sizeof(op->token_id), "%s", c->auth.token_id);
     snprintf(op->token_name, sizeof(op->token_name), "%s", name ? json_string_value(name) : "");
@@ -289,4 +289,61 @@ void api_token_create(http_ctx *c)
     op->srv = c->srv;
     op->defer = http_defer_begin(c);
     store_submit(c->srv->store, apply_token, token_done, op);
+}
+
+static int apply_revoke(sqlite3 *db, void *arg)
+{
+    admin_op *op = arg;
+    int rc = auth_revoke(db, op->id);
+    if (rc < 0) return -1;
+    op->rc = rc == 0 ? 0 : 2;
+    if (op->rc == 0) audit_record(db, op->token_id, "token.revoke", op->id);
+    return 0;
+}
+
+static void revoke_done(void *arg, int ok)
+{
+    admin_op *op = arg;
+    http_ctx *c = http_defer_ctx(op->defer);
+    if (c) {
+        if (!ok)
+            http_error(c, GERR_INTERNAL, NULL, "database error");
+        else if (op->rc == 2)
+            http_error(c, GERR_NOT_FOUND, "id", "no active token with this id");
+        else
+            http_reply_json(c, 200, json_pack("{s:s, s:b}", "id", op->id, "revoked", 1));
+    }
+    http_defer_end(op->defer);
+    free(op);
+}
+
+void api_token_revoke(http_ctx *c)
+{
+    admin_op *op = calloc(1, sizeof(*op));
+    snprintf(op->id, sizeof(op->id), "%s", http_param(c, 0));
+    snprintf(op->token_id, sizeof(op->token_id), "%s", c->auth.token_id);
+    op->srv = c->srv;
+    op->defer = http_defer_begin(c);
+    store_submit(c->srv->store, apply_revoke, revoke_done, op);
+}
+
+void api_audit(http_ctx *c)
+{
+    const char *limit = http_query(c, "limit"), *cursor = http_query(c, "cursor");
+    long n = limit ? strtol(limit, NULL, 10) : 100;
+    long long cur = cursor ? strtoll(cursor, NULL, 10) : 0;
+    if (n < 1 || n > 1000) {
+        http_error(c, GERR_INVALID_FIELD, "limit", "must be an integer from 1 to 1000");
+        return;
+    }
+    if (cur < 0) {
+        http_error(c, GERR_INVALID_FIELD, "cursor", "not a cursor returned by this endpoint");
+        return;
+    }
+    json_t *out = audit_list_json(c->srv->db, cur, (int)n);
+    if (!out) {
+        http_error(c, GERR_INTERNAL, NULL, "database error");
+        return;
+    }
+    http_reply_json(c, 200, out);
 }

@@ -6,6 +6,7 @@
 #include "common/jobstate.h"
 #include "common/log.h"
 #include "server/api.h"
+#include "server/audit.h"
 #include "server/bus.h"
 #include "server/jobs.h"
 #include "server/spec.h"
@@ -182,7 +183,7 @@ void api_job_events(http_ctx *c)
 typedef struct {
     http_defer *defer;
     server *srv;
-    char id[64], tenant[48], who[200], event_id[48];
+    char id[64], tenant[48], who[200], event_id[48], token_id[48];
     int scoped;
     int rc;
 } cancel_op;
@@ -191,6 +192,7 @@ static int apply_cancel(sqlite3 *db, void *arg)
 {
     cancel_op *op = arg;
     op->rc = jobs_cancel(db, op->id, op->scoped ? op->tenant : NULL, op->who, op->event_id);
+    if (op->rc == 0) audit_record(db, op->token_id, "job.cancel", op->id);
     return op->rc < 0 ? -1 : 0;
 }
 
@@ -227,6 +229,7 @@ void api_job_cancel(http_ctx *c)
     cancel_op *op = calloc(1, sizeof(*op));
     snprintf(op->id, sizeof(op->id), "%s", http_param(c, 0));
     snprintf(op->tenant, sizeof(op->tenant), "%s", c->auth.tenant_id);
+    snprintf(op->token_id, sizeof(op->token_id), "%s", c->auth.token_id);
     snprintf(op->who, sizeof(op->who), "token %s (%s)", c->auth.token_id, c->auth.token_name);
     op->scoped = scope(c) != NULL;
     op->srv = c->srv;

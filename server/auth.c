@@ -45,9 +45,11 @@ int auth_lookup(sqlite3 *db, const char *secret, size_t len, auth_info *info)
     auth_hash(secret, len, h);
     sqlite3_stmt *st;
     if (!(st = db_stmt(db, "SELECT k.id, k.tenant_id, t.name, k.name, k.role, k.hash FROM tokens k JOIN tenants t ON "
-                           "t.id = k.tenant_id WHERE k.hash = ? AND k.revoked_at IS NULL")))
+                           "t.id = k.tenant_id WHERE k.hash = ? AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR "
+                           "k.expires_at > ?)")))
         return -1;
     sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, clock_now_ms());
     int rc = -1;
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 5) == AUTH_HASH_LEN &&
         CRYPTO_memcmp(sqlite3_column_blob(st, 5), h, AUTH_HASH_LEN) == 0) {
@@ -86,4 +88,26 @@ int auth_ensure_admin(sqlite3 *db, const char *secret)
     char id[48];
     if (id_random("k", 8, id, sizeof(id)) != 0) return -1;
     return auth_insert_token(db, id, "t_system", ROLE_ADMIN, "bootstrap admin", secret);
+}
+
+int auth_set_expiry(sqlite3 *db, const char *token_id, int64_t expires_at_ms)
+{
+    sqlite3_stmt *st = db_stmt(db, "UPDATE tokens SET expires_at = ? WHERE id = ?");
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, expires_at_ms);
+    sqlite3_bind_text(st, 2, token_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    db_release(st);
+    return rc;
+}
+
+int auth_revoke(sqlite3 *db, const char *token_id)
+{
+    sqlite3_stmt *st = db_stmt(db, "UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL");
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, clock_now_ms());
+    sqlite3_bind_text(st, 2, token_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? (sqlite3_changes(db) == 1 ? 0 : 1) : -1;
+    db_release(st);
+    return rc;
 }

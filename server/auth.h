@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum { ROLE_NONE = 0, ROLE_VIEWER = 1, ROLE_MEMBER = 2, ROLE_ADMIN = 3 } role;
 
@@ -32,6 +33,10 @@ int auth_new_secret(char out[AUTH_SECRET_LEN + 8]);
 int auth_lookup(sqlite3 *db, const char *secret, size_t len, auth_info *info);
 /* inserts a token row for an existing tenant (inside the caller's transaction); 0 or -1 */
 int auth_insert_token(sqlite3 *db, const char *token_id, const char *tenant_id, role r, const char *name, const char *secret);
+/* sets a token's expiry (ms since the epoch); 0 or -1 */
+int auth_set_expiry(sqlite3 *db, const char *token_id, int64_t expires_at_ms);
+/* revokes an active token: 0, 1 when there is no such active token, -1 on error */
+int auth_revoke(sqlite3 *db, const char *token_id);
 /* makes sure a bootstrap admin token with this secret exists (idempotent); 0 or -1 */
 int auth_ensure_admin(sqlite3 *db, const char *secret);
 

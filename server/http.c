@@ -2,6 +2,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "server/metrics.h"
+#include "server/ratelimit.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -351,6 +352,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     if (c->route->role != ROLE_NONE && authenticate(c) != 0) return 0;
+    int wait = c->route->role != ROLE_NONE ? ratelimit_take(srv->ratelimit, c->auth.token_id, c->start_us) : 0;
+    if (wait) {
+        char retry[16];
+        snprintf(retry, sizeof(retry), "%d", wait);
+        http_add_header(c, "retry-after", retry);
+        http_error(c, GERR_RATE_LIMITED, NULL, "this token is over its rate limit; retry in %d s", wait);
+        return 0;
+    }
     if (c->route->body != BODY_NONE && parse_body(c) != 0) return 0;
     c->route->fn(c);
     return 0;

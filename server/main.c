@@ -6,6 +6,7 @@
 #include "server/db.h"
 #include "server/http.h"
 #include "server/metrics.h"
+#include "server/ratelimit.h"
 #include "server/server.h"
 #include "server/sse.h"
 
@@ -30,6 +31,8 @@ static config_opt opts[] = {
     CONFIG_OPT("body-limit", "largest JSON body in bytes", "1048576"),
     CONFIG_OPT("placement-body-limit", "largest placement job submission in bytes", "33554432"),
     CONFIG_OPT("json-max-depth", "deepest JSON nesting accepted", "64"),
+    CONFIG_OPT("rate-limit", "requests per second per token on average (0: no limit)", "200"),
+    CONFIG_OPT("rate-burst", "requests a token may send at once above the average", "400"),
     CONFIG_OPT("consumer", "this server's consumer name in the gantry:events group", "server"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
@@ -191,6 +194,7 @@ int main(int argc, char **argv)
     srv.store = store_create(srv.loop, srv.db);
     srv.sse = sse_create(srv.loop);
     srv.metrics = metrics_create(routes_count);
+    srv.ratelimit = ratelimit_create(strtod(OPT("rate-limit"), NULL), strtod(OPT("rate-burst"), NULL));
     srv.bus = bus_create(&srv, rhost, rport, OPT("redis-password"), OPT("consumer"));
     if (setup_http(OPT("listen")) != 0) return 1;
 

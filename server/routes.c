@@ -13,6 +13,8 @@ const route routes[] = {
     {"GET", "/v1/tenants", ROLE_ADMIN, BODY_NONE, api_tenant_list, "list tenants"},
     {"PATCH", "/v1/tenants/{id}", ROLE_ADMIN, BODY_JSON, api_tenant_update, "change a tenant's weight and quotas"},
     {"POST", "/v1/tenants/{id}/tokens", ROLE_ADMIN, BODY_JSON, api_token_create, "create a token (shown once)"},
+    {"POST", "/v1/tokens/{id}/revoke", ROLE_ADMIN, BODY_JSON, api_token_revoke, "revoke a token"},
+    {"GET", "/v1/audit", ROLE_ADMIN, BODY_NONE, api_audit, "the audit log, newest first"},
     {"POST", "/v1/jobs", ROLE_MEMBER, BODY_JSON_LARGE, api_job_submit, "submit a job"},
     {"GET", "/v1/jobs", ROLE_VIEWER, BODY_NONE, api_job_list, "list jobs (keyset pagination)"},
     {"GET", "/v1/jobs/{id}", ROLE_VIEWER, BODY_NONE, api_job_get, "a job with its spec and result"},

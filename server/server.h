@@ -16,6 +16,7 @@
 typedef struct bus bus;
 typedef struct sse_hub sse_hub;
 typedef struct metrics metrics;
+typedef struct ratelimit ratelimit;
 
 typedef struct server {
     uv_loop_t *loop;
@@ -24,6 +25,7 @@ typedef struct server {
     bus *bus;
     sse_hub *sse;
     metrics *metrics;
+    ratelimit *ratelimit; /* per token */
 
     /* settings */
     const char *web_dir;

@@ -74,7 +74,7 @@ def main():
     ap.add_argument("--latency-jobs", type=int, default=300)
     args = ap.parse_args()
     rows = []
-    with Stack(workers=0) as s:  # no worker: measure the durable submission path alone
+    with Stack(workers=0, server_args=["--rate-limit", "0"]) as s:  # no worker, no rate limit
         _, tok = s.tenant("bench")
         for clients in (1, 16, 64):
             before = count_jobs(s)

@@ -66,12 +66,13 @@ class Response:
 
 
 class Stack:
-    def __init__(self, workers=2, redis_persist=True, env=None):
+    def __init__(self, workers=2, redis_persist=True, env=None, server_args=()):
         self.dir = tempfile.mkdtemp(prefix="gantry-it-")
         self.port = free_port()
         self.rport = free_port()
         self.nworkers = workers
         self.redis_persist = redis_persist
+        self.server_args = list(server_args)
         self.env = dict(os.environ, **(env or {}))
         # leaks at exit are the unit tests' business; daemons are killed on purpose here
         self.env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
@@ -96,7 +97,7 @@ class Stack:
         self._spawn("server", [os.path.join(BUILD, "gantry-server"), "--listen", f"127.0.0.1:{self.port}",
                                "--redis", f"127.0.0.1:{self.rport}", "--state", os.path.join(self.dir, "state"),
                                "--admin-token", ADMIN, "--web", os.path.join(ROOT, "web"),
-                               "--migrations", os.path.join(ROOT, "migrations")])
+                               "--migrations", os.path.join(ROOT, "migrations"), *self.server_args])
         wait_until("server /healthz", lambda: self.get("/healthz").status == 200, 15)
 
     def start_scheduler(self, name="scheduler"):

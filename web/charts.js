@@ -64,3 +64,7 @@ export function clockAxis(splits, incr) {
         return incr >= 60 ? hm : `${hm}:${pad(d.getSeconds())}`;
     });
 }
+
+// Time axis increments in seconds, never below one second (polls are 2 s
+// apart; sub-second ticks would only repeat the same label).
+export const CLOCK_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];

@@ -18,7 +18,7 @@
 import { api, ApiError, serverNow } from './api.js';
 import { h, replace, notice } from './dom.js';
 import { badge, fmtTime, fmtSeconds, fmtPct, bar } from './format.js';
-import { loadUplot, widthOf, clockAxis } from './charts.js';
+import { loadUplot, widthOf, clockAxis, CLOCK_INCRS } from './charts.js';
 import { TYPE_COLORS, OTHER_TYPE_COLOR, typeColor, PATTERNS, makePattern, swatch } from './colors.js';
 
 const PERIOD_MS = 2000;
@@ -27,7 +27,7 @@ const STALE_MS = 3 * PERIOD_MS + 1000;
 const EVENT_GAP_MS = 500;   // at least this between polls caused by job events
 const MAX_POINTS = 5400;    // queue chart: three hours of polls
 const ROW_PX = 28;
-const AXIS_PX = 34;
+const AXIS_PX = 66;         // uPlot's x axis and padding, below the rows
 const QUEUE_HEIGHT = 200;
 
 const num = (v) => typeof v === 'number' && Number.isFinite(v);
@@ -331,7 +331,7 @@ export function mount(root, { me, live, signal, navigate }) {
                 y: { auto: false, range: () => [0, Math.max(1, rows.length)] },
             },
             axes: [
-                { space: 70, values: (self, splits, ai, space, incr) => clockAxis(splits, incr) },
+                { space: 70, incrs: CLOCK_INCRS, values: (self, splits, ai, space, incr) => clockAxis(splits, incr) },
                 {
                     size: 150, gap: 6, grid: { show: false }, ticks: { show: false },
                     splits: () => rows.map((_, i) => Math.max(1, rows.length) - i - 0.5),
@@ -515,7 +515,7 @@ export function mount(root, { me, live, signal, navigate }) {
                 height: QUEUE_HEIGHT,
                 cursor: { drag: { x: false, y: false } },
                 scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(4, Math.ceil((max || 0) * 1.2))] } },
-                axes: [{ space: 70, values: (u, splits, ai, space, incr) => clockAxis(splits, incr) }, { size: 50, values: (u, splits) => splits.map((v) => (Number.isInteger(v) ? String(v) : '')) }],
+                axes: [{ space: 70, incrs: CLOCK_INCRS, values: (u, splits, ai, space, incr) => clockAxis(splits, incr) }, { size: 50, values: (u, splits) => splits.map((v) => (Number.isInteger(v) ? String(v) : '')) }],
                 series: [{ label: 'time', value: (u, v) => (v === null || v === undefined ? '—' : clockAxis([v], 1)[0]) }, line('queued', '#8a5a00'), line('scheduled', '#7b8794'), line('running', '#2356c2')],
             }, data, qHost);
         } else {

@@ -202,15 +202,23 @@ export function mount(root, { live, params, signal }) {
             series.push({ label: cl.label, stroke: cl.color, width: 1, dash: [6, 4], points: { show: false }, value: () => fmtBytes(cl.cap) });
             data.push(new Array(n).fill(cl.cap));
         }
-        let peak = 0;
-        for (let s = 1; s < data.length; s++) for (const v of data[s]) if (v !== null && v > peak) peak = v;
+        let peak = 0, peakUse = 0;
+        for (let s = 1; s < data.length; s++) {
+            for (const v of data[s]) {
+                if (v === null) continue;
+                if (v > peak) peak = v;
+                if (s <= mem.length && v > peakUse) peakUse = v;
+            }
+        }
+        const fit = h('input', { type: 'checkbox', 'data-testid': 'memory-fit' });
+        const yTop = () => ((fit.checked ? peakUse : peak) || 1) * 1.08;
 
         let syncing = false;
         const u = new uPlot({
             width: widthOf(host),
             height: MEMORY_HEIGHT,
             cursor: { drag: { x: true, y: false }, points: { show: false } },
-            scales: { x: { time: false }, y: { range: () => [0, (peak || 1) * 1.08] } },
+            scales: { x: { time: false }, y: { range: () => [0, yTop()] } },
             axes: [
                 { values: (self, splits, ai, space, incr) => microsAxis(splits, incr), space: 90 },
                 { values: (self, splits) => splits.map((v) => fmtBytes(v)), incrs: BYTE_INCRS, size: 84 },
@@ -221,21 +229,30 @@ export function mount(root, { live, params, signal }) {
                     if (key !== 'x' || syncing) return;
                     const { min, max } = self.scales.x;
                     if (isNum(min) && isNum(max)) gantt.setView(min, max);
+                    host.dataset.viewStart = String(min);
+                    host.dataset.viewEnd = String(max);
                 }],
             },
         }, data, host);
         host.dataset.series = String(series.length - 1);
         host.dataset.points = String(n);
+        const showView = () => {
+            host.dataset.viewStart = String(u.scales.x.min);
+            host.dataset.viewEnd = String(u.scales.x.max);
+        };
         const sync = (a, b) => {
             syncing = true;
             try { u.setScale('x', { min: a, max: b }); } finally { syncing = false; }
+            showView();
         };
+        fit.addEventListener('change', () => u.setScale('y', { min: 0, max: yTop() }));
         const ganttOnView = gantt.onView;
         gantt.onView = (a, b) => { ganttOnView(a, b); sync(a, b); };
         sync(gantt.vs, gantt.ve);
         const ro = new ResizeObserver(() => u.setSize({ width: widthOf(host), height: MEMORY_HEIGHT }));
         ro.observe(host);
         cleanups.push(() => { ro.disconnect(); u.destroy(); });
+        section.insertBefore(h('div', { class: 'chart-toolbar' }, h('label', { class: 'toggle' }, fit, ' scale to the peak use rather than the capacity')), host);
         section.appendChild(h('p', { class: 'help' }, 'Drag across the chart to zoom (the schedule follows); double-click to show all. Dashed: capacity.'));
     }
 }

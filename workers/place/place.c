@@ -25,6 +25,7 @@ typedef struct algo_entry {
 
 static const algo_entry ALGOS[] = {
     {"m-topo", place_algo_topo},
+    {"m-etf", place_algo_etf},
     {"single", place_algo_single},
 };
 

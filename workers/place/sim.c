@@ -4,11 +4,16 @@
  * equal times the events that free memory (op ends, transfer ends) come
  * before those that allocate (transfer starts), and ops start only once
  * every event of that instant has been handled, so a peak is never
- * overstated by an allocation that in truth follows a free.  Transfers
- * reserve both channels when their producer ends, in the order producers
- * end (first come first served), so a transfer starts when its tensor is
- * ready and both channels are free.  Cost: O((N + E) log N) plus, per
- * producer, one pass over its out-edges per device that receives it. */
+ * overstated by an allocation that in truth follows a free.
+ *
+ * Every transfer the plan needs (one per producer and remote device that
+ * consumes it) is known from the placement alone, so they are built up
+ * front.  Without a transfer sequence in the plan, a producer's transfers
+ * reserve both channels when it ends (in device order), in the order
+ * producers end: first come first served.  With one, each channel keeps a
+ * cursor into its part of the sequence and a transfer starts when its
+ * producer has ended and it is next on both of its channels; this replays a
+ * list scheduler's own channel reservations exactly.  Cost: O((N + E) log N). */
 #include "workers/place/sim.h"
 #include "workers/place/xfer.h"
 
@@ -25,32 +30,27 @@ typedef struct event {
     int64_t seq;
 } event;
 
-typedef struct xfer {
-    int src, to;
-    int64_t bytes;
-    int refs; /* consumer edges on `to` that have not yet run */
-} xfer;
-
 typedef struct sim {
     const place_graph *g;
     const place_plan *plan;
     place_sim_result *r;
+    int flags;
     int *qoff, *queue, *next; /* per device: its ops in plan order, next to run */
     int *running;             /* per device: op running, -1 when idle */
     int *pending;             /* per op: input edges not yet available */
     int *out_refs;            /* per op: local consumer edges + transfers still holding its output */
     int *edge_xfer;           /* per edge: the transfer feeding it, -1 when local */
-    xfer *xfers;
-    int n_xfers;
+    int *xoff;                /* per op: its transfers are r->xfers[xoff[op] .. xoff[op+1]) */
+    int *xrefs;               /* per transfer: consumer edges on the receiver not yet run */
+    /* a plan's transfer sequence: per device, its send and receive parts */
+    int *soff, *sseq, *spos, *roff, *rseq, *rpos;
     int64_t *mem;
     double *send_free, *recv_free;
+    int *cap_mem; /* per device: capacity of r->mem[d] */
     event *heap;
     size_t n_heap, cap_heap;
     int64_t seq;
-    int64_t *dev_sum; /* scratch per device: edge bytes to consumers there */
-    int *dev_stamp;   /* scratch per device: producer that last wrote dev_sum */
-    int *targets;     /* scratch: devices receiving the current producer */
-    int *wake;        /* devices to try starting an op on at this instant */
+    int *wake; /* devices to try starting an op on at this instant */
     char *woken;
     int n_wake, done;
 } sim;
@@ -101,22 +101,45 @@ static event pop(sim *s)
 
 /* ---- memory ---- */
 
-static void mem_alloc(sim *s, int dev, int64_t bytes, double t)
+/* Records the level of `dev` at t (one point per instant). */
+static int trace_mem(sim *s, int dev, double t)
+{
+    place_sim_result *r = s->r;
+    int n = r->n_mem[dev];
+    if (n > 0 && r->mem[dev][n - 1].t_us == t) {
+        r->mem[dev][n - 1].bytes = s->mem[dev];
+        return 0;
+    }
+    if (n == s->cap_mem[dev]) {
+        int cap = n ? 2 * n : 64;
+        place_mem_point *p = realloc(r->mem[dev], (size_t)cap * sizeof *p);
+        if (!p) return -1;
+        r->mem[dev] = p;
+        s->cap_mem[dev] = cap;
+    }
+    r->mem[dev][r->n_mem[dev]++] = (place_mem_point){t, s->mem[dev]};
+    return 0;
+}
+
+static int mem_change(sim *s, int dev, int64_t delta, double t)
 {
     place_sim_result *r = s->r;
     const place_device *d = &s->g->devices[dev];
-    s->mem[dev] += bytes;
+    s->mem[dev] += delta;
     if (s->mem[dev] > r->peak_bytes[dev]) r->peak_bytes[dev] = s->mem[dev];
-    if (s->mem[dev] <= d->memory_bytes || !r->feasible) return;
-    r->feasible = 0;
-    snprintf(r->reason, sizeof r->reason, "device '%s' needs %lld bytes at t=%.3f us but has %lld (over by %lld bytes)", d->name,
-             (long long)s->mem[dev], t, (long long)d->memory_bytes, (long long)(s->mem[dev] - d->memory_bytes));
+    if (delta > 0 && s->mem[dev] > d->memory_bytes && r->feasible) {
+        r->feasible = 0;
+        snprintf(r->reason, sizeof r->reason, "device '%s' needs %lld bytes at t=%.3f us but has %lld (over by %lld bytes)",
+                 d->name, (long long)s->mem[dev], t, (long long)d->memory_bytes, (long long)(s->mem[dev] - d->memory_bytes));
+    }
+    return (s->flags & PLACE_SIM_MEMORY) ? trace_mem(s, dev, t) : 0;
 }
 
 /* One holder of op's output is done with it. */
-static void release_output(sim *s, int op)
+static int release_output(sim *s, int op, double t)
 {
-    if (--s->out_refs[op] == 0) s->mem[s->plan->device[op]] -= s->g->ops[op].output_bytes;
+    if (--s->out_refs[op] > 0) return 0;
+    return mem_change(s, s->plan->device[op], -s->g->ops[op].output_bytes, t);
 }
 
 static void wake(sim *s, int dev)
@@ -124,6 +147,47 @@ static void wake(sim *s, int dev)
     if (s->woken[dev]) return;
     s->woken[dev] = 1;
     s->wake[s->n_wake++] = dev;
+}
+
+/* ---- transfers ---- */
+
+static int start_xfer(sim *s, int x, double t)
+{
+    place_sim_xfer *xf = &s->r->xfers[x];
+    double end = t + place_comm_time(s->g, xf->from, xf->to, xf->bytes);
+    xf->start_us = t;
+    xf->end_us = end;
+    s->send_free[xf->from] = s->recv_free[xf->to] = end;
+    if (push(s, t, EV_XFER_START, x) < 0) return -1;
+    return push(s, end, EV_XFER_END, x);
+}
+
+/* Sequenced channels: starts x if its producer ended and it is next on both. */
+static int try_xfer(sim *s, int x, double t)
+{
+    const place_sim_xfer *xf = &s->r->xfers[x];
+    if (xf->start_us >= 0 || s->r->end_us[xf->src] < 0) return 0;
+    int f = xf->from, to = xf->to;
+    if (s->spos[f] >= s->soff[f + 1] || s->sseq[s->spos[f]] != x) return 0;
+    if (s->rpos[to] >= s->roff[to + 1] || s->rseq[s->rpos[to]] != x) return 0;
+    return start_xfer(s, x, t);
+}
+
+/* op ended at t: its tensor leaves for every remote device that reads it. */
+static int send_output(sim *s, int op, double t)
+{
+    for (int x = s->xoff[op]; x < s->xoff[op + 1]; x++) {
+        const place_sim_xfer *xf = &s->r->xfers[x];
+        if (s->sseq) {
+            if (try_xfer(s, x, t) < 0) return -1;
+            continue;
+        }
+        double start = t;
+        if (s->send_free[xf->from] > start) start = s->send_free[xf->from];
+        if (s->recv_free[xf->to] > start) start = s->recv_free[xf->to];
+        if (start_xfer(s, x, start) < 0) return -1;
+    }
+    return 0;
 }
 
 /* ---- ops ---- */
@@ -136,52 +200,8 @@ static int try_start(sim *s, int dev, double t)
     s->next[dev]++;
     s->running[dev] = op;
     s->r->start_us[op] = t;
-    mem_alloc(s, dev, s->g->ops[op].output_bytes + s->g->ops[op].temp_bytes, t);
+    if (mem_change(s, dev, s->g->ops[op].output_bytes + s->g->ops[op].temp_bytes, t) < 0) return -1;
     return push(s, t + place_op_time(s->g, op, dev), EV_OP_END, op);
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
-}
-
-/* Starts one transfer of op's output per device that consumes it remotely. */
-static int send_output(sim *s, int op, double t)
-{
-    const place_graph *g = s->g;
-    const int *where = s->plan->device;
-    int from = where[op], n_targets = 0;
-    for (int k = g->out_off[op]; k < g->out_off[op + 1]; k++) {
-        const place_edge *e = &g->edges[g->out_edge[k]];
-        int to = where[e->dst];
-        if (to == from) continue;
-        if (s->dev_stamp[to] != op) {
-            s->dev_stamp[to] = op;
-            s->dev_sum[to] = 0;
-            s->targets[n_targets++] = to;
-        }
-        s->dev_sum[to] += e->bytes;
-    }
-    qsort(s->targets, (size_t)n_targets, sizeof *s->targets, cmp_int);
-    for (int i = 0; i < n_targets; i++) {
-        int to = s->targets[i], x = s->n_xfers++;
-        xfer *xf = &s->xfers[x];
-        *xf = (xfer){op, to, place_xfer_bytes(g, op, s->dev_sum[to]), 0};
-        double start = t;
-        if (s->send_free[from] > start) start = s->send_free[from];
-        if (s->recv_free[to] > start) start = s->recv_free[to];
-        double end = start + place_comm_time(g, from, to, xf->bytes);
-        s->send_free[from] = s->recv_free[to] = end;
-        s->out_refs[op]++;
-        for (int k = g->out_off[op]; k < g->out_off[op + 1]; k++) {
-            int e = g->out_edge[k];
-            if (where[g->edges[e].dst] != to) continue;
-            s->edge_xfer[e] = x;
-            xf->refs++;
-        }
-        if (push(s, start, EV_XFER_START, x) < 0 || push(s, end, EV_XFER_END, x) < 0) return -1;
-    }
-    return 0;
 }
 
 static int on_op_end(sim *s, int op, double t)
@@ -195,15 +215,15 @@ static int on_op_end(sim *s, int op, double t)
     if (t > r->makespan_us) r->makespan_us = t;
     s->running[dev] = -1;
     s->done++;
-    s->mem[dev] -= g->ops[op].temp_bytes;
-    for (int k = g->in_off[op]; k < g->in_off[op + 1]; k++) {
+    int rc = mem_change(s, dev, -g->ops[op].temp_bytes, t);
+    for (int k = g->in_off[op]; k < g->in_off[op + 1] && rc == 0; k++) {
         int e = g->in_edge[k], src = g->edges[e].src;
         if (where[src] == dev) {
-            release_output(s, src);
+            rc = release_output(s, src, t);
             continue;
         }
-        xfer *xf = &s->xfers[s->edge_xfer[e]];
-        if (--xf->refs == 0) s->mem[dev] -= xf->bytes;
+        int x = s->edge_xfer[e];
+        if (--s->xrefs[x] == 0) rc = mem_change(s, dev, -r->xfers[x].bytes, t);
     }
     for (int k = g->out_off[op]; k < g->out_off[op + 1]; k++) {
         int dst = g->edges[g->out_edge[k]].dst;
@@ -211,25 +231,32 @@ static int on_op_end(sim *s, int op, double t)
     }
     wake(s, dev);
     /* An output nobody consumes keeps out_refs at 0 and is never released. */
-    return send_output(s, op, t);
+    return rc < 0 ? -1 : send_output(s, op, t);
 }
 
-static void on_xfer_start(sim *s, const xfer *xf, double t)
+static int on_xfer_start(sim *s, const place_sim_xfer *xf, double t)
 {
     s->r->transfers++;
     s->r->transfer_bytes += xf->bytes;
-    mem_alloc(s, xf->to, xf->bytes, t);
+    return mem_change(s, xf->to, xf->bytes, t);
 }
 
-static void on_xfer_end(sim *s, const xfer *xf)
+static int on_xfer_end(sim *s, int x, double t)
 {
     const place_graph *g = s->g;
+    const place_sim_xfer *xf = &s->r->xfers[x];
     for (int k = g->out_off[xf->src]; k < g->out_off[xf->src + 1]; k++) {
         int dst = g->edges[g->out_edge[k]].dst;
         if (s->plan->device[dst] == xf->to) s->pending[dst]--;
     }
     wake(s, xf->to);
-    release_output(s, xf->src);
+    if (release_output(s, xf->src, t) < 0) return -1;
+    if (!s->sseq) return 0;
+    int f = xf->from, to = xf->to;
+    s->spos[f]++, s->rpos[to]++;
+    if (s->spos[f] < s->soff[f + 1] && try_xfer(s, s->sseq[s->spos[f]], t) < 0) return -1;
+    if (s->rpos[to] < s->roff[to + 1] && try_xfer(s, s->rseq[s->rpos[to]], t) < 0) return -1;
+    return 0;
 }
 
 /* ---- setup ---- */
@@ -298,29 +325,131 @@ static int build_queues(sim *s)
     return rc;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* Every (producer, remote consumer device) pair, grouped by producer in
+ * device order, sized by xfer.h; edges point at the transfer feeding them. */
+static int build_xfers(sim *s)
+{
+    const place_graph *g = s->g;
+    const int *where = s->plan->device;
+    int D = g->n_devices, n = 0;
+    int64_t *sum = calloc((size_t)D, sizeof *sum);
+    int *stamp = malloc((size_t)D * sizeof *stamp), *targets = malloc((size_t)D * sizeof *targets);
+    int *index = malloc((size_t)D * sizeof *index);
+    if (!sum || !stamp || !targets || !index) return free(sum), free(stamp), free(targets), free(index), -1;
+    for (int d = 0; d < D; d++)
+        stamp[d] = -1;
+    for (int op = 0; op < g->n_ops; op++) {
+        int nt = 0;
+        s->xoff[op] = n;
+        for (int k = g->out_off[op]; k < g->out_off[op + 1]; k++) {
+            const place_edge *e = &g->edges[g->out_edge[k]];
+            int to = where[e->dst];
+            if (to == where[op]) continue;
+            if (stamp[to] != op) stamp[to] = op, sum[to] = 0, targets[nt++] = to;
+            sum[to] += e->bytes;
+        }
+        qsort(targets, (size_t)nt, sizeof *targets, cmp_int);
+        for (int i = 0; i < nt; i++) {
+            int d = targets[i];
+            s->r->xfers[n] = (place_sim_xfer){op, where[op], d, place_xfer_bytes(g, op, sum[d]), -1, -1};
+            s->out_refs[op]++;
+            index[d] = n++;
+        }
+        for (int k = g->out_off[op]; k < g->out_off[op + 1]; k++) {
+            int e = g->out_edge[k], to = where[g->edges[e].dst];
+            if (to == where[op]) continue;
+            s->edge_xfer[e] = index[to];
+            s->xrefs[index[to]]++;
+        }
+    }
+    s->xoff[g->n_ops] = s->r->n_xfers = n;
+    free(sum), free(stamp), free(targets), free(index);
+    return 0;
+}
+
+/* The transfer for (src, dev) among src's, or -1. */
+static int find_xfer(const sim *s, int src, int dev)
+{
+    for (int x = s->xoff[src]; x < s->xoff[src + 1]; x++)
+        if (s->r->xfers[x].to == dev) return x;
+    return -1;
+}
+
+/* Splits the plan's transfer sequence into per-channel parts; 1 when the
+ * sequence does not list every needed transfer exactly once. */
+static int build_sequence(sim *s)
+{
+    const place_graph *g = s->g;
+    const place_plan *p = s->plan;
+    place_sim_result *r = s->r;
+    size_t D = (size_t)g->n_devices, X = (size_t)(r->n_xfers ? r->n_xfers : 1);
+    s->soff = calloc(D + 1, sizeof(int)), s->roff = calloc(D + 1, sizeof(int));
+    s->sseq = malloc(X * sizeof(int)), s->rseq = malloc(X * sizeof(int));
+    s->spos = malloc(D * sizeof(int)), s->rpos = malloc(D * sizeof(int));
+    int *seen = calloc(X, sizeof(int));
+    if (!s->soff || !s->roff || !s->sseq || !s->rseq || !s->spos || !s->rpos || !seen) return free(seen), -1;
+    int rc = 0;
+    for (int k = 0; k < p->n_xfers && rc == 0; k++) {
+        int src = p->xfer_src[k], dev = p->xfer_dev[k];
+        int x = src >= 0 && src < g->n_ops && dev >= 0 && dev < g->n_devices ? find_xfer(s, src, dev) : -1;
+        if (x < 0 || seen[x]++)
+            rc = plan_error(r, 1, "transfer sequence entry %d (%s -> device %d) is %s", k,
+                            src >= 0 && src < g->n_ops ? g->ops[src].name : "?", dev,
+                            x < 0 ? "not a transfer the placement needs" : "listed twice");
+    }
+    for (int x = 0; x < r->n_xfers && rc == 0; x++)
+        if (!seen[x])
+            rc = plan_error(r, 1, "transfer sequence misses '%s' -> '%s'", g->ops[r->xfers[x].src].name,
+                            g->devices[r->xfers[x].to].name);
+    for (int k = 0; k < p->n_xfers && rc == 0; k++) {
+        const place_sim_xfer *xf = &r->xfers[find_xfer(s, p->xfer_src[k], p->xfer_dev[k])];
+        s->soff[xf->from + 1]++, s->roff[xf->to + 1]++;
+    }
+    for (size_t d = 0; d < D && rc == 0; d++) {
+        s->soff[d + 1] += s->soff[d], s->roff[d + 1] += s->roff[d];
+        s->spos[d] = s->soff[d], s->rpos[d] = s->roff[d];
+    }
+    for (int k = 0; k < p->n_xfers && rc == 0; k++) {
+        int x = find_xfer(s, p->xfer_src[k], p->xfer_dev[k]);
+        s->sseq[s->spos[r->xfers[x].from]++] = x;
+        s->rseq[s->rpos[r->xfers[x].to]++] = x;
+    }
+    for (size_t d = 0; d < D && rc == 0; d++)
+        s->spos[d] = s->soff[d], s->rpos[d] = s->roff[d];
+    free(seen);
+    return rc;
+}
+
 static void sim_free(sim *s)
 {
     free(s->qoff), free(s->queue), free(s->next), free(s->running);
-    free(s->pending), free(s->out_refs), free(s->edge_xfer), free(s->xfers);
-    free(s->mem), free(s->send_free), free(s->recv_free), free(s->heap);
-    free(s->dev_sum), free(s->dev_stamp), free(s->targets), free(s->wake), free(s->woken);
+    free(s->pending), free(s->out_refs), free(s->edge_xfer), free(s->xoff), free(s->xrefs);
+    free(s->soff), free(s->sseq), free(s->spos), free(s->roff), free(s->rseq), free(s->rpos);
+    free(s->mem), free(s->send_free), free(s->recv_free), free(s->cap_mem), free(s->heap);
+    free(s->wake), free(s->woken);
 }
 
-static int sim_init(sim *s, const place_graph *g, const place_plan *p, place_sim_result *r)
+static int sim_init(sim *s, const place_graph *g, const place_plan *p, place_sim_result *r, int flags)
 {
     size_t N = (size_t)g->n_ops, E = (size_t)(g->n_edges ? g->n_edges : 1), D = (size_t)g->n_devices;
-    *s = (sim){.g = g, .plan = p, .r = r};
+    *s = (sim){.g = g, .plan = p, .r = r, .flags = flags};
     s->qoff = calloc(D + 1, sizeof(int)), s->queue = malloc(N * sizeof(int)), s->next = malloc(D * sizeof(int));
     s->running = malloc(D * sizeof(int)), s->pending = malloc(N * sizeof(int)), s->out_refs = calloc(N, sizeof(int));
-    s->edge_xfer = malloc(E * sizeof(int)), s->xfers = malloc(E * sizeof(xfer)), s->mem = calloc(D, sizeof(int64_t));
+    s->edge_xfer = malloc(E * sizeof(int)), s->xoff = malloc((N + 1) * sizeof(int)), s->xrefs = calloc(E, sizeof(int));
+    s->mem = calloc(D, sizeof(int64_t)), s->cap_mem = calloc(D, sizeof(int));
     s->send_free = calloc(D, sizeof(double)), s->recv_free = calloc(D, sizeof(double));
-    s->dev_sum = calloc(D, sizeof(int64_t)), s->dev_stamp = malloc(D * sizeof(int)), s->targets = malloc(D * sizeof(int));
     s->wake = malloc(D * sizeof(int)), s->woken = calloc(D, 1);
-    if (!s->qoff || !s->queue || !s->next || !s->running || !s->pending || !s->out_refs || !s->edge_xfer || !s->xfers || !s->mem ||
-        !s->send_free || !s->recv_free || !s->dev_sum || !s->dev_stamp || !s->targets || !s->wake || !s->woken)
+    r->xfers = malloc(E * sizeof *r->xfers);
+    if (!s->qoff || !s->queue || !s->next || !s->running || !s->pending || !s->out_refs || !s->edge_xfer || !s->xoff || !s->xrefs ||
+        !s->mem || !s->cap_mem || !s->send_free || !s->recv_free || !s->wake || !s->woken || !r->xfers)
         return -1;
     for (size_t d = 0; d < D; d++)
-        s->running[d] = s->dev_stamp[d] = -1;
+        s->running[d] = -1;
     for (size_t e = 0; e < (size_t)g->n_edges; e++)
         s->edge_xfer[e] = -1;
     for (int i = 0; i < g->n_ops; i++) {
@@ -328,10 +457,11 @@ static int sim_init(sim *s, const place_graph *g, const place_plan *p, place_sim
         for (int k = g->out_off[i]; k < g->out_off[i + 1]; k++)
             if (p->device[g->edges[g->out_edge[k]].dst] == p->device[i]) s->out_refs[i]++;
     }
-    return 0;
+    if (build_xfers(s) < 0) return -1;
+    return p->n_xfers > 0 ? build_sequence(s) : 0;
 }
 
-static int result_init(place_sim_result *r, const place_graph *g)
+static int result_init(place_sim_result *r, const place_graph *g, int flags)
 {
     size_t N = (size_t)g->n_ops, D = (size_t)g->n_devices;
     memset(r, 0, sizeof *r);
@@ -342,6 +472,11 @@ static int result_init(place_sim_result *r, const place_graph *g)
     r->ops = calloc(D, sizeof *r->ops);
     r->start_us = malloc(N * sizeof *r->start_us);
     r->end_us = malloc(N * sizeof *r->end_us);
+    if (flags & PLACE_SIM_MEMORY) {
+        r->mem = calloc(D, sizeof *r->mem);
+        r->n_mem = calloc(D, sizeof *r->n_mem);
+        if (!r->mem || !r->n_mem) return -1;
+    }
     if (!r->busy_us || !r->peak_bytes || !r->ops || !r->start_us || !r->end_us) return -1;
     for (size_t i = 0; i < N; i++)
         r->start_us[i] = r->end_us[i] = -1;
@@ -353,11 +488,8 @@ static int result_init(place_sim_result *r, const place_graph *g)
 static int handle(sim *s, event ev)
 {
     if (ev.kind == EV_OP_END) return on_op_end(s, ev.id, ev.t);
-    if (ev.kind == EV_XFER_START)
-        on_xfer_start(s, &s->xfers[ev.id], ev.t);
-    else
-        on_xfer_end(s, &s->xfers[ev.id]);
-    return 0;
+    if (ev.kind == EV_XFER_START) return on_xfer_start(s, &s->r->xfers[ev.id], ev.t);
+    return on_xfer_end(s, ev.id, ev.t);
 }
 
 /* Wakes devices and starts what can start at time t. */
@@ -376,16 +508,20 @@ static int start_ready(sim *s, double t)
 static int run(sim *s)
 {
     const place_graph *g = s->g;
+    int64_t *resident = calloc((size_t)g->n_devices, sizeof *resident);
+    if (!resident) return -1;
     for (int i = 0; i < g->n_ops; i++) {
         int d = s->plan->device[i];
         s->r->ops[d]++;
-        s->mem[d] += g->ops[i].persistent_bytes;
+        resident[d] += g->ops[i].persistent_bytes;
     }
-    for (int d = 0; d < g->n_devices; d++) {
-        mem_alloc(s, d, 0, 0);
+    int rc = 0;
+    for (int d = 0; d < g->n_devices && rc == 0; d++) {
+        rc = mem_change(s, d, resident[d], 0);
         wake(s, d);
     }
-    if (start_ready(s, 0) < 0) return -1;
+    free(resident);
+    if (rc < 0 || start_ready(s, 0) < 0) return -1;
     while (s->n_heap > 0) {
         double t = s->heap[0].t;
         while (s->n_heap > 0 && s->heap[0].t == t)
@@ -403,18 +539,23 @@ static int run(sim *s)
     return 0;
 }
 
-int place_simulate(const place_graph *g, const place_plan *plan, place_sim_result *out)
+int place_simulate_ex(const place_graph *g, const place_plan *plan, place_sim_result *out, int flags)
 {
-    if (result_init(out, g) < 0) return plan_error(out, -1, "out of memory");
+    if (result_init(out, g, flags) < 0) return plan_error(out, -1, "out of memory");
     if (check_plan(g, plan, out) < 0) return -1;
     sim s;
-    int rc = sim_init(&s, g, plan, out);
+    int rc = sim_init(&s, g, plan, out, flags);
     if (rc == 0) rc = build_queues(&s);
     if (rc == 0) rc = run(&s);
     if (rc < 0 && out->feasible) plan_error(out, -1, "out of memory");
     if (rc > 0) rc = 0; /* an invalid order: infeasible, reason set */
     sim_free(&s);
     return rc;
+}
+
+int place_simulate(const place_graph *g, const place_plan *plan, place_sim_result *out)
+{
+    return place_simulate_ex(g, plan, out, 0);
 }
 
 void place_sim_result_clear(place_sim_result *r)
@@ -424,5 +565,10 @@ void place_sim_result_clear(place_sim_result *r)
     free(r->ops);
     free(r->start_us);
     free(r->end_us);
+    free(r->xfers);
+    for (int d = 0; r->mem && d < r->n_devices; d++)
+        free(r->mem[d]);
+    free(r->mem);
+    free(r->n_mem);
     memset(r, 0, sizeof *r);
 }

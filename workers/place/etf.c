@@ -1,0 +1,593 @@
+/* etf.c - list scheduling in simulated time with heaps (m-ETF, m-SCT).
+ *
+ * Baechi rescans every ready op on every device at every step.  Here each
+ * device keeps two heaps of the ready ops that may run on it:
+ *   wait[d]  keyed by a lower bound of the op's data-ready time on d,
+ *   avail[d] keyed by topological position, for ops whose data is on d by
+ *            the time d is free (they all start when d is free, and the
+ *            earliest in topological order wins the tie).
+ * start(o, d) = max(ready(o, d), free(d)), so the best op of d is the top of
+ * avail[d] if any, else the top of wait[d]; the step commits the best of the
+ * D device candidates (on devices of different speeds, the chosen op then
+ * goes to the device where it finishes first).  Data-ready times only grow as channels fill, so heap
+ * keys are lower bounds: an entry reaching the top is re-evaluated and
+ * pushed back when its key went stale (lazy re-evaluation), which keeps the
+ * top exact.  Each op enters at most D heaps: O((N + E) * D * log N) plus
+ * the re-pushes of stale keys.
+ *
+ * ready(o, d) is the latest of: end(p) for inputs p on d; the arrival time
+ * recorded for p's tensor on d (sent once, reused by every consumer there);
+ * and, for tensors not yet on d, transfers queued in order of their
+ * producers' ends on the sender's send channel and d's receive channel (one
+ * of each per device).  Committing reserves those channels.
+ *
+ * Memory: a unit (op or whole colocation group) may go to a device only if
+ * the ledger (ledger.h) accepts it, so no plan ever exceeds capacity.  An
+ * (op, device) pair that does not fit is dropped for good: charges only grow.
+ * When some ready op fits on no device the greedy pass is stuck (Baechi dies
+ * there with "cannot place op").  We retry, up to MAX_RETRIES times, with
+ * every unit that got stuck so far pinned to a device chosen first-fit
+ * decreasing by its own memory, that device holding the room from the start;
+ * if that still fails, the reason names the op and the missing bytes. */
+#include "workers/place/etf.h"
+#include "workers/place/groups.h"
+#include "workers/place/heap.h"
+#include "workers/place/ledger.h"
+#include "workers/place/pairmap.h"
+#include "workers/place/xfer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RETRIES 8
+
+enum { RUN_OK = 0, RUN_OOM = -1, RUN_STUCK = 1 };
+
+typedef struct fresh {
+    double ready; /* producer's end */
+    int src;
+    int64_t bytes; /* edge bytes from src to the op */
+} fresh;
+
+typedef struct etf {
+    const place_graph *g;
+    const place_etf_opts *opt;
+    const int *pin; /* op -> device it must go to, or -1; NULL: none */
+    place_plan *plan;
+    int *where; /* plan->device: -1 until the op's unit is placed */
+    place_groups gr;
+    place_ledger *led;
+    place_heap *wait, *avail;
+    double *dev_free, *send_free, *recv_free, *end;
+    int *pending; /* per op: input edges whose producer is not committed */
+    int *live;    /* per unplaced op: devices where it still has an entry */
+    char *done;
+    place_pairmap *arrival;
+    int n_done, oom;
+    int hetero; /* devices differ in speed */
+    /* scratch for data_ready */
+    int64_t stamp, *seen, *sf_stamp;
+    int *fidx;
+    fresh *fr;
+    double *sf_tmp;
+    /* m-SCT */
+    int *last_op;  /* per device: the op it ran last, -1 */
+    int *reserved; /* per device: favourite child it waits for, -1 */
+} etf;
+
+/* ---- data-ready time and channel reservation ---- */
+
+static int cmp_fresh(const void *a, const void *b)
+{
+    const fresh *x = a, *y = b;
+    if (x->ready != y->ready) return x->ready < y->ready ? -1 : 1;
+    return (x->src > y->src) - (x->src < y->src);
+}
+
+/* Collects op's inputs: returns the latest time of those already on dev and
+ * fills s->fr with the producers whose tensor must still be sent there. */
+static double collect_inputs(etf *s, int op, int dev, int *n_fresh)
+{
+    const place_graph *g = s->g;
+    double t = 0;
+    int nf = 0;
+    s->stamp++;
+    for (int k = g->in_off[op]; k < g->in_off[op + 1]; k++) {
+        const place_edge *e = &g->edges[g->in_edge[k]];
+        int p = e->src;
+        double a;
+        if (s->where[p] == dev) {
+            if (s->end[p] > t) t = s->end[p];
+        } else if (s->seen[p] == s->stamp) {
+            if (s->fidx[p] >= 0) s->fr[s->fidx[p]].bytes += e->bytes;
+        } else if (s->seen[p] = s->stamp, place_pairmap_get(s->arrival, p, dev, &a)) {
+            s->fidx[p] = -1;
+            if (a > t) t = a;
+        } else {
+            s->fidx[p] = nf;
+            s->fr[nf++] = (fresh){s->end[p], p, e->bytes};
+        }
+    }
+    *n_fresh = nf;
+    return t;
+}
+
+/* When op's inputs are all on `dev`.  With commit, reserves the channels and
+ * records the arrivals for reuse. */
+static double data_ready(etf *s, int op, int dev, int commit)
+{
+    const place_graph *g = s->g;
+    int nf;
+    double t = collect_inputs(s, op, dev, &nf);
+    if (nf == 0) return t;
+    if (nf > 1) qsort(s->fr, (size_t)nf, sizeof *s->fr, cmp_fresh);
+    double recv = s->recv_free[dev];
+    for (int i = 0; i < nf; i++) {
+        const fresh *f = &s->fr[i];
+        int src = s->where[f->src];
+        double sf = s->sf_stamp[src] == s->stamp ? s->sf_tmp[src] : s->send_free[src];
+        double st = f->ready;
+        if (sf > st) st = sf;
+        if (recv > st) st = recv;
+        double fin = st + place_comm_time(g, src, dev, place_xfer_bytes(g, f->src, f->bytes));
+        s->sf_tmp[src] = fin;
+        s->sf_stamp[src] = s->stamp;
+        recv = fin;
+        if (fin > t) t = fin;
+        if (!commit) continue;
+        s->send_free[src] = fin;
+        if (place_pairmap_set(s->arrival, f->src, dev, fin) < 0) s->oom = 1;
+        if (place_plan_add_xfer(s->plan, f->src, dev) < 0) s->oom = 1;
+    }
+    if (commit) s->recv_free[dev] = recv;
+    return t;
+}
+
+static double start_on(etf *s, int op, int dev)
+{
+    double dr = data_ready(s, op, dev, 0);
+    return dr > s->dev_free[dev] ? dr : s->dev_free[dev];
+}
+
+/* ---- candidates ---- */
+
+static int valid(const etf *s, int op, int dev)
+{
+    return !s->done[op] && (s->where[op] < 0 || s->where[op] == dev);
+}
+
+static int allowed(const etf *s, int op, int dev)
+{
+    if (s->where[op] >= 0) return s->where[op] == dev;
+    return !s->pin || s->pin[op] < 0 || s->pin[op] == dev;
+}
+
+/* Bytes held for a pinned unit until it is placed. */
+static int64_t held_for(const etf *s, int op, const int *unit, int n)
+{
+    return s->pin && s->pin[op] >= 0 ? place_unit_memory(s->g, unit, n) : 0;
+}
+
+/* Whether op's unit fits on dev now (a unit already placed there does). */
+static int fits(etf *s, int op, int dev)
+{
+    if (s->where[op] == dev) return 1;
+    int n;
+    const int *unit = place_unit_of(s->g, &s->gr, &op, &n);
+    int64_t held = held_for(s, op, unit, n);
+    place_ledger_reserve(s->led, dev, -held);
+    int rc = place_ledger_try(s->led, unit, n, dev, NULL);
+    if (rc == 1) place_ledger_abort(s->led);
+    place_ledger_reserve(s->led, dev, held);
+    if (rc < 0) s->oom = 1;
+    return rc == 1;
+}
+
+/* The (op, dev) entry is gone for good: op does not fit there. */
+static void drop_dead(etf *s, int op)
+{
+    if (s->where[op] < 0) s->live[op]--;
+}
+
+static int push(etf *s, place_heap *h, double key, int op)
+{
+    if (place_heap_push(h, key, s->g->topo_pos[op], op) < 0) s->oom = 1;
+    return 0;
+}
+
+/* Moves wait[d] entries whose data may be on d by free(d) to avail[d]. */
+static void refill_avail(etf *s, int d)
+{
+    place_heap *w = &s->wait[d];
+    double fr = s->dev_free[d];
+    while (w->n > 0 && place_heap_top(w)->key <= fr) {
+        int op = place_heap_top(w)->id;
+        place_heap_pop(w);
+        if (!valid(s, op, d)) continue;
+        double dr = data_ready(s, op, d, 0);
+        push(s, dr <= fr ? &s->avail[d] : w, dr <= fr ? (double)s->g->topo_pos[op] : dr, op);
+    }
+}
+
+/* The earliest-starting op that fits on d (ties: topological order), or -1. */
+static int best_on(etf *s, int d, double *start)
+{
+    place_heap *w = &s->wait[d], *a = &s->avail[d];
+    double fr = s->dev_free[d];
+    refill_avail(s, d);
+    while (a->n > 0 && !s->oom) {
+        int op = place_heap_top(a)->id;
+        if (!valid(s, op, d)) {
+            place_heap_pop(a);
+            continue;
+        }
+        double dr = data_ready(s, op, d, 0);
+        if (dr > fr || !fits(s, op, d)) {
+            place_heap_pop(a);
+            if (dr > fr)
+                push(s, w, dr, op);
+            else
+                drop_dead(s, op);
+            continue;
+        }
+        *start = fr;
+        return op;
+    }
+    while (w->n > 0 && !s->oom) {
+        place_hent top = *place_heap_top(w);
+        if (!valid(s, top.id, d)) {
+            place_heap_pop(w);
+            continue;
+        }
+        double dr = data_ready(s, top.id, d, 0);
+        if (dr > top.key || !fits(s, top.id, d)) {
+            place_heap_pop(w);
+            if (dr > top.key)
+                push(s, w, dr, top.id);
+            else
+                drop_dead(s, top.id);
+            continue;
+        }
+        *start = dr > fr ? dr : fr;
+        return top.id;
+    }
+    return -1;
+}
+
+/* m-SCT: may `op` (starting at `st` on d) go before the favourite child f
+ * that d waits for (f could start there at `fst`)?  "Urgent" means one of:
+ *  - running op first does not delay f at all: st + time(op, d) <= fst
+ *    (it fills the idle gap while f's inputs are still on their way);
+ *  - op is strictly more critical than f: its bottom level (longest compute
+ *    + communication path from its start to the end of the graph) is larger,
+ *    so holding it back would lengthen a longer remaining path than f's. */
+static int urgent(const etf *s, int op, int d, double st, int f, double fst)
+{
+    if (st + place_op_time(s->g, op, d) <= fst) return 1;
+    return s->opt->level[op] > s->opt->level[f];
+}
+
+/* Device d's candidate: its best op, or the favourite child it waits for. */
+static int candidate(etf *s, int d, double *start)
+{
+    int op = best_on(s, d, start);
+    int f = s->reserved ? s->reserved[d] : -1;
+    if (f < 0 || op == f) return op;
+    if (!valid(s, f, d) || !fits(s, f, d)) {
+        s->reserved[d] = -1;
+        return op;
+    }
+    double fst = start_on(s, f, d);
+    if (op >= 0 && *start < fst && urgent(s, op, d, *start, f, fst)) return op;
+    *start = fst;
+    return f;
+}
+
+/* ---- readiness and commit ---- */
+
+/* m-SCT: the device that just ran f's favourite parent waits for f when f
+ * starts there no later than anywhere else. */
+static void reserve_favourite(etf *s, int f)
+{
+    int u = s->opt->fav_parent[f];
+    if (u < 0 || !s->done[u]) return;
+    int du = s->where[u];
+    if (s->last_op[du] != u || !allowed(s, f, du)) return;
+    double best = start_on(s, f, du);
+    for (int d = 0; d < s->g->n_devices; d++)
+        if (d != du && allowed(s, f, d) && start_on(s, f, d) < best) return;
+    s->reserved[du] = f;
+}
+
+static void make_ready(etf *s, int v)
+{
+    const place_graph *g = s->g;
+    double lb = 0;
+    for (int k = g->in_off[v]; k < g->in_off[v + 1]; k++) {
+        double e = s->end[g->edges[g->in_edge[k]].src];
+        if (e > lb) lb = e;
+    }
+    if (s->where[v] >= 0) {
+        push(s, &s->wait[s->where[v]], lb, v);
+    } else if (s->pin && s->pin[v] >= 0) {
+        push(s, &s->wait[s->pin[v]], lb, v);
+        s->live[v] = 1;
+    } else {
+        for (int d = 0; d < g->n_devices; d++)
+            push(s, &s->wait[d], lb, v);
+        s->live[v] = g->n_devices;
+    }
+    if (s->opt->fav_parent) reserve_favourite(s, v);
+}
+
+/* Places op's whole unit on dev in the ledger and the plan. */
+static int assign_unit(etf *s, int op, int dev)
+{
+    int n;
+    const int *unit = place_unit_of(s->g, &s->gr, &op, &n);
+    int64_t held = held_for(s, op, unit, n);
+    place_ledger_reserve(s->led, dev, -held);
+    if (place_ledger_try(s->led, unit, n, dev, NULL) != 1) return -1; /* fits() said yes and nothing changed since */
+    place_ledger_commit(s->led);
+    for (int i = 0; i < n; i++) {
+        int m = unit[i];
+        s->where[m] = dev;
+        /* members ready earlier may have lost their entry on dev */
+        if (m != op && !s->done[m] && s->pending[m] == 0) push(s, &s->wait[dev], 0, m);
+    }
+    return 0;
+}
+
+static int commit(etf *s, int op, int dev)
+{
+    const place_graph *g = s->g;
+    if (s->where[op] < 0 && assign_unit(s, op, dev) < 0) return -1;
+    double st = data_ready(s, op, dev, 1);
+    if (s->dev_free[dev] > st) st = s->dev_free[dev];
+    s->end[op] = st + place_op_time(g, op, dev);
+    s->dev_free[dev] = s->end[op];
+    s->done[op] = 1;
+    s->plan->order[s->n_done++] = op;
+    if (s->reserved) {
+        s->last_op[dev] = op;
+        if (s->reserved[dev] == op) s->reserved[dev] = -1;
+    }
+    for (int k = g->out_off[op]; k < g->out_off[op + 1]; k++) {
+        int v = g->edges[g->out_edge[k]].dst;
+        if (--s->pending[v] == 0) make_ready(s, v);
+    }
+    return s->oom ? -1 : 0;
+}
+
+/* Heterogeneous devices: the op chosen by earliest start goes where it
+ * finishes first (ties: earlier start, lower index).  On identical devices
+ * that is the device where it starts first, i.e. plain m-ETF. */
+static int fastest_finish(etf *s, int op, int dev, double *start)
+{
+    const place_graph *g = s->g;
+    double best_fin = *start + place_op_time(g, op, dev);
+    for (int d = 0; d < g->n_devices; d++) {
+        if (d == dev || !valid(s, op, d) || !allowed(s, op, d)) continue;
+        double st = start_on(s, op, d), fin = st + place_op_time(g, op, d);
+        if (fin > best_fin || (fin == best_fin && (st > *start || (st == *start && d > dev))) || !fits(s, op, d)) continue;
+        best_fin = fin, *start = st, dev = d;
+    }
+    return dev;
+}
+
+/* One step: the earliest (start, topological position, finish, device). */
+static int step(etf *s)
+{
+    const place_graph *g = s->g;
+    int best = -1, best_dev = -1;
+    double best_start = 0, best_fin = 0;
+    for (int d = 0; d < g->n_devices; d++) {
+        double st = 0;
+        int op = candidate(s, d, &st);
+        if (op < 0) continue;
+        double fin = st + place_op_time(g, op, d);
+        int better = best < 0 || st < best_start ||
+                     (st == best_start && (g->topo_pos[op] < g->topo_pos[best] || (op == best && fin < best_fin)));
+        if (!better) continue;
+        best = op, best_dev = d, best_start = st, best_fin = fin;
+    }
+    if (s->oom) return RUN_OOM;
+    if (best < 0) return RUN_STUCK;
+    int waited_for = s->reserved && s->reserved[best_dev] == best;
+    if (s->hetero && !waited_for) best_dev = fastest_finish(s, best, best_dev, &best_start);
+    return commit(s, best, best_dev) < 0 ? RUN_OOM : RUN_OK;
+}
+
+/* ---- setup ---- */
+
+static void etf_free(etf *s)
+{
+    for (int d = 0; s->wait && d < s->g->n_devices; d++) {
+        place_heap_clear(&s->wait[d]);
+        place_heap_clear(&s->avail[d]);
+    }
+    free(s->wait), free(s->avail);
+    free(s->dev_free), free(s->send_free), free(s->recv_free), free(s->end);
+    free(s->pending), free(s->live), free(s->done);
+    free(s->seen), free(s->sf_stamp), free(s->fidx), free(s->fr), free(s->sf_tmp);
+    free(s->last_op), free(s->reserved);
+    place_pairmap_free(s->arrival);
+    place_ledger_free(s->led);
+    place_groups_clear(&s->gr);
+}
+
+static int alloc_arrays(etf *s)
+{
+    const place_graph *g = s->g;
+    size_t N = (size_t)g->n_ops, D = (size_t)g->n_devices;
+    int max_in = 1;
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->in_off[i + 1] - g->in_off[i] > max_in) max_in = g->in_off[i + 1] - g->in_off[i];
+    s->wait = calloc(D, sizeof *s->wait), s->avail = calloc(D, sizeof *s->avail);
+    s->dev_free = calloc(D, sizeof(double)), s->send_free = calloc(D, sizeof(double));
+    s->recv_free = calloc(D, sizeof(double)), s->end = calloc(N, sizeof(double));
+    s->pending = malloc(N * sizeof(int)), s->live = calloc(N, sizeof(int)), s->done = calloc(N, 1);
+    s->seen = calloc(N, sizeof(int64_t)), s->fidx = malloc(N * sizeof(int)), s->fr = malloc((size_t)max_in * sizeof(fresh));
+    s->sf_stamp = calloc(D, sizeof(int64_t)), s->sf_tmp = malloc(D * sizeof(double));
+    s->arrival = place_pairmap_new(g->n_devices);
+    s->led = place_ledger_new(g, s->where);
+    if (s->opt->fav_child) {
+        s->last_op = malloc(D * sizeof(int)), s->reserved = malloc(D * sizeof(int));
+        if (!s->last_op || !s->reserved) return -1;
+        for (size_t d = 0; d < D; d++)
+            s->last_op[d] = s->reserved[d] = -1;
+    }
+    if (!s->wait || !s->avail || !s->dev_free || !s->send_free || !s->recv_free || !s->end || !s->pending || !s->live || !s->done ||
+        !s->seen || !s->fidx || !s->fr || !s->sf_stamp || !s->sf_tmp || !s->arrival || !s->led)
+        return -1;
+    return place_groups_build(g, &s->gr);
+}
+
+/* Holds the room of every pinned unit on its device. */
+static void hold_pins(etf *s)
+{
+    const place_graph *g = s->g;
+    for (int i = 0; s->pin && i < g->n_ops; i++) {
+        int n, op = i;
+        const int *unit = place_unit_of(g, &s->gr, &op, &n);
+        if (s->pin[i] >= 0 && unit[0] == i) place_ledger_reserve(s->led, s->pin[i], place_unit_memory(g, unit, n));
+    }
+}
+
+static int etf_init(etf *s, const place_graph *g, const place_etf_opts *o, const int *pin, place_plan *plan)
+{
+    *s = (etf){.g = g, .opt = o, .pin = pin, .plan = plan, .where = plan->device};
+    for (int i = 0; i < g->n_ops; i++)
+        plan->device[i] = -1;
+    place_plan_clear_xfers(plan);
+    for (int d = 1; d < g->n_devices; d++)
+        s->hetero |= g->devices[d].speed != g->devices[0].speed;
+    if (alloc_arrays(s) < 0) return -1;
+    hold_pins(s);
+    for (int i = 0; i < g->n_ops; i++)
+        s->pending[i] = g->in_off[i + 1] - g->in_off[i];
+    for (int t = 0; t < g->n_ops; t++)
+        if (s->pending[g->topo[t]] == 0) make_ready(s, g->topo[t]);
+    return s->oom ? -1 : 0;
+}
+
+/* The ready op that fits nowhere (first in topological order), explained. */
+static int explain_stuck(etf *s, char *reason, size_t len)
+{
+    const place_graph *g = s->g;
+    int op = -1;
+    for (int t = 0; t < g->n_ops && op < 0; t++)
+        if (!s->done[g->topo[t]] && s->pending[g->topo[t]] == 0) op = g->topo[t];
+    if (op < 0) op = g->topo[0]; /* cannot happen in a DAG */
+    int n;
+    const int *unit = place_unit_of(g, &s->gr, &op, &n);
+    place_miss miss = {.dev = -1};
+    int64_t held = held_for(s, op, unit, n);
+    for (int d = 0; d < g->n_devices; d++) {
+        if (!allowed(s, op, d)) continue;
+        place_ledger_reserve(s->led, d, -held);
+        if (place_ledger_try(s->led, unit, n, d, &miss) == 1) place_ledger_abort(s->led);
+        place_ledger_reserve(s->led, d, held);
+    }
+    place_miss_explain(g, unit, n, &miss, reason, len);
+    return op;
+}
+
+/* One greedy pass.  RUN_STUCK sets *stuck and the reason. */
+static int run_once(const place_graph *g, const place_etf_opts *o, const int *pin, place_plan *plan, int *stuck, char *reason,
+                    size_t len)
+{
+    etf s;
+    int rc = etf_init(&s, g, o, pin, plan) < 0 ? RUN_OOM : RUN_OK;
+    while (rc == RUN_OK && s.n_done < g->n_ops)
+        rc = step(&s);
+    if (rc == RUN_STUCK) *stuck = explain_stuck(&s, reason, len);
+    if (rc == RUN_OOM) snprintf(reason, len, "out of memory");
+    etf_free(&s);
+    return rc;
+}
+
+/* ---- retries with pinned units ---- */
+
+typedef struct pinset {
+    int *pin;   /* op -> device, -1 */
+    int *units; /* first op of each pinned unit */
+    int n;
+    place_groups gr;
+} pinset;
+
+static int cmp_unit_mem(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b; /* {memory, op} pairs, largest first */
+    if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* First-fit decreasing of the pinned units by own memory, each on the
+ * device with the most room left.  -1 when some unit fits nowhere. */
+static int assign_pins(const place_graph *g, pinset *ps)
+{
+    int64_t *room = malloc((size_t)g->n_devices * sizeof *room), (*order)[2] = malloc((size_t)ps->n * sizeof *order);
+    if (!room || !order) return free(room), free(order), -1;
+    for (int d = 0; d < g->n_devices; d++)
+        room[d] = g->devices[d].memory_bytes;
+    for (int i = 0; i < ps->n; i++) {
+        int n, op = ps->units[i];
+        const int *unit = place_unit_of(g, &ps->gr, &op, &n);
+        order[i][0] = place_unit_memory(g, unit, n);
+        order[i][1] = op;
+    }
+    qsort(order, (size_t)ps->n, sizeof *order, cmp_unit_mem);
+    int rc = 0;
+    for (int i = 0; i < ps->n && rc == 0; i++) {
+        int best = 0, n, op = (int)order[i][1];
+        for (int d = 1; d < g->n_devices; d++)
+            if (room[d] > room[best]) best = d;
+        if (room[best] < order[i][0]) rc = -1;
+        room[best] -= order[i][0];
+        const int *unit = place_unit_of(g, &ps->gr, &op, &n);
+        for (int k = 0; k < n; k++)
+            ps->pin[unit[k]] = best;
+    }
+    free(room);
+    free(order);
+    return rc;
+}
+
+static int pin_unit(const place_graph *g, pinset *ps, int op)
+{
+    if (!ps->pin) {
+        ps->pin = malloc((size_t)g->n_ops * sizeof *ps->pin);
+        ps->units = malloc(MAX_RETRIES * sizeof *ps->units);
+        if (!ps->pin || !ps->units || place_groups_build(g, &ps->gr) < 0) return -1;
+    }
+    for (int i = 0; i < g->n_ops; i++)
+        ps->pin[i] = -1;
+    int n;
+    ps->units[ps->n++] = place_unit_of(g, &ps->gr, &op, &n)[0];
+    return assign_pins(g, ps);
+}
+
+int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_plan *plan, char *reason, size_t reason_len)
+{
+    static const place_etf_opts none;
+    pinset ps = {0};
+    int rc = RUN_STUCK;
+    for (int attempt = 0; rc == RUN_STUCK; attempt++) {
+        int stuck = -1;
+        rc = run_once(g, opts ? opts : &none, ps.pin, plan, &stuck, reason, reason_len);
+        if (rc != RUN_STUCK) break;
+        if (attempt == MAX_RETRIES || (ps.pin && ps.pin[stuck] >= 0)) break;
+        if (pin_unit(g, &ps, stuck) < 0) break; /* the unit fits next to no other pinned unit: keep the pass's reason */
+    }
+    free(ps.pin);
+    free(ps.units);
+    place_groups_clear(&ps.gr);
+    return rc == RUN_OK ? 0 : -1;
+}
+
+int place_algo_etf(const place_graph *g, place_plan *plan, char *reason, size_t reason_len)
+{
+    return place_etf_schedule(g, NULL, plan, reason, reason_len);
+}

@@ -11,6 +11,7 @@
 #include "server/sse.h"
 
 #include <errno.h>
+#include <openssl/ssl.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +32,8 @@ static config_opt opts[] = {
     CONFIG_OPT("body-limit", "largest JSON body in bytes", "1048576"),
     CONFIG_OPT("placement-body-limit", "largest placement job submission in bytes", "33554432"),
     CONFIG_OPT("json-max-depth", "deepest JSON nesting accepted", "64"),
+    CONFIG_OPT("tls-cert", "PEM certificate chain: serve HTTPS (with tls-key)", ""),
+    CONFIG_OPT("tls-key", "PEM private key of tls-cert", ""),
     CONFIG_OPT("rate-limit", "requests per second per token on average (0: no limit)", "200"),
     CONFIG_OPT("rate-burst", "requests a token may send at once above the average", "400"),
     CONFIG_OPT("consumer", "this server's consumer name in the gantry:events group", "server"),
@@ -113,6 +116,27 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_stop(srv.loop);
 }
 
+/* HTTPS when a certificate and key are configured: TLS 1.2 or newer */
+static int setup_tls(const char *cert, const char *key)
+{
+    if (!cert[0] && !key[0]) return 0;
+    if (!cert[0] || !key[0]) {
+        log_error("TLS needs both --tls-cert and --tls-key");
+        return -1;
+    }
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 || SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(ctx) != 1) {
+        log_error("cannot load the TLS certificate %s and key %s", cert, key);
+        SSL_CTX_free(ctx);
+        return -1;
+    }
+    srv.accept.ssl_ctx = ctx;
+    log_info("TLS enabled with %s", cert);
+    return 0;
+}
+
 static int setup_http(const char *listen)
 {
     char host[256];
@@ -145,7 +169,7 @@ static int setup_http(const char *listen)
         log_error("cannot listen on %s: %s", listen, uv_strerror(rc));
         return -1;
     }
-    log_info("listening on http://%s", listen);
+    log_info("listening on %s://%s", srv.accept.ssl_ctx ? "https" : "http", listen);
     return 0;
 }
 
@@ -196,7 +220,7 @@ int main(int argc, char **argv)
     srv.metrics = metrics_create(routes_count);
     srv.ratelimit = ratelimit_create(strtod(OPT("rate-limit"), NULL), strtod(OPT("rate-burst"), NULL));
     srv.bus = bus_create(&srv, rhost, rport, OPT("redis-password"), OPT("consumer"));
-    if (setup_http(OPT("listen")) != 0) return 1;
+    if (setup_tls(OPT("tls-cert"), OPT("tls-key")) != 0 || setup_http(OPT("listen")) != 0) return 1;
 
     uv_signal_init(srv.loop, &sigterm);
     uv_signal_init(srv.loop, &sigint);

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import assert from 'node:assert/strict';
 
-// web/ has no package.json (it is served as is), so load the module by source.
+// Loaded by source, as the browser gets it (web/live.js imports nothing).
 const src = fs.readFileSync(new URL('../../web/live.js', import.meta.url), 'utf8');
 const { SseParser, LiveStream } = await import(`data:text/javascript,${encodeURIComponent(src)}`);
 

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -66,13 +67,15 @@ class Response:
 
 
 class Stack:
-    def __init__(self, workers=2, redis_persist=True, env=None, server_args=()):
+    def __init__(self, workers=2, redis_persist=True, env=None, server_args=(), tls_ca=None, redis_password=None):
         self.dir = tempfile.mkdtemp(prefix="gantry-it-")
         self.port = free_port()
         self.rport = free_port()
         self.nworkers = workers
         self.redis_persist = redis_persist
         self.server_args = list(server_args)
+        self.tls_ca = tls_ca  # when set, the server speaks HTTPS with a certificate signed by this file
+        self.redis_password = redis_password
         self.env = dict(os.environ, **(env or {}))
         # leaks at exit are the unit tests' business; daemons are killed on purpose here
         self.env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
@@ -89,23 +92,28 @@ class Stack:
 
     def start_redis(self):
         argv = ["redis-server", "--port", str(self.rport), "--bind", "127.0.0.1", "--dir", self.dir, "--save", ""]
+        if self.redis_password:
+            argv += ["--requirepass", self.redis_password]
         argv += ["--appendonly", "yes", "--appendfsync", "always"] if self.redis_persist else ["--appendonly", "no"]
         self._spawn("redis", argv)
         wait_until("redis", lambda: self.redis("PING") == "PONG", 10)
 
+    def _redis_args(self):
+        args = ["--redis", f"127.0.0.1:{self.rport}"]
+        return args + ["--redis-password", self.redis_password] if self.redis_password else args
+
     def start_server(self):
         self._spawn("server", [os.path.join(BUILD, "gantry-server"), "--listen", f"127.0.0.1:{self.port}",
-                               "--redis", f"127.0.0.1:{self.rport}", "--state", os.path.join(self.dir, "state"),
+                               *self._redis_args(), "--state", os.path.join(self.dir, "state"),
                                "--admin-token", ADMIN, "--web", os.path.join(ROOT, "web"),
                                "--migrations", os.path.join(ROOT, "migrations"), *self.server_args])
         wait_until("server /healthz", lambda: self.get("/healthz").status == 200, 15)
 
     def start_scheduler(self, name="scheduler"):
-        self._spawn(name, [os.path.join(BUILD, "gantry-scheduler"), "--redis", f"127.0.0.1:{self.rport}",
-                           "--name", name])
+        self._spawn(name, [os.path.join(BUILD, "gantry-scheduler"), *self._redis_args(), "--name", name])
 
     def start_worker(self, i, labels=""):
-        self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), "--redis", f"127.0.0.1:{self.rport}",
+        self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args(),
                                    "--id", f"w_test{i}", "--labels", labels])
 
     def __enter__(self):
@@ -160,13 +168,14 @@ class Stack:
 
     # ---- Redis ----
     def redis(self, *args):
-        out = subprocess.run(["redis-cli", "-p", str(self.rport), *map(str, args)], capture_output=True, text=True,
-                             timeout=10)
+        auth = ["--no-auth-warning", "-a", self.redis_password] if self.redis_password else []
+        out = subprocess.run(["redis-cli", "-p", str(self.rport), *auth, *map(str, args)], capture_output=True,
+                             text=True, timeout=10)
         return out.stdout.strip()
 
     # ---- HTTP ----
     def request(self, method, path, token=None, body=None, headers=None, raw=None, timeout=30):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = self.connection(timeout)
         h = dict(headers or {})
         if token:
             h["Authorization"] = f"Bearer {token}"
@@ -180,6 +189,12 @@ class Stack:
             return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode(errors="replace"))
         finally:
             conn.close()
+
+    def connection(self, timeout=30):
+        if self.tls_ca:
+            ctx = ssl.create_default_context(cafile=self.tls_ca)
+            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=ctx)
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def get(self, path, token=None, **kw):
         return self.request("GET", path, token, **kw)

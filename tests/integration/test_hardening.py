@@ -54,3 +54,34 @@ def test_idempotency_key_bound_to_body():
         assert first.status == 201 and same.status == 200 and same.json["id"] == first.json["id"]
         assert other.status == 422 and other.json["error"]["field"] == "Idempotency-Key", other
         assert len(s.get("/v1/jobs", tok).json["jobs"]) == 1
+
+
+def test_https_and_redis_auth():
+    import os
+    import ssl
+    import subprocess
+    import tempfile
+    d = tempfile.mkdtemp(prefix="gantry-tls-")
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    with Stack(workers=1, tls_ca=cert, server_args=["--tls-cert", cert, "--tls-key", key],
+               redis_password="s3cret-redis-pass") as s:
+        _, tok = s.tenant("tls-team")
+        s.wait_state(tok, s.submit(tok))  # the whole path over HTTPS, every process through Redis AUTH
+        plain = http_plain_status(s.port)
+        assert plain is None or plain >= 400, "plain HTTP must not be served on the TLS port"
+        assert s.redis("PING") == "PONG"
+        unauth = subprocess.run(["redis-cli", "-p", str(s.rport), "PING"], capture_output=True, text=True).stdout
+        assert "NOAUTH" in unauth, unauth
+
+
+def http_plain_status(port):
+    import http.client
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        c.request("GET", "/healthz")
+        return c.getresponse().status
+    except (OSError, http.client.HTTPException):
+        return None

@@ -1,0 +1,130 @@
+// Unit test of the dashboard's chart data code in plain node (no server, no
+// browser): the Gantt chart's lanes and culling (web/gantt.js), the step
+// series alignment for uPlot (web/charts.js) and the axis labels
+// (web/format.js, web/charts.js).
+//   node tests/browser/charts.test.mjs
+// Prints "ok N checks" or the failing check and exits 1.
+import assert from 'node:assert/strict';
+import { buildLanes, firstReaching, barAt } from '../../web/gantt.js';
+import { alignSteps, clockAxis, BYTE_INCRS, CLOCK_INCRS } from '../../web/charts.js';
+import { microsAxis, niceStep } from '../../web/format.js';
+
+let checks = 0;
+async function check(name, fn) {
+    try {
+        await fn();
+    } catch (e) {
+        console.log(`FAIL: ${name}: ${e.message}`);
+        process.exit(1);
+    }
+    checks++;
+}
+
+await check('lanes: ops per device sorted by start, transfers on send and receive lanes', () => {
+    const l = buildLanes({
+        ops: [[0, 1, 50, 60], [1, 0, 0, 10], [2, 1, 5, 20], [3, 0, 20, 30]],
+        transfers: [[0, 1, 10, 15, 100, 1], [1, 0, 20, 22, 5, 2]],
+    }, 2);
+    assert.equal(l.D, 2);
+    assert.deepEqual([...l.ops[0].start], [0, 20]);
+    assert.deepEqual([...l.ops[1].start], [5, 50]);
+    assert.deepEqual([...l.ops[1].ref], [2, 0]);           // index into schedule.ops
+    assert.deepEqual([...l.send[0].start], [10]);
+    assert.deepEqual([...l.send[0].peer], [1]);
+    assert.deepEqual([...l.recv[1].start], [10]);
+    assert.deepEqual([...l.recv[1].peer], [0]);
+    assert.deepEqual([...l.send[1].start], [20]);
+    assert.equal(l.end, 60);
+    assert.equal(l.nOps, 4);
+    assert.equal(l.nX, 2);
+    assert.equal(l.skipped, 0);
+});
+
+await check('lanes: malformed entries are skipped and counted, devices beyond the list added', () => {
+    const l = buildLanes({
+        ops: [[0, 0, 1, 2], [1, -1, 0, 1], [2, 0, 5, 3], 'x', [3, 0, null, 4], [4, 2, 0, 1]],
+        transfers: [[0, 9999, 0, 1, 1, 0], [0, 1, 'a', 2, 1, 0]],
+    }, 1);
+    assert.equal(l.D, 3);         // device 2 appears in an op
+    assert.equal(l.nOps, 2);
+    assert.equal(l.nX, 0);
+    assert.equal(l.skipped, 6);
+});
+
+await check('culling: first bar reaching a time, with a long early bar', () => {
+    const l = buildLanes({ ops: [[0, 0, 0, 100], [1, 0, 10, 20], [2, 0, 30, 40], [3, 0, 150, 160]], transfers: [] }, 1).ops[0];
+    assert.equal(firstReaching(l, 0), 0);
+    assert.equal(firstReaching(l, 50), 0);   // the 0-100 bar still covers 50
+    assert.equal(firstReaching(l, 120), 3);
+    assert.equal(firstReaching(l, 1000), 4); // past the end
+});
+
+await check('culling: 10,000 sequential ops, a narrow window touches only its bars', () => {
+    const ops = [];
+    for (let i = 0; i < 10000; i++) ops.push([i, 0, i * 10, i * 10 + 8]);
+    const l = buildLanes({ ops, transfers: [] }, 1).ops[0];
+    const vs = 50000, ve = 50100;
+    let n = 0;
+    for (let i = firstReaching(l, vs); i < l.n && l.start[i] <= ve; i++) if (l.end[i] >= vs) n++;
+    assert.equal(n, 11); // bar 4999 (49990-49998) ends before the window; 5000..5010 touch it
+    assert.equal(firstReaching(l, vs), 5000);
+});
+
+await check('hit test: the bar under a time, the nearest within tolerance, none in a gap', () => {
+    const l = buildLanes({ ops: [[0, 0, 0, 10], [1, 0, 20, 30]], transfers: [] }, 1).ops[0];
+    assert.equal(barAt(l, 5, 0), 0);
+    assert.equal(barAt(l, 25, 0), 1);
+    assert.equal(barAt(l, 15, 1), -1);
+    assert.equal(barAt(l, 11, 2), 0);
+    assert.equal(barAt(l, 19, 2), 1);
+    assert.equal(barAt(l, -5, 1), -1);
+});
+
+await check('alignSteps: union of times, values held, null before the first point', () => {
+    const [xs, a, b] = alignSteps([[[0, 10], [5, 20]], [[3, 1], [5, 2], [8, 0]]], [10]);
+    assert.deepEqual(xs, [0, 3, 5, 8, 10]);
+    assert.deepEqual(a, [10, 10, 20, 20, 20]);
+    assert.deepEqual(b, [null, 1, 2, 0, 0]);
+});
+
+await check('alignSteps: unsorted input, equal times (the later point wins), junk dropped', () => {
+    const [xs, a] = alignSteps([[[5, 1], [0, 3], [5, 7], [2, 'x'], null, [NaN, 1]]]);
+    assert.deepEqual(xs, [0, 5]);
+    assert.deepEqual(a, [3, 7]);
+    const [xs2, b] = alignSteps([undefined]);
+    assert.deepEqual(xs2, []);
+    assert.deepEqual(b, []);
+});
+
+await check('microsAxis: one unit per axis, decimals from the step, neighbours distinct', () => {
+    assert.deepEqual(microsAxis([0, 200, 400], 200), ['0 µs', '200 µs', '400 µs']);
+    assert.deepEqual(microsAxis([0, 500000, 1000000], 500000), ['0.0 s', '0.5 s', '1.0 s']);
+    const close = microsAxis([123456.5, 123457, 123457.5], 0.5);
+    assert.equal(new Set(close).size, 3, close.join(' | '));
+    assert.equal(close[0], '123.4565 ms');
+    assert.deepEqual(microsAxis([2000, 4000], 2000), ['2 ms', '4 ms']);
+});
+
+await check('niceStep: 1, 2, 5 times a power of ten, at least the raw step', () => {
+    assert.equal(niceStep(0.7), 1);
+    assert.equal(niceStep(1.5), 2);
+    assert.equal(niceStep(3), 5);
+    assert.equal(niceStep(7), 10);
+    assert.equal(niceStep(2300), 5000);
+    assert.equal(niceStep(0), 1);
+    assert.ok(Math.abs(niceStep(0.013) - 0.02) < 1e-12);
+});
+
+await check('clockAxis: 24-hour local time, seconds only below a minute step', () => {
+    const t = new Date(2026, 10, 22, 7, 5, 9).getTime() / 1000;
+    assert.deepEqual(clockAxis([t], 60), ['07:05']);
+    assert.deepEqual(clockAxis([t], 5), ['07:05:09']);
+    assert.deepEqual(clockAxis([null], 5), ['']);
+});
+
+await check('axis increments: bytes in powers of two, time never below a second', () => {
+    assert.ok(BYTE_INCRS.includes(2 ** 30) && BYTE_INCRS.includes(512 * 2 ** 20));
+    assert.equal(Math.min(...CLOCK_INCRS), 1);
+});
+
+console.log(`ok ${checks} checks`);

@@ -30,6 +30,7 @@ static int valid_name(const char *s)
 
 typedef struct {
     bool has_weight, has_max_slots, has_max_queued;
+    char *roots; /* JSON array text, NULL: unchanged */
     double weight;
     long long max_slots, max_queued; /* < 0: no quota */
 } tenant_settings;
@@ -54,6 +55,19 @@ static int parse_settings(http_ctx *c, tenant_settings *s)
         http_error(c, GERR_INVALID_FIELD, "weight", "must be a number in (0, 1000]");
         return -1;
     }
+    json_t *roots = json_object_get(c->body, "roots");
+    if (roots) {
+        size_t i;
+        json_t *r;
+        bool ok = json_is_array(roots) && json_array_size(roots) <= 16;
+        json_array_foreach(roots, i, r) ok = ok && json_is_string(r) && json_string_value(r)[0] == '/' &&
+                                             json_string_length(r) < 1024 && !strstr(json_string_value(r), "..");
+        if (!ok) {
+            http_error(c, GERR_INVALID_FIELD, "roots", "must be an array of at most 16 absolute paths without '..'");
+            return -1;
+        }
+        s->roots = json_dumps(roots, JSON_COMPACT);
+    }
     s->has_weight = w != NULL;
     s->weight = w ? json_number_value(w) : 1.0;
     static const char *const names[] = {"max_slots", "max_queued"};
@@ -61,6 +75,8 @@ static int parse_settings(http_ctx *c, tenant_settings *s)
         json_t *q = json_object_get(c->body, names[i]);
         if (q && !json_is_null(q) && (!json_is_integer(q) || json_integer_value(q) < 0 || json_integer_value(q) > 1000000)) {
             http_error(c, GERR_INVALID_FIELD, names[i], "must be an integer from 0 to 1000000, or null for no limit");
+            free(s->roots);
+            s->roots = NULL;
             return -1;
         }
         long long v = q && !json_is_null(q) ? json_integer_value(q) : -1;
@@ -86,7 +102,7 @@ static void bind_quota(sqlite3_stmt *st, int i, long long v)
 static json_t *tenant_json(sqlite3 *db, const char *id)
 {
     sqlite3_stmt *st = db_stmt(db, "SELECT t.id, t.name, t.created_at, t.weight, t.max_slots, t.max_queued, "
-                                   "(SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id) FROM tenants t WHERE "
+                                   "(SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id), t.roots FROM tenants t WHERE "
                                    "?1 IS NULL OR t.id = ?1 ORDER BY t.created_at, t.name");
     if (!st) return NULL;
     if (id) sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
@@ -101,6 +117,8 @@ static json_t *tenant_json(sqlite3 *db, const char *id)
             json_object_set_new(t, col == 4 ? "max_slots" : "max_queued",
                                 sqlite3_column_type(st, col) == SQLITE_NULL ? json_null()
                                                                             : json_integer(sqlite3_column_int64(st, col)));
+        json_t *roots = json_loads((const char *)sqlite3_column_text(st, 7), 0, NULL);
+        json_object_set_new(t, "roots", roots ? roots : json_array());
         json_array_append_new(list, t);
     }
     db_release(st);
@@ -113,8 +131,8 @@ static json_t *tenant_json(sqlite3 *db, const char *id)
 static int apply_tenant(sqlite3 *db, void *arg)
 {
     admin_op *op = arg;
-    sqlite3_stmt *st = db_stmt(db, "INSERT OR IGNORE INTO tenants (id, name, created_at, weight, max_slots, max_queued) "
-                                   "VALUES (?,?,?,?,?,?)");
+    sqlite3_stmt *st = db_stmt(db, "INSERT OR IGNORE INTO tenants (id, name, created_at, weight, max_slots, max_queued, "
+                                   "roots) VALUES (?,?,?,?,?,?,coalesce(?7, '[]'))");
     if (!st) return -1;
     sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, op->name, -1, SQLITE_STATIC);
@@ -122,6 +140,7 @@ static int apply_tenant(sqlite3 *db, void *arg)
     sqlite3_bind_double(st, 4, op->set.weight);
     bind_quota(st, 5, op->set.max_slots);
     bind_quota(st, 6, op->set.max_queued);
+    if (op->set.roots) sqlite3_bind_text(st, 7, op->set.roots, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     op->rc = sqlite3_changes(db) == 1 ? 0 : 1;
@@ -146,6 +165,7 @@ static void tenant_done(void *arg, int ok)
             http_reply_json(c, op->name[0] ? 201 : 200, t);
     }
     http_defer_end(op->defer);
+    free(op->set.roots);
     free(op);
 }
 
@@ -174,7 +194,8 @@ static int apply_tenant_update(sqlite3 *db, void *arg)
     admin_op *op = arg;
     sqlite3_stmt *st = db_stmt(db, "UPDATE tenants SET weight = CASE WHEN ?2 THEN ?3 ELSE weight END, "
                                    "max_slots = CASE WHEN ?4 THEN ?5 ELSE max_slots END, "
-                                   "max_queued = CASE WHEN ?6 THEN ?7 ELSE max_queued END WHERE id = ?1");
+                                   "max_queued = CASE WHEN ?6 THEN ?7 ELSE max_queued END, "
+                                   "roots = coalesce(?8, roots) WHERE id = ?1");
     if (!st) return -1;
     sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 2, op->set.has_weight);
@@ -183,6 +204,7 @@ static int apply_tenant_update(sqlite3 *db, void *arg)
     bind_quota(st, 5, op->set.max_slots);
     sqlite3_bind_int(st, 6, op->set.has_max_queued);
     bind_quota(st, 7, op->set.max_queued);
+    if (op->set.roots) sqlite3_bind_text(st, 8, op->set.roots, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     op->rc = sqlite3_changes(db) == 1 ? 0 : 2;

@@ -24,6 +24,11 @@ def test_max_queued_is_429_with_retry_after():
         assert s.request("PATCH", f"/v1/tenants/{tid}", ADMIN, {"max_queued": "many"}).status == 400
         assert s.request("PATCH", "/v1/tenants/t_nope", ADMIN, {"weight": 2}).status == 404
         assert s.request("PATCH", f"/v1/tenants/{tid}", tok, {"weight": 2}).status == 403
+        r = s.request("PATCH", f"/v1/tenants/{tid}", ADMIN, {"roots": ["/srv/data/queue-quota"], "weight": 2.5})
+        assert r.status == 200 and r.json["roots"] == ["/srv/data/queue-quota"] and r.json["weight"] == 2.5, r
+        assert r.json["max_queued"] == 2  # unchanged
+        for bad in (["relative"], ["/a/../b"], "/not-a-list"):
+            assert s.request("PATCH", f"/v1/tenants/{tid}", ADMIN, {"roots": bad}).status == 400
 
 
 def test_max_slots_makes_jobs_wait_with_a_reason():

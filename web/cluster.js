@@ -484,12 +484,12 @@ export function mount(root, { me, live, signal, navigate }) {
 
     function renderTenants() {
         const list = tenantList();
-        const slots = rows.filter((r) => r.worker).length;
+        const slots = rows.reduce((n, r) => n + (r.worker ? (num(r.worker.slots) && r.worker.slots > 0 ? r.worker.slots : 1) : 0), 0);
         replace(tenantsBody, list.length ? list.map((t) => {
             const used = num(t.slots_used) ? t.slots_used : null;
             const quota = num(t.max_slots) ? t.max_slots : null;
             const frac = used === null ? null : quota ? used / quota : slots ? used / slots : null;
-            const label = used === null ? '—' : quota !== null ? `${used} of ${quota}` : `${used} (no quota; ${slots} worker${slots === 1 ? '' : 's'})`;
+            const label = used === null ? '—' : quota !== null ? `${used} of ${quota}` : `${used} (no quota; the cluster has ${slots} slot${slots === 1 ? '' : 's'})`;
             return h('tr', { 'data-testid': 'cluster-tenant-row', dataset: { tenantId: t.id || '', slotsUsed: used ?? '' } },
                 h('th', { scope: 'row' }, swatch(OTHER_TYPE_COLOR, tenantPattern.get(t.id)), ' ',
                     h('span', { 'data-testid': 'cluster-tenant-name' }, t.name || t.id || '?'),
@@ -515,7 +515,7 @@ export function mount(root, { me, live, signal, navigate }) {
                 height: QUEUE_HEIGHT,
                 cursor: { drag: { x: false, y: false } },
                 scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(4, Math.ceil((max || 0) * 1.2))] } },
-                axes: [{ space: 70, incrs: CLOCK_INCRS, values: (u, splits, ai, space, incr) => clockAxis(splits, incr) }, { size: 50, values: (u, splits) => splits.map((v) => (Number.isInteger(v) ? String(v) : '')) }],
+                axes: [{ space: 90, incrs: CLOCK_INCRS, values: (u, splits, ai, space, incr) => clockAxis(splits, incr) }, { size: 50, values: (u, splits) => splits.map((v) => (Number.isInteger(v) ? String(v) : '')) }],
                 series: [{ label: 'time', value: (u, v) => (v === null || v === undefined ? '—' : clockAxis([v], 1)[0]) }, line('queued', '#8a5a00'), line('scheduled', '#7b8794'), line('running', '#2356c2')],
             }, data, qHost);
         } else {

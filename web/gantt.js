@@ -9,11 +9,17 @@
 // schedule. Bars narrower than a few pixels that touch are merged into one
 // rectangle, so zoomed out, the cost is bounded by the pixels, not the ops.
 //
+// Rows are culled too: a schedule taller than MAX_VIEW_PX scrolls inside
+// the chart (the canvas stays put, sticky, and draws the rows in view under
+// a time axis that stays on top), so hundreds of devices cost what a
+// screenful does.
+//
 // Interaction: wheel zooms around the pointer (shift+wheel or a sideways
-// wheel pans), dragging pans, shift+drag or a drag on the time axis zooms to
-// the selected range, double-click shows everything; with keyboard focus,
-// + and - zoom, the arrow keys pan, 0 shows everything. Hovering a bar shows
-// its name, device, start and end.
+// wheel pans; over the device names it scrolls the rows), dragging pans,
+// shift+drag or a drag on the time axis zooms to the selected range,
+// double-click shows everything; with keyboard focus, + and - zoom, left and
+// right pan, up and down scroll the rows, 0 shows everything. Hovering a bar
+// shows its name, device, start and end.
 //
 // The host element gets data attributes for tests and for the curious:
 // data-ops / data-transfers (totals), data-ops-drawn / data-transfers-drawn
@@ -31,7 +37,7 @@ const FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "D
 const SMALL_FONT = '10px system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "DejaVu Sans", sans-serif';
 const NARROW_PX = 4;  // bars narrower than this merge with touching neighbours
 const LABEL_PX = 48;  // bars at least this wide carry the op name
-const MAX_CANVAS_PX = 16000;
+const MAX_VIEW_PX = 640;  // taller schedules scroll inside the chart
 
 // --- data -----------------------------------------------------------------
 
@@ -54,7 +60,7 @@ function lane(items) {
 }
 
 // First index whose bar may reach t or later (maxEnd >= t).
-function firstReaching(l, t) {
+export function firstReaching(l, t) {
     let lo = 0, hi = l.n;
     while (lo < hi) {
         const mid = (lo + hi) >> 1;
@@ -64,7 +70,7 @@ function firstReaching(l, t) {
 }
 
 // Index of the bar at time t (within tol µs), the nearest when several; -1.
-function barAt(l, t, tol) {
+export function barAt(l, t, tol) {
     let lo = 0, hi = l.n; // first start > t + tol
     while (lo < hi) {
         const mid = (lo + hi) >> 1;
@@ -147,11 +153,14 @@ export class Gantt {
         this.canvas = h('canvas', {
             class: 'gantt-canvas', tabindex: '0', role: 'img', 'data-testid': 'gantt-canvas',
             'aria-label': `Gantt chart: ${this.lanes.nOps} ops and ${this.lanes.nX} transfers on ${D} devices over simulated time. ` +
-                'Plus and minus zoom, arrow keys pan, 0 shows everything.',
+                'Plus and minus zoom, left and right pan, up and down scroll the devices, 0 shows everything.',
         });
         this.tip = h('div', { class: 'chart-tip', 'data-testid': 'gantt-tooltip', hidden: true, role: 'tooltip' });
-        this.wrap = h('div', { class: 'gantt-wrap' }, this.canvas, this.tip);
+        this.spacer = h('div', { class: 'gantt-spacer' }, this.canvas);
+        this.scroller = h('div', { class: 'gantt-scroll', 'data-testid': 'gantt-scroll' }, this.spacer);
+        this.wrap = h('div', { class: 'gantt-wrap' }, this.scroller, this.tip);
         host.replaceChildren(this.wrap);
+        this.scroller.addEventListener('scroll', () => { this.hover = null; this.hideTip(); this.requestDraw(); }, { passive: true });
         host.dataset.ops = String(this.lanes.nOps);
         host.dataset.transfers = String(this.lanes.nX);
         if (this.lanes.skipped) host.dataset.skipped = String(this.lanes.skipped);
@@ -177,7 +186,11 @@ export class Gantt {
     timeAt(x) { return this.vs + (x - this.plotX0()) / this.scale(); }
 
     rowH() { return this.opH + (this.showTransfers ? 2 * this.xH + 2 : 0) + this.gap; }
-    height() { return Math.min(MAX_CANVAS_PX, AXIS + this.lanes.D * this.rowH() + 4); }
+    fullHeight() { return AXIS + this.lanes.D * this.rowH() + 4; }
+    height() { return Math.min(MAX_VIEW_PX, this.fullHeight()); }
+    scrollY() { return this.scroller.scrollTop; }
+    // Top of device d's row in canvas px, given the rows' scroll position.
+    rowTop(d) { return AXIS + d * this.rowH() - this.scrollY() + this.gap / 2; }
 
     // Sets the visible window [a, b] µs, clamped to the schedule. Calls
     // onView unless silent.
@@ -213,7 +226,7 @@ export class Gantt {
 
     resize() {
         if (this.dead) return;
-        this.cssW = Math.max(200, this.wrap.clientWidth);
+        this.cssW = Math.max(200, this.scroller.clientWidth);
         this.requestDraw();
     }
 
@@ -227,8 +240,15 @@ export class Gantt {
     draw() {
         const t0 = performance.now();
         const dpr = window.devicePixelRatio || 1;
-        const W = this.cssW, H = this.height();
+        const H = this.height();
         const c = this.canvas;
+        const fullH = this.fullHeight();
+        if (this.spacer.style.height !== `${fullH}px`) {
+            this.spacer.style.height = `${fullH}px`;
+            this.scroller.style.height = `${H}px`;
+        }
+        // The width inside the rows' scrollbar, if there is one.
+        const W = this.cssW = Math.max(200, this.scroller.clientWidth);
         if (c.width !== Math.round(W * dpr) || c.height !== Math.round(H * dpr)) {
             c.width = Math.round(W * dpr);
             c.height = Math.round(H * dpr);
@@ -243,46 +263,27 @@ export class Gantt {
         const x0 = this.plotX0(), x1 = this.plotX1();
         const vs = this.vs, ve = this.ve, k = this.scale();
         const X = (t) => x0 + (t - vs) * k;
-
-        // Time axis and grid.
-        const step = niceStep((ve - vs) / Math.max(1, (x1 - x0) / 110));
-        const ticks = [];
-        for (let t = Math.ceil(vs / step) * step; t <= ve + step * 1e-9 && ticks.length < 200; t += step) ticks.push(t);
-        const labels = microsAxis(ticks, step);
-        ctx.font = FONT;
-        ctx.textBaseline = 'middle';
-        ctx.textAlign = 'center';
-        ctx.strokeStyle = '#e6e9ed';
-        ctx.lineWidth = 1;
-        ticks.forEach((t, i) => {
-            const x = Math.round(X(t)) + 0.5;
-            ctx.beginPath();
-            ctx.moveTo(x, AXIS - 4);
-            ctx.lineTo(x, H);
-            ctx.stroke();
-            ctx.fillStyle = '#5d6873';
-            const tx = Math.min(Math.max(x, x0 + 24), W - 30);
-            ctx.fillText(labels[i], tx, AXIS / 2);
-        });
-        ctx.strokeStyle = '#b9c1ca';
-        ctx.beginPath();
-        ctx.moveTo(x0, AXIS - 0.5);
-        ctx.lineTo(x1, AXIS - 0.5);
-        ctx.stroke();
-
-        // Rows.
         const rowH = this.rowH();
-        let opsDrawn = 0, xDrawn = 0;
-        const labelsToDraw = [];
-        for (let d = 0; d < this.lanes.D; d++) {
-            const y = AXIS + d * rowH + this.gap / 2;
-            if (y > H) break;
+        const first = Math.max(0, Math.floor(this.scrollY() / rowH));
+        const rowsInView = [];
+        for (let d = first; d < this.lanes.D && this.rowTop(d) - this.gap / 2 < H; d++) rowsInView.push(d);
+
+        // Everything below the time axis is clipped to the rows area.
+        ctx.save();
+        ctx.beginPath();
+        ctx.rect(0, AXIS, W, H - AXIS);
+        ctx.clip();
+
+        // Row backgrounds and device names.
+        for (const d of rowsInView) {
+            const y = this.rowTop(d);
             if (d % 2 === 1) {
                 ctx.fillStyle = '#f7f8fa';
                 ctx.fillRect(0, y - this.gap / 2, W, rowH);
             }
             ctx.fillStyle = '#1c2228';
             ctx.textAlign = 'left';
+            ctx.textBaseline = 'middle';
             ctx.font = FONT;
             ctx.fillText(clip(ctx, this.names[d], GUTTER - 48), 6, y + this.opH / 2);
             if (this.showTransfers && this.xH >= 5) {
@@ -292,10 +293,31 @@ export class Gantt {
                 ctx.fillText('send', GUTTER - 6, y + this.opH + 1 + this.xH / 2);
                 ctx.fillText('recv', GUTTER - 6, y + this.opH + 2 + this.xH * 1.5);
             }
-            ctx.save();
+        }
+
+        // Grid lines at the time ticks.
+        const step = niceStep((ve - vs) / Math.max(1, (x1 - x0) / 110));
+        const ticks = [];
+        for (let t = Math.ceil(vs / step) * step; t <= ve + step * 1e-9 && ticks.length < 200; t += step) ticks.push(t);
+        ctx.strokeStyle = '#e6e9ed';
+        ctx.lineWidth = 1;
+        for (const t of ticks) {
+            const x = Math.round(X(t)) + 0.5;
             ctx.beginPath();
-            ctx.rect(x0, AXIS, x1 - x0, H - AXIS);
-            ctx.clip();
+            ctx.moveTo(x, AXIS);
+            ctx.lineTo(x, H);
+            ctx.stroke();
+        }
+
+        // Bars, clipped to the plot.
+        ctx.save();
+        ctx.beginPath();
+        ctx.rect(x0, AXIS, x1 - x0, H - AXIS);
+        ctx.clip();
+        let opsDrawn = 0, xDrawn = 0;
+        const labelsToDraw = [];
+        for (const d of rowsInView) {
+            const y = this.rowTop(d);
             const { base, alt } = this.colors[d];
             opsDrawn += this.drawLane(this.lanes.ops[d], y, this.opH, X, x0, x1,
                 (i, wide) => (wide && i % 2 ? alt : base), labelsToDraw);
@@ -305,24 +327,29 @@ export class Gantt {
                 xDrawn += this.drawLane(sl, y + this.opH + 1, this.xH, X, x0, x1, peerColor(sl), null);
                 this.drawLane(rl, y + this.opH + 2 + this.xH, this.xH, X, x0, x1, peerColor(rl), null);
             }
-            ctx.restore();
         }
 
         // Op names inside wide bars.
-        ctx.save();
         ctx.font = SMALL_FONT;
         ctx.textAlign = 'left';
+        ctx.textBaseline = 'middle';
         ctx.fillStyle = '#ffffff';
         for (const [bx0, bx1, y, ref] of labelsToDraw) {
-            const name = this.opName(ref);
             ctx.save();
             ctx.beginPath();
             ctx.rect(bx0, y, bx1 - bx0, this.opH);
             ctx.clip();
-            ctx.fillText(clip(ctx, name, bx1 - bx0 - 6), bx0 + 3, y + this.opH / 2);
+            ctx.fillText(clip(ctx, this.opName(ref), bx1 - bx0 - 6), bx0 + 3, y + this.opH / 2);
             ctx.restore();
         }
-        ctx.restore();
+
+        // Hovered bar (and for a transfer, both of its ends).
+        if (this.hover) {
+            ctx.strokeStyle = '#1c2228';
+            ctx.lineWidth = 1.5;
+            for (const r of this.hoverRects(X)) ctx.strokeRect(r[0], r[1], r[2], r[3]);
+        }
+        ctx.restore(); // plot clip
 
         // Makespan and lower bound markers.
         const marker = (t, color, text, dash) => {
@@ -330,6 +357,7 @@ export class Gantt {
             const x = Math.round(X(t)) + 0.5;
             ctx.save();
             ctx.strokeStyle = color;
+            ctx.lineWidth = 1;
             ctx.setLineDash(dash);
             ctx.beginPath();
             ctx.moveTo(x, AXIS);
@@ -348,13 +376,29 @@ export class Gantt {
         };
         marker(this.lowerBound, '#8a5a00', 'lower bound', [4, 3]);
         marker(this.makespan, '#b3261e', 'makespan', []);
+        ctx.restore(); // rows clip
 
-        // Hovered bar (and for a transfer, both of its ends).
-        if (this.hover) {
-            ctx.strokeStyle = '#1c2228';
-            ctx.lineWidth = 1.5;
-            for (const r of this.hoverRects(X)) ctx.strokeRect(r[0], r[1], r[2], r[3]);
-        }
+        // Time axis, on top whatever the rows' scroll position.
+        const labels = microsAxis(ticks, step);
+        ctx.font = FONT;
+        ctx.textBaseline = 'middle';
+        ctx.textAlign = 'center';
+        ctx.strokeStyle = '#e6e9ed';
+        ctx.lineWidth = 1;
+        ticks.forEach((t, i) => {
+            const x = Math.round(X(t)) + 0.5;
+            ctx.beginPath();
+            ctx.moveTo(x, AXIS - 4);
+            ctx.lineTo(x, AXIS);
+            ctx.stroke();
+            ctx.fillStyle = '#5d6873';
+            ctx.fillText(labels[i], Math.min(Math.max(x, x0 + 24), W - 30), AXIS / 2);
+        });
+        ctx.strokeStyle = '#b9c1ca';
+        ctx.beginPath();
+        ctx.moveTo(x0, AXIS - 0.5);
+        ctx.lineTo(x1, AXIS - 0.5);
+        ctx.stroke();
 
         // Range being selected.
         if (this.sel) {
@@ -370,6 +414,7 @@ export class Gantt {
         const ds = this.host.dataset;
         ds.opsDrawn = String(opsDrawn);
         ds.transfersDrawn = String(xDrawn);
+        ds.rowsDrawn = String(rowsInView.length);
         ds.viewStart = String(vs);
         ds.viewEnd = String(ve);
         ds.renderMs = ms.toFixed(2);
@@ -423,8 +468,7 @@ export class Gantt {
     // Rectangles outlining the hovered bar(s), in CSS px.
     hoverRects(X) {
         const hv = this.hover;
-        const rowH = this.rowH();
-        const rowY = (d) => AXIS + d * rowH + this.gap / 2;
+        const rowY = (d) => this.rowTop(d);
         const rect = (s, e, y, hgt) => {
             const a = X(s), b = Math.max(X(e), X(s) + 2);
             return [a - 1, y - 1, b - a + 2, hgt + 2];
@@ -443,10 +487,9 @@ export class Gantt {
 
     hitTest(x, y) {
         if (x < this.plotX0() || x > this.plotX1() || y < AXIS) return null;
-        const rowH = this.rowH();
-        const d = Math.floor((y - AXIS) / rowH);
+        const d = Math.floor((y - AXIS + this.scrollY()) / this.rowH());
         if (d < 0 || d >= this.lanes.D) return null;
-        const yy = y - (AXIS + d * rowH + this.gap / 2);
+        const yy = y - this.rowTop(d);
         let kind = null;
         if (yy >= -1 && yy <= this.opH + 1) kind = 'op';
         else if (this.showTransfers && yy > this.opH && yy <= this.opH + 1.5 + this.xH) kind = 'send';
@@ -499,6 +542,8 @@ export class Gantt {
             dx *= unit; dy *= unit;
             if (e.shiftKey && dx === 0) { dx = dy; dy = 0; }
             if (dx === 0 && dy === 0) return;
+            // Over the device names, a vertical wheel scrolls the rows (natively).
+            if (x < this.plotX0() && Math.abs(dy) >= Math.abs(dx) && this.fullHeight() > this.height()) return;
             e.preventDefault();
             if (Math.abs(dx) > Math.abs(dy)) this.panBy(dx / this.scale());
             else this.zoomBy(Math.exp(Math.max(-300, Math.min(300, dy)) * 0.002), x >= this.plotX0() ? this.timeAt(x) : undefined);
@@ -558,6 +603,8 @@ export class Gantt {
             case 'ArrowLeft': this.panBy(-span * 0.2); break;
             case 'ArrowRight': this.panBy(span * 0.2); break;
             case '0': case 'Home': this.reset(); break;
+            case 'ArrowUp': this.scroller.scrollTop -= 2 * this.rowH(); break;
+            case 'ArrowDown': this.scroller.scrollTop += 2 * this.rowH(); break;
             default: return;
             }
             e.preventDefault();

@@ -12,6 +12,7 @@ import { loadUplot, alignSteps, BYTE_INCRS, widthOf } from './charts.js';
 import { deviceColor, swatch } from './colors.js';
 
 const MEMORY_HEIGHT = 280;
+const MEMORY_MAX_SERIES = 12;
 const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
 
 export function mount(root, { live, params, signal }) {
@@ -152,6 +153,8 @@ export function mount(root, { live, params, signal }) {
             lower !== null ? h('span', { class: 'legend-item' }, h('span', { class: 'line-key lower-bound' }), 'lower bound') : null);
 
         const skipped = Number(host.dataset.skipped || 0);
+        const scrollHint = gantt.fullHeight() > gantt.height() ?
+            h('p', { class: 'help', 'data-testid': 'gantt-scroll-hint' }, `${gantt.lanes.D} devices: scroll the rows with the wheel over the device names, the scrollbar, or the up and down keys.`) : null;
         append(section, [
             h('div', { class: 'chart-toolbar' },
                 btn('gantt-zoom-in', '+', 'Zoom in', () => gantt.zoomBy(0.5)),
@@ -161,6 +164,7 @@ export function mount(root, { live, params, signal }) {
                 windowText),
             h('p', { class: 'help' }, 'Wheel: zoom at the pointer · drag: pan · shift+drag or drag on the time axis: zoom to a range · double-click: show all · hover a bar for its details.'),
             skipped ? notice('error', `${skipped} malformed schedule entries were left out of the chart.`, 'gantt-skipped') : null,
+            scrollHint,
             host, legend]);
         return gantt;
     }
@@ -183,21 +187,34 @@ export function mount(root, { live, params, signal }) {
         }
         if (signal.aborted) return;
 
-        const names = gantt.names;
-        const caps = mem.map((_, i) => (devices[i] && isNum(devices[i].memory_bytes) ? devices[i].memory_bytes : null));
-        const data = alignSteps(mem, [0, isNum(makespan) ? makespan : gantt.fullEnd]);
+        // One series per device; beyond MEMORY_MAX_SERIES devices, the ones
+        // with the highest peak (the page says which are left out).
+        const peakOf = (l) => (Array.isArray(l) ? l.reduce((m, p) => (Array.isArray(p) && isNum(p[1]) && p[1] > m ? p[1] : m), 0) : 0);
+        let shown = mem.map((_, i) => i);
+        if (shown.length > MEMORY_MAX_SERIES) {
+            const peaks = mem.map(peakOf);
+            shown = shown.sort((a, b) => peaks[b] - peaks[a] || a - b).slice(0, MEMORY_MAX_SERIES).sort((a, b) => a - b);
+            section.insertBefore(notice('info', `${mem.length} devices: the chart shows the ${MEMORY_MAX_SERIES} with the highest peak ` +
+                `(${shown.map((i) => gantt.names[i]).join(', ')}); the devices table below has every device's peak.`, 'memory-subset'), host);
+        }
+        const name = (i) => gantt.names[i] || `device ${i}`;
+        const cap = (i) => (devices[i] && isNum(devices[i].memory_bytes) ? devices[i].memory_bytes : null);
+        const data = alignSteps(shown.map((i) => mem[i]), [0, isNum(makespan) ? makespan : gantt.fullEnd]);
         const n = data[0].length;
         const series = [{ label: 'time', value: (u, v) => (v === null || v === undefined ? '—' : fmtMicros(v)) }];
-        mem.forEach((_, i) => series.push({
-            label: names[i] || `device ${i}`, stroke: deviceColor(i), width: 1.5,
-            paths: uPlot.paths.stepped({ align: 1 }), points: { show: false },
-            value: (u, v) => (v === null || v === undefined ? '—' : fmtBytes(v)),
-        }));
-        // Capacity: one line when every device has the same, else one per device.
+        for (const i of shown) {
+            series.push({
+                label: name(i), stroke: deviceColor(i), width: 1.5,
+                paths: uPlot.paths.stepped({ align: 1 }), points: { show: false },
+                value: (u, v) => (v === null || v === undefined ? '—' : fmtBytes(v)),
+            });
+        }
+        // Capacity: one line when every device shown has the same, else one per device.
+        const caps = shown.map(cap);
         const known = caps.filter((c) => c !== null);
         const same = known.length === caps.length && known.every((c) => c === known[0]);
-        const capLines = same && known.length ? [{ label: `capacity (each device)`, cap: known[0], color: '#1c2228' }] :
-            caps.map((c, i) => (c === null ? null : { label: `${names[i]} capacity`, cap: c, color: deviceColor(i) })).filter(Boolean);
+        const capLines = same && known.length ? [{ label: 'capacity (each device)', cap: known[0], color: '#1c2228' }] :
+            shown.map((i) => (cap(i) === null ? null : { label: `${name(i)} capacity`, cap: cap(i), color: deviceColor(i) })).filter(Boolean);
         for (const cl of capLines) {
             series.push({ label: cl.label, stroke: cl.color, width: 1, dash: [6, 4], points: { show: false }, value: () => fmtBytes(cl.cap) });
             data.push(new Array(n).fill(cl.cap));
@@ -207,7 +224,7 @@ export function mount(root, { live, params, signal }) {
             for (const v of data[s]) {
                 if (v === null) continue;
                 if (v > peak) peak = v;
-                if (s <= mem.length && v > peakUse) peakUse = v;
+                if (s <= shown.length && v > peakUse) peakUse = v;
             }
         }
         const fit = h('input', { type: 'checkbox', 'data-testid': 'memory-fit' });

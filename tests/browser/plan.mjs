@@ -3,8 +3,8 @@
 //   GANTRY_URL=http://127.0.0.1:18080 GANTRY_ADMIN_TOKEN=... GANTRY_TEST_OUT=dir \
 //     node tests/browser/plan.mjs
 //
-// Submits a placement job for a layered DAG of 2,000 ops on 4 devices of
-// 2 GiB (every algorithm), waits for it, and checks the plan page: the Gantt
+// Submits a placement job for a layered DAG of 2,000 ops (GANTRY_PLAN_OPS)
+// on 4 devices of 2 GiB (every algorithm), waits for it, and checks the plan page: the Gantt
 // canvas draws every op and transfer at full view, the memory chart has a
 // series per device, the comparison table a row per candidate with the best
 // one marked, hovering a bar names the op, zooming narrows the window of both
@@ -18,6 +18,9 @@ import {
 import { layeredGraph } from './graphs.mjs';
 
 requireEnv('plan.mjs');
+// GANTRY_PLAN_OPS (default 2000, a multiple of 40) sizes the graph; per-op
+// memory shrinks with it so that the whole still needs about 3 of the 4 devices.
+const OPS = Math.max(40, Math.round(Number(process.env.GANTRY_PLAN_OPS || 2000) / 40) * 40);
 
 async function main() {
     let tenant, member;
@@ -25,7 +28,11 @@ async function main() {
         ({ tenant, token: member } = await tenantWithMember('plan-team'));
     });
 
-    const graph = layeredGraph({ layers: 50, width: 40, devices: 4, deviceBytes: 2 * 1024 ** 3 });
+    const scale = 2000 / OPS;
+    const graph = layeredGraph({
+        layers: OPS / 40, width: 40, devices: 4, deviceBytes: 2 * 1024 ** 3,
+        persistentBytes: Math.round(2 * 1024 ** 2 * scale), outputBytes: Math.round(1024 ** 2 * scale),
+    });
     let job;
     await check(`member submits a placement job (${graph.ops.length} ops, ${graph.edges.length} edges, 4 devices, all algorithms)`, async () => {
         job = await http('POST', '/v1/jobs', member, { type: 'placement', name: 'plan-view', spec: { graph, algorithms: ['all'] } }, 30000);

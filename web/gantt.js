@@ -542,8 +542,8 @@ export class Gantt {
             dx *= unit; dy *= unit;
             if (e.shiftKey && dx === 0) { dx = dy; dy = 0; }
             if (dx === 0 && dy === 0) return;
-            // Over the device names, a vertical wheel scrolls the rows (natively).
-            if (x < this.plotX0() && Math.abs(dy) >= Math.abs(dx) && this.fullHeight() > this.height()) return;
+            // Over the device names, a vertical wheel scrolls (the rows, else the page).
+            if (x < this.plotX0() && Math.abs(dy) >= Math.abs(dx)) return;
             e.preventDefault();
             if (Math.abs(dx) > Math.abs(dy)) this.panBy(dx / this.scale());
             else this.zoomBy(Math.exp(Math.max(-300, Math.min(300, dy)) * 0.002), x >= this.plotX0() ? this.timeAt(x) : undefined);

@@ -9,7 +9,7 @@
 // timeline without a reload. Saves cluster.png. Prints "ok N checks" or the
 // failing check (and failure.png), exit 0 or 1.
 import {
-    ADMIN, assert, check, http, launch, login, requireEnv, run, screenshot, state, tenantWithMember, waitJob,
+    ADMIN, assert, check, http, launch, login, pageProblems, requireEnv, run, screenshot, tenantWithMember, waitJob,
 } from './lib.mjs';
 import { layeredGraph } from './graphs.mjs';
 
@@ -116,8 +116,9 @@ async function main() {
         await page.mouse.move(0, 0);
     });
     await screenshot('cluster.png');
-    await check('no uncaught errors in the page', async () => {
-        assert(state.pageErrors.length === 0, state.pageErrors.join(' | '));
+    await check('no uncaught errors or CSP violations in the page', async () => {
+        const problems = await pageProblems();
+        assert(problems.length === 0, problems.join(' | '));
     });
 }
 

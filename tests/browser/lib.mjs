@@ -90,6 +90,12 @@ export async function launch(viewport = { width: 1280, height: 900 }) {
     state.context.setDefaultTimeout(WAIT_MS);
     state.page = state.context.pages()[0] || await state.context.newPage();
     state.page.on('pageerror', (e) => state.pageErrors.push(e.message));
+    // Content-Security-Policy violations count as page errors.
+    await state.context.addInitScript(() => {
+        document.addEventListener('securitypolicyviolation', (e) => {
+            (window.__csp = window.__csp || []).push(`${e.violatedDirective} ${e.blockedURI}`);
+        });
+    });
     return state.page;
 }
 
@@ -99,6 +105,12 @@ export async function login(page, token, tenantName) {
     await page.fill('[data-testid="token"]', token);
     await page.click('[data-testid="login"]');
     await page.waitForFunction((n) => (document.querySelector('[data-testid="whoami"]')?.textContent || '').includes(n), tenantName);
+}
+
+// Uncaught errors and CSP violations seen so far (the latter in this document).
+export async function pageProblems() {
+    const csp = state.page ? await state.page.evaluate(() => window.__csp || []).catch(() => []) : [];
+    return [...state.pageErrors, ...csp.map((v) => `CSP violation: ${v}`)];
 }
 
 export function screenshot(name) {

@@ -13,7 +13,7 @@
 // plan.schedule fails with a message saying so. Prints "ok N checks" or the
 // failing check (and failure.png), exit 0 or 1.
 import {
-    assert, check, http, launch, login, requireEnv, run, screenshot, state, tenantWithMember, waitJob,
+    assert, check, http, launch, login, pageProblems, requireEnv, run, screenshot, tenantWithMember, waitJob,
 } from './lib.mjs';
 import { layeredGraph } from './graphs.mjs';
 
@@ -147,8 +147,9 @@ async function main() {
         await page.click('[data-testid="gantt-reset"]');
         await page.waitForFunction((n) => Number(document.querySelector('[data-testid="gantt"]')?.dataset.opsDrawn) === n, nOps);
     });
-    await check('no uncaught errors in the page', async () => {
-        assert(state.pageErrors.length === 0, state.pageErrors.join(' | '));
+    await check('no uncaught errors or CSP violations in the page', async () => {
+        const problems = await pageProblems();
+        assert(problems.length === 0, problems.join(' | '));
     });
 }
 

@@ -131,7 +131,7 @@ export function mount(root, { live, params, signal }) {
 
     function ganttChart(section, sched, devices, makespan, lower) {
         const host = h('div', { class: 'gantt', 'data-testid': 'gantt' });
-        const windowText = h('span', { class: 'muted', 'data-testid': 'gantt-window', 'aria-live': 'polite' });
+        const windowText = h('span', { class: 'muted', 'data-testid': 'gantt-window' });
         const transfersBox = h('input', { type: 'checkbox', checked: true, 'data-testid': 'gantt-show-transfers' });
         const btn = (testid, text, label, fn) => h('button', { type: 'button', 'data-testid': testid, 'aria-label': label, onclick: fn }, text);
         const gantt = new Gantt(host, {

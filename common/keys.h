@@ -4,6 +4,8 @@
  *   gantry:jobs    server -> scheduler.  Fields: job (the task JSON, see msg.h).
  *                  Consumer group "schedulers"; an entry is XACKed only in the same
  *                  MULTI as the LPUSH that puts the task in a worker's list.
+ *   gantry:wake    workers -> scheduler: "a slot is free", read in the same XREADGROUP as
+ *                  gantry:jobs so the scheduler sleeps until there is something to do.
  *   gantry:events  everyone -> server.  Fields: event (the event JSON, see msg.h).
  *                  Consumer group "servers"; XACKed after the event is committed to SQLite.
  * Registry
@@ -28,6 +30,7 @@
 
 #define K_JOBS_STREAM "gantry:jobs"
 #define K_EVENTS_STREAM "gantry:events"
+#define K_WAKE_STREAM "gantry:wake" /* a worker that finished a task wakes the scheduler (group "schedulers") */
 #define K_SCHED_GROUP "schedulers"
 #define K_SERVER_GROUP "servers"
 #define K_WORKERS_SET "gantry:workers"

@@ -340,6 +340,8 @@ int main(int argc, char **argv)
             while (!(rem = rs_command(&r, "LREM %s 1 %b", inflight, rep->str, rep->len)) && !stopping)
                 usleep(100000);
             freeReplyObject(rem);
+            /* a slot is free: wake the scheduler */
+            freeReplyObject(rs_command(&r, "XADD %s MAXLEN ~ 10000 * w %s", K_WAKE_STREAM, worker_id));
         }
         freeReplyObject(rep);
     }

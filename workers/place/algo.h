@@ -21,6 +21,8 @@ typedef int (*place_algo_fn)(const place_graph *g, place_plan *plan, char *reaso
 int place_algo_topo(const place_graph *g, place_plan *plan, char *reason, size_t reason_len);
 /* m-ETF: earliest start first, list scheduling with heaps (etf.c). */
 int place_algo_etf(const place_graph *g, place_plan *plan, char *reason, size_t reason_len);
+/* m-SCT: m-ETF plus favourite children from a greedy matching (sct.c). */
+int place_algo_sct(const place_graph *g, place_plan *plan, char *reason, size_t reason_len);
 /* Everything on the fastest device that holds it all (single.c). */
 int place_algo_single(const place_graph *g, place_plan *plan, char *reason, size_t reason_len);
 

@@ -3,9 +3,10 @@
  * Baechi rescans every ready op on every device at every step.  Here each
  * device keeps two heaps of the ready ops that may run on it:
  *   wait[d]  keyed by a lower bound of the op's data-ready time on d,
- *   avail[d] keyed by topological position, for ops whose data is on d by
- *            the time d is free (they all start when d is free, and the
- *            earliest in topological order wins the tie).
+ *   avail[d] keyed by topological position, for ops whose data may be on
+ *            d by the time d is free (those all start when d is free, and
+ *            the earliest in topological order wins the tie); only its top
+ *            is checked, and goes back to wait[d] when its data is later.
  * start(o, d) = max(ready(o, d), free(d)), so the best op of d is the top of
  * avail[d] if any, else the top of wait[d]; the step commits the best of the
  * D device candidates (on devices of different speeds, the chosen op then
@@ -28,8 +29,13 @@
  * there with "cannot place op").  We retry, up to MAX_RETRIES times, with
  * every unit that got stuck so far pinned to a device chosen first-fit
  * decreasing by its own memory, that device holding the room from the start;
- * if that still fails, the reason names the op and the missing bytes. */
+ * if that still fails, we list-schedule m-TOPO's placement (it packs devices
+ * in topological order, so it needs the fewest received copies and fits
+ * when anything simple does), and only when that fails too the reason
+ * names the op and the missing bytes.  Plans found these ways say so in
+ * plan->note. */
 #include "workers/place/etf.h"
+#include "workers/place/algo.h"
 #include "workers/place/groups.h"
 #include "workers/place/heap.h"
 #include "workers/place/ledger.h"
@@ -41,6 +47,7 @@
 #include <string.h>
 
 #define MAX_RETRIES 8
+#define BIT(dev) (UINT64_C(1) << ((dev) & 63))
 
 enum { RUN_OK = 0, RUN_OOM = -1, RUN_STUCK = 1 };
 
@@ -71,6 +78,15 @@ typedef struct etf {
     int *fidx;
     fresh *fr;
     double *sf_tmp;
+    /* per device: its cached candidate and what it depends on (bit masks
+     * of devices, bit dev % 64): send channels its transfers use, devices
+     * its memory check charged */
+    int *c_op, *c_alt; /* c_alt: with a reservation, the op the favourite child was weighed against */
+    char *c_ok;
+    double *c_start;
+    uint64_t *c_dep, *c_fit;
+    uint64_t dep_acc, fit_acc, send_changed;
+    int alt;
     /* m-SCT */
     int *last_op;  /* per device: the op it ran last, -1 */
     int *reserved; /* per device: favourite child it waits for, -1 */
@@ -133,10 +149,12 @@ static double data_ready(etf *s, int op, int dev, int commit)
         double fin = st + place_comm_time(g, src, dev, place_xfer_bytes(g, f->src, f->bytes));
         s->sf_tmp[src] = fin;
         s->sf_stamp[src] = s->stamp;
+        s->dep_acc |= BIT(src);
         recv = fin;
         if (fin > t) t = fin;
         if (!commit) continue;
         s->send_free[src] = fin;
+        s->send_changed |= BIT(src);
         if (place_pairmap_set(s->arrival, f->src, dev, fin) < 0) s->oom = 1;
         if (place_plan_add_xfer(s->plan, f->src, dev) < 0) s->oom = 1;
     }
@@ -178,7 +196,10 @@ static int fits(etf *s, int op, int dev)
     int64_t held = held_for(s, op, unit, n);
     place_ledger_reserve(s->led, dev, -held);
     int rc = place_ledger_try(s->led, unit, n, dev, NULL);
-    if (rc == 1) place_ledger_abort(s->led);
+    if (rc == 1) {
+        s->fit_acc |= place_ledger_touched_mask(s->led);
+        place_ledger_abort(s->led);
+    }
     place_ledger_reserve(s->led, dev, held);
     if (rc < 0) s->oom = 1;
     return rc == 1;
@@ -196,7 +217,20 @@ static int push(etf *s, place_heap *h, double key, int op)
     return 0;
 }
 
-/* Moves wait[d] entries whose data may be on d by free(d) to avail[d]. */
+/* A new entry for op on dev (its start there is at least key): the cached
+ * candidate of dev stays only if it surely starts first. */
+static void push_new(etf *s, int dev, double key, int op)
+{
+    push(s, &s->wait[dev], key, op);
+    if (!s->c_ok[dev]) return;
+    double bound = key > s->dev_free[dev] ? key : s->dev_free[dev];
+    int c = s->c_op[dev];
+    if (c < 0 || bound < s->c_start[dev] || (bound == s->c_start[dev] && s->g->topo_pos[op] < s->g->topo_pos[c])) s->c_ok[dev] = 0;
+}
+
+/* Moves wait[d] entries whose data may be on d by free(d) to avail[d],
+ * unevaluated: only the top of avail[d] is checked, and sent back to
+ * wait[d] when its data is in fact later. */
 static void refill_avail(etf *s, int d)
 {
     place_heap *w = &s->wait[d];
@@ -204,9 +238,7 @@ static void refill_avail(etf *s, int d)
     while (w->n > 0 && place_heap_top(w)->key <= fr) {
         int op = place_heap_top(w)->id;
         place_heap_pop(w);
-        if (!valid(s, op, d)) continue;
-        double dr = data_ready(s, op, d, 0);
-        push(s, dr <= fr ? &s->avail[d] : w, dr <= fr ? (double)s->g->topo_pos[op] : dr, op);
+        if (valid(s, op, d)) push(s, &s->avail[d], (double)s->g->topo_pos[op], op);
     }
 }
 
@@ -280,6 +312,7 @@ static int candidate(etf *s, int d, double *start)
     }
     double fst = start_on(s, f, d);
     if (op >= 0 && *start < fst && urgent(s, op, d, *start, f, fst)) return op;
+    s->alt = op;
     *start = fst;
     return f;
 }
@@ -298,6 +331,7 @@ static void reserve_favourite(etf *s, int f)
     for (int d = 0; d < s->g->n_devices; d++)
         if (d != du && allowed(s, f, d) && start_on(s, f, d) < best) return;
     s->reserved[du] = f;
+    s->c_ok[du] = 0;
 }
 
 static void make_ready(etf *s, int v)
@@ -309,13 +343,13 @@ static void make_ready(etf *s, int v)
         if (e > lb) lb = e;
     }
     if (s->where[v] >= 0) {
-        push(s, &s->wait[s->where[v]], lb, v);
+        push_new(s, s->where[v], lb, v);
     } else if (s->pin && s->pin[v] >= 0) {
-        push(s, &s->wait[s->pin[v]], lb, v);
+        push_new(s, s->pin[v], lb, v);
         s->live[v] = 1;
     } else {
         for (int d = 0; d < g->n_devices; d++)
-            push(s, &s->wait[d], lb, v);
+            push_new(s, d, lb, v);
         s->live[v] = g->n_devices;
     }
     if (s->opt->fav_parent) reserve_favourite(s, v);
@@ -334,7 +368,7 @@ static int assign_unit(etf *s, int op, int dev)
         int m = unit[i];
         s->where[m] = dev;
         /* members ready earlier may have lost their entry on dev */
-        if (m != op && !s->done[m] && s->pending[m] == 0) push(s, &s->wait[dev], 0, m);
+        if (m != op && !s->done[m] && s->pending[m] == 0) push_new(s, dev, 0, m);
     }
     return 0;
 }
@@ -376,6 +410,33 @@ static int fastest_finish(etf *s, int op, int dev, double *start)
     return dev;
 }
 
+/* Device d's candidate, from its cache when nothing it depends on changed. */
+static int cached_candidate(etf *s, int d, double *start)
+{
+    if (s->c_ok[d] && s->c_op[d] >= 0 && !valid(s, s->c_op[d], d)) s->c_ok[d] = 0;
+    if (s->c_ok[d] && s->c_alt[d] >= 0 && !valid(s, s->c_alt[d], d)) s->c_ok[d] = 0;
+    if (s->opt->no_cache) s->c_ok[d] = 0;
+    if (!s->c_ok[d]) {
+        s->dep_acc = s->fit_acc = 0;
+        s->alt = -1;
+        s->c_op[d] = candidate(s, d, &s->c_start[d]);
+        s->c_alt[d] = s->alt;
+        s->c_dep[d] = s->dep_acc, s->c_fit[d] = s->fit_acc, s->c_ok[d] = 1;
+    }
+    *start = s->c_start[d];
+    return s->c_op[d];
+}
+
+/* After a commit on dev: drop the caches it may have made wrong. */
+static void invalidate(etf *s, int dev)
+{
+    uint64_t charged = place_ledger_take_changed(s->led);
+    s->c_ok[dev] = 0;
+    for (int d = 0; d < s->g->n_devices; d++)
+        if ((s->c_dep[d] & s->send_changed) || (s->c_fit[d] & charged)) s->c_ok[d] = 0;
+    s->send_changed = 0;
+}
+
 /* One step: the earliest (start, topological position, finish, device). */
 static int step(etf *s)
 {
@@ -384,7 +445,7 @@ static int step(etf *s)
     double best_start = 0, best_fin = 0;
     for (int d = 0; d < g->n_devices; d++) {
         double st = 0;
-        int op = candidate(s, d, &st);
+        int op = cached_candidate(s, d, &st);
         if (op < 0) continue;
         double fin = st + place_op_time(g, op, d);
         int better = best < 0 || st < best_start ||
@@ -396,7 +457,9 @@ static int step(etf *s)
     if (best < 0) return RUN_STUCK;
     int waited_for = s->reserved && s->reserved[best_dev] == best;
     if (s->hetero && !waited_for) best_dev = fastest_finish(s, best, best_dev, &best_start);
-    return commit(s, best, best_dev) < 0 ? RUN_OOM : RUN_OK;
+    if (commit(s, best, best_dev) < 0) return RUN_OOM;
+    invalidate(s, best_dev);
+    return RUN_OK;
 }
 
 /* ---- setup ---- */
@@ -412,6 +475,7 @@ static void etf_free(etf *s)
     free(s->pending), free(s->live), free(s->done);
     free(s->seen), free(s->sf_stamp), free(s->fidx), free(s->fr), free(s->sf_tmp);
     free(s->last_op), free(s->reserved);
+    free(s->c_op), free(s->c_alt), free(s->c_ok), free(s->c_start), free(s->c_dep), free(s->c_fit);
     place_pairmap_free(s->arrival);
     place_ledger_free(s->led);
     place_groups_clear(&s->gr);
@@ -430,6 +494,8 @@ static int alloc_arrays(etf *s)
     s->pending = malloc(N * sizeof(int)), s->live = calloc(N, sizeof(int)), s->done = calloc(N, 1);
     s->seen = calloc(N, sizeof(int64_t)), s->fidx = malloc(N * sizeof(int)), s->fr = malloc((size_t)max_in * sizeof(fresh));
     s->sf_stamp = calloc(D, sizeof(int64_t)), s->sf_tmp = malloc(D * sizeof(double));
+    s->c_op = malloc(D * sizeof(int)), s->c_alt = malloc(D * sizeof(int)), s->c_ok = calloc(D, 1), s->c_start = calloc(D, sizeof(double));
+    s->c_dep = calloc(D, sizeof(uint64_t)), s->c_fit = calloc(D, sizeof(uint64_t));
     s->arrival = place_pairmap_new(g->n_devices);
     s->led = place_ledger_new(g, s->where);
     if (s->opt->fav_child) {
@@ -569,21 +635,44 @@ static int pin_unit(const place_graph *g, pinset *ps, int op)
     return assign_pins(g, ps);
 }
 
+/* Last resort: m-TOPO's placement (it packs devices in topological order
+ * and so needs the fewest received copies), list-scheduled by pinning every
+ * op to its m-TOPO device. */
+static int schedule_topo_placement(const place_graph *g, const place_etf_opts *o, place_plan *plan)
+{
+    char reason[64];
+    int stuck = -1, rc = RUN_OOM;
+    place_plan *topo = place_plan_new(g->n_ops);
+    if (topo && place_algo_topo(g, topo, reason, sizeof reason) == 0) rc = run_once(g, o, topo->device, plan, &stuck, reason, sizeof reason);
+    place_plan_free(topo);
+    return rc;
+}
+
 int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_plan *plan, char *reason, size_t reason_len)
 {
     static const place_etf_opts none;
+    const place_etf_opts *o = opts ? opts : &none;
     pinset ps = {0};
-    int rc = RUN_STUCK;
-    for (int attempt = 0; rc == RUN_STUCK; attempt++) {
+    int rc = RUN_STUCK, attempt = 0;
+    char first[320] = "";
+    plan->note[0] = '\0';
+    for (;; attempt++) {
         int stuck = -1;
-        rc = run_once(g, opts ? opts : &none, ps.pin, plan, &stuck, reason, reason_len);
+        rc = run_once(g, o, ps.pin, plan, &stuck, reason, reason_len);
         if (rc != RUN_STUCK) break;
+        if (!first[0]) snprintf(first, sizeof first, "%s", reason);
         if (attempt == MAX_RETRIES || (ps.pin && ps.pin[stuck] >= 0)) break;
-        if (pin_unit(g, &ps, stuck) < 0) break; /* the unit fits next to no other pinned unit: keep the pass's reason */
+        if (pin_unit(g, &ps, stuck) < 0) break; /* the unit fits next to no other pinned unit */
     }
     free(ps.pin);
     free(ps.units);
     place_groups_clear(&ps.gr);
+    if (rc == RUN_OK && attempt > 0)
+        snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); placed after pinning %d unit%s", first, attempt, attempt > 1 ? "s" : "");
+    if (rc == RUN_STUCK && schedule_topo_placement(g, o, plan) == RUN_OK) {
+        snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); list-scheduled m-TOPO's placement instead", first);
+        rc = RUN_OK;
+    }
     return rc == RUN_OK ? 0 : -1;
 }
 

@@ -19,6 +19,7 @@ typedef struct place_etf_opts {
     const int *fav_child;  /* op -> favourite child or -1; NULL: plain m-ETF */
     const int *fav_parent; /* op -> favourite parent or -1 (the inverse) */
     const double *level;   /* op -> bottom level (us), for urgency; needed with fav_child */
+    int no_cache;          /* tests: recompute every device's candidate at every step */
 } place_etf_opts;
 
 /* Fills plan (devices and order).  0, or -1 with a reason naming the op

@@ -21,6 +21,7 @@ struct place_ledger {
     int *touched;    /* devices with a charge in the pending attempt */
     char *is_touched;
     int n_touched;
+    uint64_t changed; /* bit (dev % 64) of devices charged by commits */
     place_xfer_acc *acc;
     undo_entry *undo;
     size_t n_undo, cap_undo;
@@ -107,7 +108,7 @@ static void finish_attempt(place_ledger *l, int keep)
 {
     for (int i = 0; i < l->n_touched; i++) {
         int d = l->touched[i];
-        if (keep) l->used[d] += l->charge[d];
+        if (keep) l->used[d] += l->charge[d], l->changed |= UINT64_C(1) << (d & 63);
         l->charge[d] = 0;
         l->is_touched[d] = 0;
     }
@@ -158,6 +159,21 @@ int place_ledger_try(place_ledger *l, const int *ops, int n, int dev, place_miss
     }
     place_ledger_abort(l);
     return 0;
+}
+
+uint64_t place_ledger_touched_mask(const place_ledger *l)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < l->n_touched; i++)
+        m |= UINT64_C(1) << (l->touched[i] & 63);
+    return m;
+}
+
+uint64_t place_ledger_take_changed(place_ledger *l)
+{
+    uint64_t m = l->changed;
+    l->changed = 0;
+    return m;
 }
 
 int64_t place_ledger_free_bytes(const place_ledger *l, int dev)

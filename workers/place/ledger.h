@@ -49,6 +49,12 @@ int place_ledger_try(place_ledger *l, const int *ops, int n, int dev, place_miss
 void place_ledger_commit(place_ledger *l);
 void place_ledger_abort(place_ledger *l);
 
+/* Devices charged by the pending attempt, and devices whose charge changed
+ * through commits since the last call (which resets it), as bit masks with
+ * bit (dev % 64): the list schedulers' candidate caches use them. */
+uint64_t place_ledger_touched_mask(const place_ledger *l);
+uint64_t place_ledger_take_changed(place_ledger *l);
+
 /* Capacity minus bytes charged (and reserved). */
 int64_t place_ledger_free_bytes(const place_ledger *l, int dev);
 /* Adds `bytes` (may be negative) to a device's charge without an attempt:

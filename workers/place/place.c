@@ -26,6 +26,7 @@ typedef struct algo_entry {
 static const algo_entry ALGOS[] = {
     {"m-topo", place_algo_topo},
     {"m-etf", place_algo_etf},
+    {"m-sct", place_algo_sct},
     {"single", place_algo_single},
 };
 

@@ -9,6 +9,7 @@ place_plan *place_plan_new(int n_ops)
     if (!p) return NULL;
     size_t n = n_ops > 0 ? (size_t)n_ops : 1;
     p->n_ops = n_ops;
+    p->note[0] = '\0';
     p->device = malloc(n * sizeof *p->device);
     p->order = malloc(n * sizeof *p->order);
     if (!p->device || !p->order) {

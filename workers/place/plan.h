@@ -19,6 +19,7 @@ typedef struct place_plan {
     int *order;  /* permutation of op indices */
     int n_xfers, cap_xfers;
     int *xfer_src, *xfer_dev; /* transfer k: op xfer_src[k]'s output to device xfer_dev[k] */
+    char note[400];           /* how the plan was found, when not by the algorithm's plain pass; "" otherwise */
 } place_plan;
 
 /* All ops unplaced, order = input order, no transfer order; NULL when out

@@ -318,6 +318,8 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* a previous process with this id may have died holding tasks: they go back first */
+    while (!stopping && requeue_worker_tasks(&hb, worker_id, max_attempts, "worker restarted") < 0) usleep(200000);
     pthread_t thread;
     pthread_create(&thread, NULL, heartbeat_thread, &hb);
     log_info("worker %s (%s) started; redis %s", worker_id, OPT("kind"), OPT("redis"));

@@ -20,6 +20,36 @@ def test_dashboard_in_chromium():
         assert os.path.exists(os.path.join(out, "jobs.png"))
 
 
+def run_page_test(script, png, timeout=180):
+    out = os.path.join(ROOT, "tests", "out", "browser")
+    os.makedirs(out, exist_ok=True)
+    with Stack(workers=2) as s:
+        env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}", GANTRY_ADMIN_TOKEN=ADMIN, GANTRY_TEST_OUT=out)
+        r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", script)], env=env, capture_output=True,
+                           text=True, timeout=timeout)
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        assert r.returncode == 0, f"{script} failed"
+        assert os.path.exists(os.path.join(out, png))
+
+
+def test_cluster_page_in_chromium():
+    """the utilization view renders the live state of a running cluster"""
+    run_page_test("cluster.mjs", "cluster.png")
+
+
+def test_plan_view_in_chromium():
+    """the plan page: Gantt per device, memory over time, the comparison table (2,000 ops)"""
+    run_page_test("plan.mjs", "plan.png")
+
+
+def test_dashboard_node_units():
+    """the dashboard's chart helpers, in node, no server"""
+    r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "charts.test.mjs")], capture_output=True,
+                       text=True, timeout=60)
+    print(r.stdout[-2000:], r.stderr[-2000:])
+    assert r.returncode == 0
+
+
 def test_dashboard_sse_parser():
     """The dashboard's event-stream parser and reconnect logic (web/live.js), in node, no server."""
     r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "sse-parser.test.mjs")], capture_output=True,

@@ -81,3 +81,17 @@ def test_scheduler_failover():
         took = time.monotonic() - t0
         assert s.redis("GET", "gantry:leader") != leader
         assert took < 10, f"standby took {took:.1f}s to take over"
+
+
+def test_restarted_worker_gives_back_its_task():
+    with Stack(workers=1) as s:
+        _, tok = s.tenant("restart")
+        s.pause("worker0")  # its blocked BLMOVE still takes the task into its in-flight list
+        jid = s.submit(tok)
+        wait_until("in the frozen worker's in-flight list",
+                   lambda: s.redis("LLEN", "gantry:inflight:w_test0") == "1")
+        s.kill("worker0")  # dies holding it, and comes back under the same id before its TTL runs out
+        s.start_worker(0)
+        job = s.wait_state(tok, jid, timeout=20)
+        assert any("worker restarted; requeued" in r for r in reasons(s, tok, jid)), reasons(s, tok, jid)
+        assert job["attempts"] == 2

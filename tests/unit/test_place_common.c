@@ -117,3 +117,81 @@ static UNUSED const char *replay_violation(const place_graph *g, const place_pla
         if (r->peak_bytes[d] > g->devices[d].memory_bytes) return snprintf(msg, sizeof msg, "device %d over capacity", d), msg;
     return NULL;
 }
+
+/* ---- random DAGs with fixed seeds ---- */
+
+typedef struct dag_shape {
+    int min_ops, max_ops, devices;
+    int hetero;        /* random device speeds (else all 1.0) */
+    int link_matrix;   /* random per-link latency and bandwidth */
+    int groups;        /* some ops in colocation groups */
+    double mem_factor; /* device memory = total op memory / devices / mem_factor (0: plenty) */
+    int max_in;        /* inputs per op at most (0: 3) */
+} dag_shape;
+
+static uint64_t dag_rng;
+
+static UNUSED uint32_t dag_rand(uint32_t n)
+{
+    dag_rng = dag_rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(dag_rng >> 33) % n;
+}
+
+static UNUSED json_t *matrix(int D, double lo, double span)
+{
+    json_t *m = json_array();
+    for (int a = 0; a < D; a++) {
+        json_t *row = json_array();
+        for (int b = 0; b < D; b++)
+            json_array_append_new(row, json_real(a == b ? lo : lo + span * dag_rand(1000) / 1000.0));
+        json_array_append_new(m, row);
+    }
+    return m;
+}
+
+/* A random DAG: ops in index order, each reading 0-3 earlier ops (mostly
+ * recent ones, so there are long chains and wide layers). */
+static UNUSED json_t *random_dag(uint64_t seed, const dag_shape *sh)
+{
+    dag_rng = seed * 2654435761ULL + 12345;
+    int n = sh->min_ops + (int)dag_rand((uint32_t)(sh->max_ops - sh->min_ops + 1));
+    json_t *ops = json_array(), *edges = json_array(), *devs = json_array();
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        json_int_t out = (json_int_t)dag_rand(200) * 5000, temp = (json_int_t)dag_rand(4) * 10000,
+                   pers = (json_int_t)dag_rand(5) * 40000;
+        total += out + temp + pers;
+        json_t *op = json_pack("{s:s,s:f,s:I,s:I,s:[I]}", "name", name, "compute_us", 1.0 + dag_rand(400), "temp_bytes", temp,
+                               "persistent_bytes", pers, "output_bytes", out);
+        if (sh->groups && dag_rand(6) == 0) {
+            char grp[16];
+            snprintf(grp, sizeof grp, "g%u", dag_rand(3));
+            json_object_set_new(op, "group", json_string(grp));
+        }
+        json_array_append_new(ops, op);
+        int max_in = sh->max_in ? sh->max_in : 3;
+        int k = i == 0 ? 0 : (int)dag_rand((uint32_t)max_in + 1);
+        for (int j = 0; j < k; j++) {
+            int back = 1 + (int)(dag_rand(8) < 6 ? dag_rand(4) : dag_rand((uint32_t)i));
+            if (back > i) back = i;
+            char src[16];
+            snprintf(src, sizeof src, "n%d", i - back);
+            json_array_append_new(edges, json_pack("{s:s,s:s}", "src", src, "dst", name));
+        }
+    }
+    for (int d = 0; d < sh->devices; d++) {
+        char name[16];
+        snprintf(name, sizeof name, "d%d", d);
+        double speed = sh->hetero ? 0.5 + dag_rand(4) * 0.5 : 1.0;
+        json_int_t mem =
+            sh->mem_factor > 0 ? (json_int_t)((double)total / sh->devices / sh->mem_factor) : (json_int_t)total * 4 + 1;
+        json_array_append_new(devs, json_pack("{s:s,s:I,s:f}", "name", name, "memory_bytes", mem, "speed", speed));
+    }
+    json_t *comm =
+        sh->link_matrix
+            ? json_pack("{s:o,s:o}", "latency_us", matrix(sh->devices, 5, 200), "bytes_per_us", matrix(sh->devices, 500, 20000))
+            : json_pack("{s:f,s:f}", "latency_us", 5.0 + dag_rand(200), "bytes_per_us", 500.0 + dag_rand(20000));
+    return json_pack("{s:o,s:o,s:o,s:o}", "ops", ops, "edges", edges, "devices", devs, "comm", comm);
+}

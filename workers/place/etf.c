@@ -47,7 +47,7 @@
 #include <string.h>
 
 #define MAX_RETRIES 8
-#define BIT(dev) (UINT64_C(1) << ((dev) & 63))
+#define BIT(dev) (UINT64_C(1) << ((dev)&63))
 
 enum { RUN_OK = 0, RUN_OOM = -1, RUN_STUCK = 1 };
 
@@ -87,6 +87,9 @@ typedef struct etf {
     uint64_t *c_dep, *c_fit;
     uint64_t dep_acc, fit_acc, send_changed;
     int alt;
+    /* units (op, or n_ops + group) next to a unit placed by commit number
+     * `epoch`: their memory charge now includes new received copies */
+    int64_t *ustamp, epoch;
     /* m-SCT */
     int *last_op;  /* per device: the op it ran last, -1 */
     int *reserved; /* per device: favourite child it waits for, -1 */
@@ -355,6 +358,25 @@ static void make_ready(etf *s, int v)
     if (s->opt->fav_parent) reserve_favourite(s, v);
 }
 
+static int unit_key(const etf *s, int op)
+{
+    int k = s->g->ops[op].group;
+    return k < 0 ? op : s->g->n_ops + k;
+}
+
+/* The units next to a unit just placed. */
+static void stamp_neighbours(etf *s, const int *unit, int n)
+{
+    const place_graph *g = s->g;
+    for (int i = 0; i < n; i++) {
+        int m = unit[i];
+        for (int k = g->in_off[m]; k < g->in_off[m + 1]; k++)
+            s->ustamp[unit_key(s, g->edges[g->in_edge[k]].src)] = s->epoch;
+        for (int k = g->out_off[m]; k < g->out_off[m + 1]; k++)
+            s->ustamp[unit_key(s, g->edges[g->out_edge[k]].dst)] = s->epoch;
+    }
+}
+
 /* Places op's whole unit on dev in the ledger and the plan. */
 static int assign_unit(etf *s, int op, int dev)
 {
@@ -364,6 +386,7 @@ static int assign_unit(etf *s, int op, int dev)
     place_ledger_reserve(s->led, dev, -held);
     if (place_ledger_try(s->led, unit, n, dev, NULL) != 1) return -1; /* fits() said yes and nothing changed since */
     place_ledger_commit(s->led);
+    stamp_neighbours(s, unit, n);
     for (int i = 0; i < n; i++) {
         int m = unit[i];
         s->where[m] = dev;
@@ -432,9 +455,13 @@ static void invalidate(etf *s, int dev)
 {
     uint64_t charged = place_ledger_take_changed(s->led);
     s->c_ok[dev] = 0;
-    for (int d = 0; d < s->g->n_devices; d++)
+    for (int d = 0; d < s->g->n_devices; d++) {
         if ((s->c_dep[d] & s->send_changed) || (s->c_fit[d] & charged)) s->c_ok[d] = 0;
+        if (s->c_op[d] >= 0 && s->ustamp[unit_key(s, s->c_op[d])] == s->epoch) s->c_ok[d] = 0;
+        if (s->c_alt[d] >= 0 && s->ustamp[unit_key(s, s->c_alt[d])] == s->epoch) s->c_ok[d] = 0;
+    }
     s->send_changed = 0;
+    s->epoch++;
 }
 
 /* One step: the earliest (start, topological position, finish, device). */
@@ -475,6 +502,7 @@ static void etf_free(etf *s)
     free(s->pending), free(s->live), free(s->done);
     free(s->seen), free(s->sf_stamp), free(s->fidx), free(s->fr), free(s->sf_tmp);
     free(s->last_op), free(s->reserved);
+    free(s->ustamp);
     free(s->c_op), free(s->c_alt), free(s->c_ok), free(s->c_start), free(s->c_dep), free(s->c_fit);
     place_pairmap_free(s->arrival);
     place_ledger_free(s->led);
@@ -494,8 +522,14 @@ static int alloc_arrays(etf *s)
     s->pending = malloc(N * sizeof(int)), s->live = calloc(N, sizeof(int)), s->done = calloc(N, 1);
     s->seen = calloc(N, sizeof(int64_t)), s->fidx = malloc(N * sizeof(int)), s->fr = malloc((size_t)max_in * sizeof(fresh));
     s->sf_stamp = calloc(D, sizeof(int64_t)), s->sf_tmp = malloc(D * sizeof(double));
-    s->c_op = malloc(D * sizeof(int)), s->c_alt = malloc(D * sizeof(int)), s->c_ok = calloc(D, 1), s->c_start = calloc(D, sizeof(double));
+    s->c_op = malloc(D * sizeof(int)), s->c_alt = malloc(D * sizeof(int)), s->c_ok = calloc(D, 1),
+    s->c_start = calloc(D, sizeof(double));
     s->c_dep = calloc(D, sizeof(uint64_t)), s->c_fit = calloc(D, sizeof(uint64_t));
+    s->ustamp = malloc((N + (size_t)g->n_groups) * sizeof(int64_t));
+    for (size_t i = 0; s->ustamp && i < N + (size_t)g->n_groups; i++)
+        s->ustamp[i] = -1;
+    for (size_t d = 0; s->c_op && s->c_alt && d < D; d++)
+        s->c_op[d] = s->c_alt[d] = -1;
     s->arrival = place_pairmap_new(g->n_devices);
     s->led = place_ledger_new(g, s->where);
     if (s->opt->fav_child) {
@@ -643,7 +677,8 @@ static int schedule_topo_placement(const place_graph *g, const place_etf_opts *o
     char reason[64];
     int stuck = -1, rc = RUN_OOM;
     place_plan *topo = place_plan_new(g->n_ops);
-    if (topo && place_algo_topo(g, topo, reason, sizeof reason) == 0) rc = run_once(g, o, topo->device, plan, &stuck, reason, sizeof reason);
+    if (topo && place_algo_topo(g, topo, reason, sizeof reason) == 0)
+        rc = run_once(g, o, topo->device, plan, &stuck, reason, sizeof reason);
     place_plan_free(topo);
     return rc;
 }
@@ -668,7 +703,8 @@ int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_p
     free(ps.units);
     place_groups_clear(&ps.gr);
     if (rc == RUN_OK && attempt > 0)
-        snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); placed after pinning %d unit%s", first, attempt, attempt > 1 ? "s" : "");
+        snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); placed after pinning %d unit%s", first, attempt,
+                 attempt > 1 ? "s" : "");
     if (rc == RUN_STUCK && schedule_topo_placement(g, o, plan) == RUN_OK) {
         snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); list-scheduled m-TOPO's placement instead", first);
         rc = RUN_OK;

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 #include "server/bus.h"
+#include "server/db.h"
 #include "server/http.h"
 #include "server/jobs.h"
 #include "server/server.h"
@@ -60,6 +61,32 @@ static void job_line(void *arg, const char *type, const char *state, long n)
     fprintf(arg, "gantry_jobs{type=\"%s\",state=\"%s\"} %ld\n", type, state, n);
 }
 
+/* the utilization view's series: slots in use per tenant against its quota */
+static void tenant_slots(sqlite3 *db, FILE *out)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT t.name, coalesce(sum(j.slots), 0), t.max_slots FROM tenants t LEFT JOIN jobs j "
+                                   "ON j.tenant_id = t.id AND j.state IN ('scheduled', 'running', 'resizing') "
+                                   "GROUP BY t.id");
+    if (!st) return;
+    fprintf(out, "# HELP gantry_tenant_slots_used Slots held by a tenant's scheduled and running jobs.\n"
+                 "# TYPE gantry_tenant_slots_used gauge\n");
+    char *quotas = NULL;
+    size_t qlen = 0;
+    FILE *q = open_memstream(&quotas, &qlen);
+    fprintf(q, "# HELP gantry_tenant_max_slots A tenant's slot quota (absent: none).\n"
+               "# TYPE gantry_tenant_max_slots gauge\n");
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        fprintf(out, "gantry_tenant_slots_used{tenant=\"%s\"} %lld\n", name, (long long)sqlite3_column_int64(st, 1));
+        if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+            fprintf(q, "gantry_tenant_max_slots{tenant=\"%s\"} %lld\n", name, (long long)sqlite3_column_int64(st, 2));
+    }
+    db_release(st);
+    fclose(q);
+    fputs(quotas, out);
+    free(quotas);
+}
+
 void metrics_render(metrics *m, server *srv, FILE *out)
 {
     fprintf(out, "# HELP gantry_http_requests_total HTTP requests answered, by route and status class.\n"
@@ -89,6 +116,7 @@ void metrics_render(metrics *m, server *srv, FILE *out)
     }
     fprintf(out, "# HELP gantry_jobs Jobs by type and state.\n# TYPE gantry_jobs gauge\n");
     jobs_count_by_state(srv->db, job_line, out);
+    tenant_slots(srv->db, out);
     fprintf(out,
             "# HELP gantry_store_commits_total SQLite transactions committed (group commit).\n"
             "# TYPE gantry_store_commits_total counter\ngantry_store_commits_total %llu\n"

@@ -19,14 +19,14 @@
 /* The server refuses request bodies nested deeper than this before parsing them (json-max-depth). */
 #define FUZZ_JSON_MAX_DEPTH 64
 
-#define FUZZ_CHECK(cond, ...)                                                                                                    \
-    do {                                                                                                                         \
-        if (!(cond)) {                                                                                                           \
-            fprintf(stderr, "fuzz check failed at %s:%d: %s: ", __FILE__, __LINE__, #cond);                                     \
-            fprintf(stderr, __VA_ARGS__);                                                                                        \
-            fputc('\n', stderr);                                                                                                 \
-            abort();                                                                                                             \
-        }                                                                                                                        \
+#define FUZZ_CHECK(cond, ...)                                                                                                      \
+    do {                                                                                                                           \
+        if (!(cond)) {                                                                                                             \
+            fprintf(stderr, "fuzz check failed at %s:%d: %s: ", __FILE__, __LINE__, #cond);                                        \
+            fprintf(stderr, __VA_ARGS__);                                                                                          \
+            fputc('\n', stderr);                                                                                                   \
+            abort();                                                                                                               \
+        }                                                                                                                          \
     } while (0)
 
 /* 1 when the check `name` is listed in GANTRY_FUZZ_KNOWN (a known, reported problem: skip it). */

@@ -30,8 +30,7 @@ static void check_task(const char *s)
         FUZZ_CHECK(t.spec == NULL && t.job_id[0] == '\0', "a refused task is not left cleared");
         return;
     }
-    FUZZ_CHECK(terminated(t.job_id, sizeof t.job_id) && terminated(t.tenant, sizeof t.tenant) &&
-                   terminated(t.type, sizeof t.type),
+    FUZZ_CHECK(terminated(t.job_id, sizeof t.job_id) && terminated(t.tenant, sizeof t.tenant) && terminated(t.type, sizeof t.type),
                "unterminated field");
     FUZZ_CHECK(t.priority >= 0 && t.priority <= 2, "priority %d", t.priority);
     FUZZ_CHECK(t.slots >= 1 && t.attempt >= 0, "slots %d, attempt %d", t.slots, t.attempt);
@@ -62,10 +61,9 @@ static void check_event(const char *s)
                "unterminated field");
     FUZZ_CHECK(e.result == NULL || !json_is_null(e.result), "a null result is kept as a JSON null");
     if (!fuzz_known("utf8-truncation"))
-        FUZZ_CHECK(fuzz_utf8_valid(e.source) && fuzz_utf8_valid(e.state) && fuzz_utf8_valid(e.reason) &&
-                       fuzz_utf8_valid(e.worker),
-                   "a field was cut inside a UTF-8 sequence (source '%s', state '%s', worker '%s', reason '%s')", e.source,
-                   e.state, e.worker, e.reason);
+        FUZZ_CHECK(fuzz_utf8_valid(e.source) && fuzz_utf8_valid(e.state) && fuzz_utf8_valid(e.reason) && fuzz_utf8_valid(e.worker),
+                   "a field was cut inside a UTF-8 sequence (source '%s', state '%s', worker '%s', reason '%s')", e.source, e.state,
+                   e.worker, e.reason);
     char *enc = msg_event_encode(&e);
     if (enc || !fuzz_known("utf8-truncation")) {
         FUZZ_CHECK(enc != NULL, "a decoded event cannot be encoded again");

@@ -22,8 +22,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static int known_type(const char *t)
 {
-    return strcmp(t, "placement") == 0 || strcmp(t, "training") == 0 || strcmp(t, "inference") == 0 ||
-           strcmp(t, "federated") == 0;
+    return strcmp(t, "placement") == 0 || strcmp(t, "training") == 0 || strcmp(t, "inference") == 0 || strcmp(t, "federated") == 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,13 +1,15 @@
 #include "common/msg.h"
+#include "common/utf8.h"
 #include "common/clock.h"
 #include "common/ids.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 static void copy_str(char *dst, size_t len, const char *src)
 {
-    snprintf(dst, len, "%s", src ? src : "");
+    utf8_copy(dst, len, src); /* a field cut to its buffer stays valid UTF-8 */
 }
 
 char *msg_task_encode(const task_msg *t)
@@ -60,8 +62,15 @@ void msg_event_init(event_msg *e, const char *job_id, const char *source)
     e->progress = -1;
 }
 
-char *msg_event_encode(const event_msg *e)
+char *msg_event_encode(const event_msg *in)
 {
+    /* text written with snprintf into fixed buffers may end inside a character */
+    event_msg copy = *in, *e = &copy;
+    utf8_trim(copy.source);
+    utf8_trim(copy.state);
+    utf8_trim(copy.reason);
+    utf8_trim(copy.worker);
+    if (!isfinite(copy.progress)) copy.progress = -1;
     json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:f, s:O}", "id", e->id, "job_id", e->job_id, "ts",
                           (json_int_t)e->ts, "source", e->source, "state", e->state, "reason", e->reason, "worker", e->worker,
                           "progress", e->progress, "result", e->result ? e->result : json_null());

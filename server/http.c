@@ -1,6 +1,7 @@
 #include "server/http.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "server/metrics.h"
 #include "server/ratelimit.h"
 
@@ -100,8 +101,10 @@ void http_error(http_ctx *c, gerr e, const char *field, const char *fmt, ...)
     } else {
         snprintf(msg, sizeof(msg), "%s", gerr_message(e));
     }
-    json_t *err = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", gerr_code(e), "message", msg, "field",
-                            field ? json_string(field) : json_null());
+    char fld[512];
+    utf8_copy(fld, sizeof(fld), field);
+    json_t *err = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", gerr_code(e), "message", utf8_trim(msg), "field",
+                            field ? json_string(fld) : json_null());
     http_reply_json(c, gerr_status(e), err);
 }
 

@@ -1,5 +1,6 @@
 #include "server/spec.h"
 #include "common/jobstate.h"
+#include "common/utf8.h"
 #include "workers/place/place.h"
 
 #include <stdio.h>
@@ -14,7 +15,7 @@ static int fail(char *field, size_t flen, char *msg, size_t mlen, const char *f,
     return -1;
 }
 
-int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char *msg, size_t mlen)
+static int validate(json_t *body, job_new *out, char *field, size_t flen, char *msg, size_t mlen)
 {
     static const char *const known[] = {"type", "name", "priority", "preemptible", "spec"};
     const char *key;
@@ -61,4 +62,14 @@ int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char
     snprintf(field, flen, "type");
     snprintf(msg, mlen, "job type '%s' is not available in this version of gantry yet (placement is)", out->type);
     return -1;
+}
+
+int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char *msg, size_t mlen)
+{
+    int rc = validate(body, out, field, flen, msg, mlen);
+    if (rc != 0) { /* names copied from the body may have been cut inside a character */
+        utf8_trim(field);
+        utf8_trim(msg);
+    }
+    return rc;
 }

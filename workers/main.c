@@ -112,6 +112,13 @@ static void *heartbeat_thread(void *arg)
 static void publish(rs_conn *r, const event_msg *e)
 {
     char *s = msg_event_encode(e);
+    if (!s) { /* never drop a state change: fall back to a plain reason */
+        event_msg plain = *e;
+        snprintf(plain.reason, sizeof(plain.reason), "(the reason could not be encoded)");
+        plain.result = NULL;
+        s = msg_event_encode(&plain);
+        log_error("event for %s could not be encoded; sent without its reason/result", e->job_id);
+    }
     if (!s) return;
     for (int attempt = 0;; attempt++) {
         redisReply *rep = rs_command(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s);
@@ -319,7 +326,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     /* a previous process with this id may have died holding tasks: they go back first */
-    while (!stopping && requeue_worker_tasks(&hb, worker_id, max_attempts, "worker restarted") < 0) usleep(200000);
+    while (!stopping && requeue_worker_tasks(&hb, worker_id, max_attempts, "worker restarted") < 0)
+        usleep(200000);
     pthread_t thread;
     pthread_create(&thread, NULL, heartbeat_thread, &hb);
     log_info("worker %s (%s) started; redis %s", worker_id, OPT("kind"), OPT("redis"));

@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(rc == 0 || rc == -1, "place_spec_validate returned %d", rc);
     if (rc < 0) {
         FUZZ_CHECK(field[0] != '\0' && msg[0] != '\0', "refused without a field or message");
-        if (!fuzz_known("utf8-error-text"))
+        if (!fuzz_known("place-utf8-error-text"))
             FUZZ_CHECK(fuzz_utf8_valid(field) && fuzz_utf8_valid(msg), "error text is not UTF-8: field '%s', msg '%s'", field, msg);
         json_t *r = place_solve(spec, err, sizeof err); /* stops at the same validation */
         FUZZ_CHECK(r == NULL, "place_solve accepted a spec place_spec_validate refuses (%s: %s)", field, msg);
@@ -106,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             json_decref(r);
         } else {
             FUZZ_CHECK(err[0] != '\0', "place_solve failed without a message");
-            if (!fuzz_known("utf8-error-text")) FUZZ_CHECK(fuzz_utf8_valid(err), "error text is not UTF-8: '%s'", err);
+            if (!fuzz_known("place-utf8-error-text")) FUZZ_CHECK(fuzz_utf8_valid(err), "error text is not UTF-8: '%s'", err);
         }
     }
     if (spec != in) json_decref(spec);

@@ -709,6 +709,7 @@ int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_p
         snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); list-scheduled m-TOPO's placement instead", first);
         rc = RUN_OK;
     }
+    if (rc == RUN_STUCK) snprintf(reason, reason_len, "%s", first); /* later passes are skewed by the pins */
     return rc == RUN_OK ? 0 : -1;
 }
 

@@ -1,18 +1,22 @@
 /* place.c - the algorithm table, spec validation and the solver.
  *
  * Algorithms are rows of ALGOS (name -> function); validation, "all", the
- * CLI's --help and the docs all read this one table.  The solver runs every
- * requested algorithm, always adds the single-device plan when it fits (a
- * split plan is only worth its transfers when it beats one device), replays
- * every plan in the simulator, and returns the feasible plan with the lowest
- * simulated makespan (ties: the first in request order). */
+ * CLI's --help and the docs all read this one table.  The solver builds the
+ * view the algorithms see (co-placement and fusion when asked, view.h),
+ * runs every requested algorithm on it, always adds the single-device and
+ * m-TOPO plans (a split plan is only worth its transfers when it beats one
+ * device, and a list scheduler is not always faster than filling devices in
+ * order), replays every plan in the simulator, and returns the feasible
+ * plan with the lowest simulated makespan (ties: the first in request
+ * order), with its schedule.  A spec with "strategy" instead of "graph" is
+ * an AMP strategy search (amp.h). */
 #include "workers/place/place.h"
 
 #include "common/clock.h"
-#include "workers/place/algo.h"
-#include "workers/place/sim.h"
+#include "workers/place/amp.h"
+#include "workers/place/levels.h"
+#include "workers/place/solve.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +25,14 @@
 typedef struct algo_entry {
     const char *name;
     place_algo_fn run;
+    int always; /* weighed even when not requested (shown only when feasible) */
 } algo_entry;
 
 static const algo_entry ALGOS[] = {
-    {"m-topo", place_algo_topo},
-    {"m-etf", place_algo_etf},
-    {"m-sct", place_algo_sct},
-    {"single", place_algo_single},
+    {"m-topo", place_algo_topo, 1},
+    {"m-etf", place_algo_etf, 0},
+    {"m-sct", place_algo_sct, 0},
+    {"single", place_algo_single, 1},
 };
 
 #define N_ALGOS ((int)(sizeof ALGOS / sizeof ALGOS[0]))
@@ -117,33 +122,48 @@ static int parse_algorithms(verr *e, const json_t *spec, int *sel, int *n_sel)
     return 0;
 }
 
-static int check_bool(verr *e, const json_t *spec, const char *key)
+static int read_bool(verr *e, const json_t *spec, const char *key, int *out)
 {
     char field[32];
     const json_t *v = json_object_get(spec, key);
     snprintf(field, sizeof field, "spec.%s", key);
     if (v && !json_is_boolean(v) && !json_is_null(v)) return vfail(e, field, "must be a boolean");
+    *out = json_is_true(v);
     return 0;
 }
 
-/* Everything but the graph's contents. */
-static int check_options(verr *e, const json_t *spec, int *sel, int *n_sel)
+typedef struct options {
+    int sel[N_ALGOS], n_sel;
+    int fuse, coplace;
+    const json_t *graph, *strategy;
+} options;
+
+/* Everything but the graph's (or strategy's) contents. */
+static int check_options(verr *e, const json_t *spec, options *o)
 {
     if (!json_is_object(spec)) return vfail(e, "spec", "must be an object");
-    const json_t *graph = json_object_get(spec, "graph");
-    if (!graph) return vfail(e, "spec.graph", "is required");
-    if (!json_is_object(graph)) return vfail(e, "spec.graph", "must be an object");
-    if (parse_algorithms(e, spec, sel, n_sel) < 0) return -1;
-    if (check_bool(e, spec, "fuse") < 0) return -1;
-    return check_bool(e, spec, "coplace");
+    o->graph = json_object_get(spec, "graph");
+    o->strategy = json_object_get(spec, "strategy");
+    if (o->graph && o->strategy) return vfail(e, "spec.strategy", "give either a graph or a strategy search, not both");
+    if (o->strategy) return json_is_object(o->strategy) ? 0 : vfail(e, "spec.strategy", "must be an object");
+    if (!o->graph) return vfail(e, "spec.graph", "is required (or spec.strategy for a parallel strategy search)");
+    if (!json_is_object(o->graph)) return vfail(e, "spec.graph", "must be an object");
+    if (parse_algorithms(e, spec, o->sel, &o->n_sel) < 0) return -1;
+    if (read_bool(e, spec, "fuse", &o->fuse) < 0) return -1;
+    return read_bool(e, spec, "coplace", &o->coplace);
 }
 
 int place_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len)
 {
     verr e = {field, field_len, msg, msg_len};
-    int sel[N_ALGOS], n_sel;
-    if (check_options(&e, spec, sel, &n_sel) < 0) return -1;
-    place_graph *g = place_graph_parse(json_object_get(spec, "graph"), "spec.graph", field, field_len, msg, msg_len);
+    options o;
+    if (check_options(&e, spec, &o) < 0) return -1;
+    if (o.strategy) {
+        amp_problem *p = amp_problem_parse(o.strategy, "spec.strategy", field, field_len, msg, msg_len);
+        amp_problem_free(p);
+        return p ? 0 : -1;
+    }
+    place_graph *g = place_graph_parse(o.graph, "spec.graph", field, field_len, msg, msg_len);
     if (!g) return -1;
     place_graph_free(g);
     return 0;
@@ -151,22 +171,10 @@ int place_spec_validate(const json_t *spec, char *field, size_t field_len, char 
 
 /* ---- candidates ---- */
 
-typedef struct candidate {
-    const algo_entry *algo;
-    int requested; /* 0: the solver added it (single), shown only when feasible */
-    int simulated; /* sim holds a replay */
-    int feasible;
-    double placement_ms, simulation_ms;
-    char reason[384];
-    place_plan *plan;
-    place_sim_result sim;
-} candidate;
-
-static void run_candidate(const place_graph *g, const algo_entry *algo, int requested, candidate *c)
+static void run_candidate(const place_view *v, const algo_entry *algo, int requested, place_candidate *c)
 {
-    memset(c, 0, sizeof *c);
-    c->algo = algo;
-    c->requested = requested;
+    const place_graph *g = place_view_graph(v);
+    *c = (place_candidate){.name = algo->name, .requested = requested, .unfused_makespan_us = -1};
     c->plan = place_plan_new(g->n_ops);
     if (!c->plan) {
         snprintf(c->reason, sizeof c->reason, "out of memory");
@@ -184,121 +192,80 @@ static void run_candidate(const place_graph *g, const algo_entry *algo, int requ
         snprintf(c->reason, sizeof c->reason, "simulation: %s", c->sim.reason);
         return;
     }
+    if (!(c->expanded = place_view_expand(v, c->plan))) {
+        snprintf(c->reason, sizeof c->reason, "out of memory");
+        return;
+    }
+    if (v->of) { /* fused: the user's ops must also run within memory, op by op */
+        place_sim_result r;
+        rc = place_simulate(v->orig, c->expanded, &r);
+        c->unfused_makespan_us = r.makespan_us;
+        if (rc < 0 || !r.feasible) snprintf(c->reason, sizeof c->reason, "replay of the unfused ops: %s", r.reason);
+        place_sim_result_clear(&r);
+        if (rc < 0 || c->reason[0]) return;
+    }
     c->feasible = 1;
 }
 
-static void candidate_clear(candidate *c)
+static void candidate_clear(place_candidate *c)
 {
     place_plan_free(c->plan);
+    place_plan_free(c->expanded);
     if (c->simulated) place_sim_result_clear(&c->sim);
 }
 
-/* The reason to give when nothing is feasible: a placement algorithm's
- * (it names the op and the missing bytes) before the single-device one. */
-static const candidate *clearest_failure(const candidate *c, int n)
+/* The reason to give when nothing is feasible: a requested placement
+ * algorithm's (it names the op and the missing bytes) before single's. */
+static const place_candidate *clearest_failure(const place_candidate *c, int n)
 {
     for (int i = 0; i < n; i++)
-        if (c[i].requested && strcmp(c[i].algo->name, SINGLE_ALGO) != 0) return &c[i];
+        if (c[i].requested && strcmp(c[i].name, SINGLE_ALGO) != 0) return &c[i];
     return &c[0];
-}
-
-/* ---- result JSON ---- */
-
-/* Microseconds and milliseconds to three decimals: enough, and short. */
-static json_t *jreal(double x)
-{
-    return json_real(round(x * 1000.0) / 1000.0);
-}
-
-static json_t *candidate_json(const place_graph *g, const candidate *c)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "algorithm", json_string(c->algo->name));
-    json_object_set_new(o, "feasible", json_boolean(c->feasible));
-    json_object_set_new(o, "placement_ms", jreal(c->placement_ms));
-    if (c->simulated) {
-        json_t *peak = json_array(), *busy = json_array();
-        for (int d = 0; d < g->n_devices; d++) {
-            json_array_append_new(peak, json_integer(c->sim.peak_bytes[d]));
-            json_array_append_new(busy, jreal(c->sim.busy_us[d]));
-        }
-        json_object_set_new(o, "simulation_ms", jreal(c->simulation_ms));
-        json_object_set_new(o, "makespan_us", jreal(c->sim.makespan_us));
-        json_object_set_new(o, "peak_bytes", peak);
-        json_object_set_new(o, "busy_us", busy);
-        json_object_set_new(o, "transfers", json_integer(c->sim.transfers));
-        json_object_set_new(o, "transfer_bytes", json_integer(c->sim.transfer_bytes));
-    }
-    if (!c->feasible) json_object_set_new(o, "reason", json_string(c->reason));
-    return o;
-}
-
-static json_t *plan_json(const place_graph *g, const candidate *c)
-{
-    json_t *devices = json_array(), *placement = json_object();
-    for (int d = 0; d < g->n_devices; d++) {
-        json_t *o = json_object();
-        json_object_set_new(o, "name", json_string(g->devices[d].name));
-        json_object_set_new(o, "memory_bytes", json_integer(g->devices[d].memory_bytes));
-        json_object_set_new(o, "peak_bytes", json_integer(c->sim.peak_bytes[d]));
-        json_object_set_new(o, "busy_us", jreal(c->sim.busy_us[d]));
-        json_object_set_new(o, "ops", json_integer(c->sim.ops[d]));
-        json_array_append_new(devices, o);
-    }
-    for (int i = 0; i < g->n_ops; i++)
-        json_object_set_new(placement, g->ops[i].name, json_string(g->devices[c->plan->device[i]].name));
-    json_t *plan = json_object();
-    json_object_set_new(plan, "algorithm", json_string(c->algo->name));
-    json_object_set_new(plan, "devices", devices);
-    json_object_set_new(plan, "placement", placement);
-    return plan;
-}
-
-static json_t *result_json(const place_graph *g, const candidate *c, int n, const candidate *best)
-{
-    json_t *cands = json_array();
-    for (int i = 0; i < n; i++)
-        if (c[i].requested || c[i].feasible) json_array_append_new(cands, candidate_json(g, &c[i]));
-    int used = 0;
-    for (int d = 0; d < g->n_devices; d++)
-        used += best->sim.ops[d] > 0;
-    json_t *metrics = json_object();
-    json_object_set_new(metrics, "makespan_us", jreal(best->sim.makespan_us));
-    json_object_set_new(metrics, "ops", json_integer(g->n_ops));
-    json_object_set_new(metrics, "devices", json_integer(g->n_devices));
-    json_object_set_new(metrics, "devices_used", json_integer(used));
-    json_t *r = json_object();
-    json_object_set_new(r, "best", json_string(best->algo->name));
-    json_object_set_new(r, "candidates", cands);
-    json_object_set_new(r, "plan", plan_json(g, best));
-    json_object_set_new(r, "metrics", metrics);
-    return r;
 }
 
 /* ---- solve ---- */
 
-static json_t *solve(const place_graph *g, const int *sel, int n_sel, char *err, size_t err_len)
+static const place_candidate *pick_best(const place_candidate *c, int n)
 {
-    candidate c[N_ALGOS + 1];
-    int n = 0, single = algo_find(SINGLE_ALGO), have_single = 0;
-    for (int k = 0; k < n_sel; k++) {
-        run_candidate(g, &ALGOS[sel[k]], 1, &c[n++]);
-        have_single |= sel[k] == single;
-    }
-    if (!have_single) run_candidate(g, &ALGOS[single], 0, &c[n++]);
-    const candidate *best = NULL;
+    const place_candidate *best = NULL;
     for (int i = 0; i < n; i++)
         if (c[i].feasible && (!best || c[i].sim.makespan_us < best->sim.makespan_us)) best = &c[i];
-    json_t *r = NULL;
-    if (best) {
-        r = result_json(g, c, n, best);
-        if (!r) snprintf(err, err_len, "out of memory");
-    } else {
-        const candidate *f = clearest_failure(c, n);
-        snprintf(err, err_len, "no feasible placement; %s: %s", f->algo->name, f->reason);
+    return best;
+}
+
+static json_t *answer(const place_view *v, place_candidate *c, int n, char *err, size_t err_len)
+{
+    const place_candidate *best = pick_best(c, n);
+    if (!best) {
+        const place_candidate *f = clearest_failure(c, n);
+        snprintf(err, err_len, "no feasible placement; %s: %s", f->name, f->reason);
+        return NULL;
     }
+    place_sim_result trace = {0};
+    int traced = v->orig->n_ops <= PLACE_SCHEDULE_MAX_OPS &&
+                 place_simulate_ex(place_view_graph(v), best->plan, &trace, PLACE_SIM_MEMORY) == 0 && trace.feasible;
+    json_t *r = place_result_json(v, c, n, best, traced ? &trace : NULL, place_lower_bound_us(v->orig));
+    place_sim_result_clear(&trace);
+    if (!r) snprintf(err, err_len, "out of memory");
+    return r;
+}
+
+static json_t *solve(const place_graph *g, const options *o, char *err, size_t err_len)
+{
+    place_view v;
+    if (place_view_build(g, o->coplace, o->fuse, &v, err, err_len) < 0) return NULL;
+    place_candidate c[N_ALGOS];
+    int n = 0, chosen[N_ALGOS] = {0};
+    for (int k = 0; k < o->n_sel; k++) {
+        run_candidate(&v, &ALGOS[o->sel[k]], 1, &c[n++]);
+        chosen[o->sel[k]] = 1;
+    }
+    for (int k = 0; k < N_ALGOS; k++)
+        if (ALGOS[k].always && !chosen[k]) run_candidate(&v, &ALGOS[k], 0, &c[n++]);
+    json_t *r = answer(&v, c, n, err, err_len);
     for (int i = 0; i < n; i++)
         candidate_clear(&c[i]);
+    place_view_clear(&v);
     return r;
 }
 
@@ -306,17 +273,18 @@ json_t *place_solve(const json_t *spec, char *err, size_t err_len)
 {
     char field[160], msg[320];
     verr e = {field, sizeof field, msg, sizeof msg};
-    int sel[N_ALGOS], n_sel;
-    if (check_options(&e, spec, sel, &n_sel) < 0) {
+    options o;
+    if (check_options(&e, spec, &o) < 0) {
         snprintf(err, err_len, "%s: %s", field, msg);
         return NULL;
     }
-    place_graph *g = place_graph_parse(json_object_get(spec, "graph"), "spec.graph", field, sizeof field, msg, sizeof msg);
+    if (o.strategy) return amp_solve(o.strategy, "spec.strategy", err, err_len);
+    place_graph *g = place_graph_parse(o.graph, "spec.graph", field, sizeof field, msg, sizeof msg);
     if (!g) {
         snprintf(err, err_len, "%s: %s", field, msg);
         return NULL;
     }
-    json_t *r = solve(g, sel, n_sel, err, err_len);
+    json_t *r = solve(g, &o, err, err_len);
     place_graph_free(g);
     return r;
 }

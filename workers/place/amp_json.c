@@ -1,0 +1,238 @@
+/* amp_json.c - the strategy search's input and output as JSON.
+ *
+ * Input (spec.strategy, or the file given to gantry-place --strategy):
+ *   {"layers": [{"name", "forward_ms", "params", "activation_bytes"}],
+ *    "cluster": {"nodes", "gpus_per_node", "intra_bw_gbps", "inter_bw_gbps",
+ *                "gpu_speed": [one per GPU] or one number},
+ *    "global_batch": 512, "top_k": 10, "bytes_per_param": 2}
+ * Errors name the JSON path of the bad field, like graph errors do. */
+#include "workers/place/amp.h"
+
+#include "common/clock.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct aerr {
+    const char *prefix;
+    char *field;
+    size_t field_len;
+    char *msg;
+    size_t msg_len;
+} aerr;
+
+static int fail(aerr *e, const char *suffix, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(aerr *e, const char *suffix, const char *fmt, ...)
+{
+    if (e->field && e->field_len) snprintf(e->field, e->field_len, "%s%s", e->prefix, suffix);
+    if (e->msg && e->msg_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, e->msg_len, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* A finite number >= 0 (> 0 when positive); `def` < 0 means required. */
+static int read_num(aerr *e, const json_t *obj, const char *key, const char *where, double def, int positive, double *out)
+{
+    char suffix[96];
+    snprintf(suffix, sizeof suffix, "%s.%s", where, key);
+    const json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        if (def < 0) return fail(e, suffix, "is required");
+        *out = def;
+        return 0;
+    }
+    double d = json_is_number(v) ? json_number_value(v) : -1;
+    if (!isfinite(d) || d < 0 || (positive && d == 0))
+        return fail(e, suffix, "must be a %s number", positive ? "positive" : "non-negative");
+    *out = d;
+    return 0;
+}
+
+static int read_int(aerr *e, const json_t *obj, const char *key, const char *where, int def, int max, int *out)
+{
+    char suffix[96];
+    snprintf(suffix, sizeof suffix, "%s.%s", where, key);
+    const json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        if (def < 0) return fail(e, suffix, "is required");
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
+        return fail(e, suffix, "must be an integer from 1 to %d", max);
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+static int parse_layer(aerr *e, amp_problem *p, const json_t *o, int i)
+{
+    char where[48], suffix[64];
+    snprintf(where, sizeof where, ".layers[%d]", i);
+    if (!json_is_object(o)) return fail(e, where, "must be an object");
+    amp_layer *l = &p->layers[i];
+    const json_t *name = json_object_get(o, "name");
+    snprintf(suffix, sizeof suffix, "%s.name", where);
+    if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 255)
+        return fail(e, suffix, "must be a non-empty string shorter than 256 bytes");
+    if (!(l->name = strdup(json_string_value(name)))) return fail(e, suffix, "out of memory");
+    p->n_layers = i + 1;
+    if (read_num(e, o, "forward_ms", where, -1, 0, &l->forward_ms) < 0) return -1;
+    if (read_num(e, o, "params", where, 0, 0, &l->params) < 0) return -1;
+    return read_num(e, o, "activation_bytes", where, 0, 0, &l->activation_bytes);
+}
+
+static int parse_layers(aerr *e, amp_problem *p, const json_t *j)
+{
+    const json_t *a = json_object_get(j, "layers");
+    if (!a) return fail(e, ".layers", "is required");
+    if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > AMP_MAX_LAYERS)
+        return fail(e, ".layers", "must be an array of 1 to %d layers", AMP_MAX_LAYERS);
+    p->layers = calloc(json_array_size(a), sizeof *p->layers);
+    if (!p->layers) return fail(e, ".layers", "out of memory");
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (parse_layer(e, p, json_array_get(a, i), (int)i) < 0) return -1;
+    return 0;
+}
+
+static int parse_speeds(aerr *e, amp_problem *p, const json_t *c)
+{
+    int G = p->nodes * p->gpus_per_node;
+    const json_t *v = json_object_get(c, "gpu_speed");
+    if (!(p->gpu_speed = malloc((size_t)G * sizeof *p->gpu_speed))) return fail(e, ".cluster.gpu_speed", "out of memory");
+    if (!v || json_is_number(v)) {
+        double s;
+        if (read_num(e, c, "gpu_speed", ".cluster", 1.0, 1, &s) < 0) return -1;
+        for (int r = 0; r < G; r++)
+            p->gpu_speed[r] = s;
+        return 0;
+    }
+    if (!json_is_array(v) || json_array_size(v) != (size_t)G)
+        return fail(e, ".cluster.gpu_speed", "must be a positive number or an array of %d (nodes x gpus_per_node) numbers", G);
+    for (int r = 0; r < G; r++) {
+        double s = json_is_number(json_array_get(v, (size_t)r)) ? json_number_value(json_array_get(v, (size_t)r)) : -1;
+        if (!isfinite(s) || s <= 0) return fail(e, ".cluster.gpu_speed", "entry %d must be a positive number", r);
+        p->gpu_speed[r] = s;
+    }
+    return 0;
+}
+
+static int parse_cluster(aerr *e, amp_problem *p, const json_t *j)
+{
+    const json_t *c = json_object_get(j, "cluster");
+    if (!c) return fail(e, ".cluster", "is required");
+    if (!json_is_object(c)) return fail(e, ".cluster", "must be an object");
+    if (read_int(e, c, "nodes", ".cluster", -1, AMP_MAX_GPUS, &p->nodes) < 0) return -1;
+    if (read_int(e, c, "gpus_per_node", ".cluster", -1, AMP_MAX_GPUS, &p->gpus_per_node) < 0) return -1;
+    if (p->nodes * p->gpus_per_node > AMP_MAX_GPUS) return fail(e, ".cluster", "at most %d GPUs in all", AMP_MAX_GPUS);
+    if (read_num(e, c, "intra_bw_gbps", ".cluster", -1, 1, &p->intra_gbps) < 0) return -1;
+    if (read_num(e, c, "inter_bw_gbps", ".cluster", p->nodes > 1 ? -1 : p->intra_gbps, 1, &p->inter_gbps) < 0) return -1;
+    return parse_speeds(e, p, c);
+}
+
+amp_problem *amp_problem_parse(const json_t *j, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len)
+{
+    aerr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
+    if (!json_is_object(j)) return fail(&e, "", "must be an object"), NULL;
+    amp_problem *p = calloc(1, sizeof *p);
+    if (!p) return fail(&e, "", "out of memory"), NULL;
+    int rc = parse_layers(&e, p, j);
+    if (rc == 0) rc = parse_cluster(&e, p, j);
+    if (rc == 0) rc = read_int(&e, j, "global_batch", "", -1, AMP_MAX_BATCH, &p->global_batch);
+    if (rc == 0) rc = read_int(&e, j, "top_k", "", AMP_DEFAULT_TOP_K, 100, &p->top_k);
+    if (rc == 0) rc = read_num(&e, j, "bytes_per_param", "", AMP_DEFAULT_BYTES_PER_PARAM, 1, &p->bytes_per_param);
+    if (rc == 0) return p;
+    amp_problem_free(p);
+    return NULL;
+}
+
+void amp_problem_free(amp_problem *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->n_layers; i++)
+        free(p->layers[i].name);
+    free(p->layers);
+    free(p->gpu_speed);
+    free(p);
+}
+
+/* ---- result ---- */
+
+static json_t *ms(double x)
+{
+    return json_real(round(x * 1000.0) / 1000.0);
+}
+
+static json_t *stages_json(const amp_problem *p, const amp_strategy *s)
+{
+    json_t *a = json_array();
+    for (int k = 0; k < s->pp; k++) {
+        int end = k + 1 < s->pp ? s->first[k + 1] : p->n_layers;
+        json_array_append_new(a, json_pack("{s:s,s:s,s:i,s:o,s:f}", "first_layer", p->layers[s->first[k]].name, "last_layer",
+                                           p->layers[end - 1].name, "layers", end - s->first[k], "time_ms", ms(s->stage_ms[k]),
+                                           "speed", s->speed[k]));
+    }
+    return a;
+}
+
+static void label(const amp_strategy *s, char *buf, size_t len)
+{
+    snprintf(buf, len, "mp%d-dp%d-pp%d-mbs%d", s->mp, s->dp, s->pp, s->mbs);
+}
+
+static json_t *strategy_json(const amp_problem *p, const amp_strategy *s)
+{
+    char name[64];
+    label(s, name, sizeof name);
+    json_t *cuts = json_array();
+    for (int k = 1; k < s->pp; k++)
+        json_array_append_new(cuts, json_integer(s->first[k]));
+    json_t *o =
+        json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:o,s:o,s:o,s:o,s:o}", "name", name, "mp", s->mp, "dp", s->dp, "pp", s->pp,
+                  "micro_batch_size", s->mbs, "micro_batches", s->micro_batches, "iteration_ms", ms(s->iteration_ms), "pipeline_ms",
+                  ms(s->pipeline_ms), "allreduce_ms", ms(s->allreduce_ms), "cuts", cuts, "stages", stages_json(p, s));
+    if (!s->exact) json_object_set_new(o, "exact", json_false());
+    return o;
+}
+
+json_t *amp_solve(const json_t *strategy, const char *prefix, char *err, size_t err_len)
+{
+    char field[160], msg[320];
+    amp_problem *p = amp_problem_parse(strategy, prefix, field, sizeof field, msg, sizeof msg);
+    if (!p) {
+        snprintf(err, err_len, "%s: %s", field, msg);
+        return NULL;
+    }
+    amp_strategy *s = NULL;
+    int evaluated;
+    int64_t start = clock_mono_us();
+    int n = amp_search(p, &s, &evaluated);
+    double search_ms = (double)(clock_mono_us() - start) / 1000.0;
+    json_t *r = NULL;
+    if (n < 0)
+        snprintf(err, err_len, "out of memory");
+    else if (n == 0)
+        snprintf(err, err_len,
+                 "%s: no strategy fits: global_batch %d is not divisible by any data-parallel degree, or there are fewer layers "
+                 "than pipeline stages",
+                 prefix, p->global_batch);
+    else {
+        json_t *list = json_array();
+        for (int i = 0; i < n; i++)
+            json_array_append_new(list, strategy_json(p, &s[i]));
+        char best[64];
+        label(&s[0], best, sizeof best);
+        r = json_pack("{s:s,s:o,s:{s:o,s:i,s:i,s:o}}", "best", best, "strategies", list, "metrics", "iteration_ms",
+                      ms(s[0].iteration_ms), "gpus", p->nodes * p->gpus_per_node, "evaluated", evaluated, "search_ms",
+                      ms(search_ms));
+    }
+    amp_strategies_free(s, n > 0 ? n : 0);
+    amp_problem_free(p);
+    return r;
+}

@@ -69,6 +69,11 @@ def test_status_codes():
         err(s.post("/v1/tenants", ADMIN, {"name": "codes"}), 409, "name")
         err(s.post("/v1/tenants", ADMIN, {"name": "bad name!"}), 400, "name")
         err(s.post(f"/v1/tenants/{tid}/tokens", ADMIN, {"role": "root"}), 400, "role")
+        # the dashboard comes with a strict CSP and no inline script
+        page = s.get("/")
+        assert page.status == 200 and "script-src 'self'" in page.headers["content-security-policy"], page.headers
+        assert page.headers["x-content-type-options"] == "nosniff"
+        assert "<script>" not in page.raw and "onclick=" not in page.raw
         # probes need no token
         assert s.get("/healthz").status == 200 and s.get("/readyz").status == 200
         metrics = s.get("/metrics")

@@ -372,7 +372,21 @@ static void test_single_picks_fastest_fitting_device(void **state)
                  "'devices':[{'name':'d0','memory_bytes':120},{'name':'d1','memory_bytes':90}]}");
     p = place_plan_new(g->n_ops);
     assert_int_equal(place_algo_single(g, p, reason, sizeof reason), -1);
-    assert_string_equal(reason, "all 2 ops need 150 bytes but the largest device 'd0' has 120 bytes (missing 30 bytes)");
+    assert_string_equal(reason,
+                        "all 2 ops peak at 150 bytes on one device but the largest device 'd0' has 120 bytes (missing 30 bytes)");
+    place_plan_free(p);
+    place_graph_free(g);
+
+    /* a -> b -> c, 100-byte outputs: charged all at once they need 300
+     * bytes, but one device frees a's output once b ran: the peak is 200
+     * (b running with a's output and its own), and the 250-byte device
+     * holds the whole chain */
+    g = parse_ok("{'ops':[{'name':'a','compute_us':1,'output_bytes':[100]},{'name':'b','compute_us':1,'output_bytes':[100]},"
+                 "{'name':'c','compute_us':1,'output_bytes':[100]}],'edges':[{'src':'a','dst':'b'},{'src':'b','dst':'c'}],"
+                 "'devices':[{'name':'d0','memory_bytes':250}]}");
+    p = place_plan_new(g->n_ops);
+    assert_int_equal(place_algo_single(g, p, reason, sizeof reason), 0);
+    assert_int_equal(p->device[2], 0);
     place_plan_free(p);
     place_graph_free(g);
 }

@@ -3,8 +3,9 @@
  * An algorithm reads a validated graph and fills a plan (every op's device
  * and the execution order).  It returns 0, or -1 when it finds no plan
  * within the devices' memory, with a reason naming the op that does not fit
- * and the bytes missing.  Algorithms are pure: no I/O, no globals, no
- * simulation (the solver simulates every plan afterwards).  place.c lists
+ * and the bytes missing.  Algorithms are pure: no I/O, no globals (the
+ * solver simulates every plan afterwards; only the single-device candidate
+ * replays its own plan to check memory, see single.c).  place.c lists
  * them in its algorithm table; adding m-ETF, m-SCT or AMP search means one
  * more file and one more row there. */
 #ifndef GANTRY_PLACE_ALGO_H

@@ -205,6 +205,7 @@ def main():
     ap.add_argument("--blocks", type=int, default=4)
     ap.add_argument("--devices", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--memory", type=int, default=None, help="bytes per device (default: sized for the kind, see above)")
     ap.add_argument("--job", action="store_true", help="wrap in a placement job file")
     ap.add_argument("--name", default=None, help="job name (with --job)")
     a = ap.parse_args()
@@ -217,9 +218,13 @@ def main():
         g = inception(ops, a.devices)
     else:
         g = gnmt(ops, a.devices)
+    if a.memory:
+        for d in g["devices"]:
+            d["memory_bytes"] = a.memory
     if a.job:
         name = a.name or ("%s-%d-ops" % (a.kind, len(g["ops"])))
-        head = '{"type": "placement", "name": %s,\n "spec": {"algorithms": ["m-topo"],\n  "graph": ' % json.dumps(name)
+        head = ('{"type": "placement", "name": %s,\n "spec": {"algorithms": ["m-topo", "m-etf", "m-sct"], "coplace": true, '
+                '"fuse": true,\n  "graph": ' % json.dumps(name))
         sys.stdout.write(head + readable(g, "  ") + "}}\n")
     elif len(g["ops"]) > 100:
         json.dump(g, sys.stdout, separators=(",", ":"))

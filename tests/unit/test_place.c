@@ -272,6 +272,42 @@ static void test_topo_fills_devices_in_order(void **state)
     place_graph_free(g);
 }
 
+static void test_topo_frees_outputs_after_last_consumer(void **state)
+{
+    (void)state;
+    /* a -> b -> c -> d with 100-byte outputs on 250-byte devices.  Each
+     * output is read only by the next op on the same device, so it is
+     * freed after that op: the bound peaks at 200 (an op running with its
+     * input and its own output) and m-TOPO keeps the chain on d0 (charging
+     * every output for the whole step would need 400).  d's output, read
+     * by nobody, stays to the end. */
+    place_graph *g =
+        parse_ok("{'ops':[{'name':'a','compute_us':1,'output_bytes':[100]},{'name':'b','compute_us':1,'output_bytes':[100]},"
+                 "{'name':'c','compute_us':1,'output_bytes':[100]},{'name':'d','compute_us':1,'output_bytes':[100]}],"
+                 "'edges':[{'src':'a','dst':'b'},{'src':'b','dst':'c'},{'src':'c','dst':'d'}],"
+                 "'devices':[{'name':'d0','memory_bytes':250},{'name':'d1','memory_bytes':250}]}");
+    place_plan *p = place_plan_new(g->n_ops);
+    char reason[256];
+    assert_int_equal(place_algo_topo(g, p, reason, sizeof reason), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(p->device[i], 0);
+    place_sim_result r;
+    assert_int_equal(place_simulate(g, p, &r), 0);
+    assert_true(r.feasible);
+    assert_int_equal(r.peak_bytes[0], 200);
+    place_sim_result_clear(&r);
+    place_plan_free(p);
+
+    /* 150-byte devices: b fits neither on d0 (running with a's output and
+     * its own: 200) nor on d1 (a's received copy and its own output: 200) */
+    g->devices[0].memory_bytes = g->devices[1].memory_bytes = 150;
+    p = place_plan_new(g->n_ops);
+    assert_int_equal(place_algo_topo(g, p, reason, sizeof reason), -1);
+    assert_non_null(strstr(reason, "missing"));
+    place_plan_free(p);
+    place_graph_free(g);
+}
+
 static void test_topo_charges_received_tensors(void **state)
 {
     (void)state;
@@ -712,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_device_limit),
         cmocka_unit_test(test_topo_fills_devices_in_order),
         cmocka_unit_test(test_topo_charges_received_tensors),
+        cmocka_unit_test(test_topo_frees_outputs_after_last_consumer),
         cmocka_unit_test(test_topo_keeps_groups_together),
         cmocka_unit_test(test_topo_group_too_big_names_group),
         cmocka_unit_test(test_infeasible_names_op_and_missing_bytes),

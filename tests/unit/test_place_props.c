@@ -53,7 +53,7 @@ static int ref_etf(const place_graph *g, place_plan *plan)
 {
     static const place_etf_opts none;
     etf s;
-    int rc = etf_init(&s, g, &none, NULL, plan) < 0 ? RUN_OOM : RUN_OK;
+    int rc = etf_init(&s, g, &none, NULL, 0, plan) < 0 ? RUN_OOM : RUN_OK;
     while (rc == RUN_OK && s.n_done < g->n_ops)
         rc = ref_step(&s);
     etf_free(&s);

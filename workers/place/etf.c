@@ -57,6 +57,14 @@ typedef struct fresh {
     int64_t bytes; /* edge bytes from src to the op */
 } fresh;
 
+/* (op, device) pairs that did not fit, parked on the device whose memory
+ * overflowed until at least the smallest missing amount was freed there. */
+typedef struct blocklist {
+    int *op, *dev;
+    int n, cap;
+    int64_t min_missing, freed;
+} blocklist;
+
 typedef struct etf {
     const place_graph *g;
     const place_etf_opts *opt;
@@ -68,11 +76,12 @@ typedef struct etf {
     place_heap *wait, *avail;
     double *dev_free, *send_free, *recv_free, *end;
     int *pending; /* per op: input edges whose producer is not committed */
-    int *live;    /* per unplaced op: devices where it still has an entry */
     char *done;
     place_pairmap *arrival;
     int n_done, oom;
     int hetero; /* devices differ in speed */
+    int hold;   /* pinned units' memory is held from the start */
+    blocklist *blk;
     /* scratch for data_ready */
     int64_t stamp, *seen, *sf_stamp;
     int *fidx;
@@ -187,31 +196,53 @@ static int allowed(const etf *s, int op, int dev)
 /* Bytes held for a pinned unit until it is placed. */
 static int64_t held_for(const etf *s, int op, const int *unit, int n)
 {
-    return s->pin && s->pin[op] >= 0 ? place_unit_memory(s->g, unit, n) : 0;
+    return s->hold && s->pin && s->pin[op] >= 0 ? place_unit_memory(s->g, unit, n) : 0;
 }
 
-/* Whether op's unit fits on dev now (a unit already placed there does). */
-static int fits(etf *s, int op, int dev)
+/* Whether op's unit fits on dev now (a unit already placed there does);
+ * when not, *miss says where memory ran out and by how much. */
+static int fits_why(etf *s, int op, int dev, place_miss *miss)
 {
     if (s->where[op] == dev) return 1;
     int n;
     const int *unit = place_unit_of(s->g, &s->gr, &op, &n);
     int64_t held = held_for(s, op, unit, n);
-    place_ledger_reserve(s->led, dev, -held);
-    int rc = place_ledger_try(s->led, unit, n, dev, NULL);
+    if (held && place_ledger_reserve(s->led, dev, -held) < 0) s->oom = 1;
+    int rc = place_ledger_try(s->led, unit, n, dev, miss);
     if (rc == 1) {
         s->fit_acc |= place_ledger_touched_mask(s->led);
         place_ledger_abort(s->led);
     }
-    place_ledger_reserve(s->led, dev, held);
+    if (held && place_ledger_reserve(s->led, dev, held) < 0) s->oom = 1;
     if (rc < 0) s->oom = 1;
     return rc == 1;
 }
 
-/* The (op, dev) entry is gone for good: op does not fit there. */
-static void drop_dead(etf *s, int op)
+static int fits(etf *s, int op, int dev)
 {
-    if (s->where[op] < 0) s->live[op]--;
+    return fits_why(s, op, dev, NULL);
+}
+
+/* op did not fit on dev: park it until memory is freed where it ran out. */
+static void block(etf *s, int op, int dev, const place_miss *m)
+{
+    blocklist *b = &s->blk[m->over_dev >= 0 ? m->over_dev : dev];
+    if (b->n == b->cap) {
+        int cap = b->cap ? 2 * b->cap : 16;
+        int *o = realloc(b->op, (size_t)cap * sizeof *o);
+        if (o) b->op = o;
+        int *d = o ? realloc(b->dev, (size_t)cap * sizeof *d) : NULL;
+        if (d) b->dev = d;
+        if (!o || !d) {
+            s->oom = 1;
+            return;
+        }
+        b->cap = cap;
+    }
+    if (b->n == 0) b->freed = 0, b->min_missing = INT64_MAX;
+    if (m->missing < b->min_missing) b->min_missing = m->missing;
+    b->op[b->n] = op;
+    b->dev[b->n++] = dev;
 }
 
 static int push(etf *s, place_heap *h, double key, int op)
@@ -258,12 +289,13 @@ static int best_on(etf *s, int d, double *start)
             continue;
         }
         double dr = data_ready(s, op, d, 0);
-        if (dr > fr || !fits(s, op, d)) {
+        place_miss miss = {.dev = -1};
+        if (dr > fr || !fits_why(s, op, d, &miss)) {
             place_heap_pop(a);
             if (dr > fr)
                 push(s, w, dr, op);
             else
-                drop_dead(s, op);
+                block(s, op, d, &miss);
             continue;
         }
         *start = fr;
@@ -276,12 +308,13 @@ static int best_on(etf *s, int d, double *start)
             continue;
         }
         double dr = data_ready(s, top.id, d, 0);
-        if (dr > top.key || !fits(s, top.id, d)) {
+        place_miss miss = {.dev = -1};
+        if (dr > top.key || !fits_why(s, top.id, d, &miss)) {
             place_heap_pop(w);
             if (dr > top.key)
                 push(s, w, dr, top.id);
             else
-                drop_dead(s, top.id);
+                block(s, top.id, d, &miss);
             continue;
         }
         *start = dr > fr ? dr : fr;
@@ -349,11 +382,9 @@ static void make_ready(etf *s, int v)
         push_new(s, s->where[v], lb, v);
     } else if (s->pin && s->pin[v] >= 0) {
         push_new(s, s->pin[v], lb, v);
-        s->live[v] = 1;
     } else {
         for (int d = 0; d < g->n_devices; d++)
             push_new(s, d, lb, v);
-        s->live[v] = g->n_devices;
     }
     if (s->opt->fav_parent) reserve_favourite(s, v);
 }
@@ -406,6 +437,7 @@ static int commit(etf *s, int op, int dev)
     s->dev_free[dev] = s->end[op];
     s->done[op] = 1;
     s->plan->order[s->n_done++] = op;
+    if (place_ledger_append(s->led, op) < 0) s->oom = 1;
     if (s->reserved) {
         s->last_op[dev] = op;
         if (s->reserved[dev] == op) s->reserved[dev] = -1;
@@ -464,6 +496,19 @@ static void invalidate(etf *s, int dev)
     s->epoch++;
 }
 
+/* Parked pairs come back once enough was freed where they ran out. */
+static void unblock(etf *s)
+{
+    for (int d = 0; d < s->g->n_devices; d++) {
+        blocklist *b = &s->blk[d];
+        b->freed += place_ledger_take_freed(s->led, d);
+        if (b->n == 0 || b->freed < b->min_missing) continue;
+        for (int k = 0; k < b->n; k++)
+            if (valid(s, b->op[k], b->dev[k])) push_new(s, b->dev[k], 0, b->op[k]);
+        b->n = 0;
+    }
+}
+
 /* One step: the earliest (start, topological position, finish, device). */
 static int step(etf *s)
 {
@@ -486,7 +531,8 @@ static int step(etf *s)
     if (s->hetero && !waited_for) best_dev = fastest_finish(s, best, best_dev, &best_start);
     if (commit(s, best, best_dev) < 0) return RUN_OOM;
     invalidate(s, best_dev);
-    return RUN_OK;
+    unblock(s);
+    return s->oom ? RUN_OOM : RUN_OK;
 }
 
 /* ---- setup ---- */
@@ -499,9 +545,12 @@ static void etf_free(etf *s)
     }
     free(s->wait), free(s->avail);
     free(s->dev_free), free(s->send_free), free(s->recv_free), free(s->end);
-    free(s->pending), free(s->live), free(s->done);
+    free(s->pending), free(s->done);
     free(s->seen), free(s->sf_stamp), free(s->fidx), free(s->fr), free(s->sf_tmp);
     free(s->last_op), free(s->reserved);
+    for (int d = 0; s->blk && d < s->g->n_devices; d++)
+        free(s->blk[d].op), free(s->blk[d].dev);
+    free(s->blk);
     free(s->ustamp);
     free(s->c_op), free(s->c_alt), free(s->c_ok), free(s->c_start), free(s->c_dep), free(s->c_fit);
     place_pairmap_free(s->arrival);
@@ -516,10 +565,10 @@ static int alloc_arrays(etf *s)
     int max_in = 1;
     for (int i = 0; i < g->n_ops; i++)
         if (g->in_off[i + 1] - g->in_off[i] > max_in) max_in = g->in_off[i + 1] - g->in_off[i];
-    s->wait = calloc(D, sizeof *s->wait), s->avail = calloc(D, sizeof *s->avail);
+    s->wait = calloc(D, sizeof *s->wait), s->avail = calloc(D, sizeof *s->avail), s->blk = calloc(D, sizeof *s->blk);
     s->dev_free = calloc(D, sizeof(double)), s->send_free = calloc(D, sizeof(double));
     s->recv_free = calloc(D, sizeof(double)), s->end = calloc(N, sizeof(double));
-    s->pending = malloc(N * sizeof(int)), s->live = calloc(N, sizeof(int)), s->done = calloc(N, 1);
+    s->pending = malloc(N * sizeof(int)), s->done = calloc(N, 1);
     s->seen = calloc(N, sizeof(int64_t)), s->fidx = malloc(N * sizeof(int)), s->fr = malloc((size_t)max_in * sizeof(fresh));
     s->sf_stamp = calloc(D, sizeof(int64_t)), s->sf_tmp = malloc(D * sizeof(double));
     s->c_op = malloc(D * sizeof(int)), s->c_alt = malloc(D * sizeof(int)), s->c_ok = calloc(D, 1),
@@ -538,7 +587,7 @@ static int alloc_arrays(etf *s)
         for (size_t d = 0; d < D; d++)
             s->last_op[d] = s->reserved[d] = -1;
     }
-    if (!s->wait || !s->avail || !s->dev_free || !s->send_free || !s->recv_free || !s->end || !s->pending || !s->live || !s->done ||
+    if (!s->wait || !s->avail || !s->blk || !s->dev_free || !s->send_free || !s->recv_free || !s->end || !s->pending || !s->done ||
         !s->seen || !s->fidx || !s->fr || !s->sf_stamp || !s->sf_tmp || !s->arrival || !s->led)
         return -1;
     return place_groups_build(g, &s->gr);
@@ -551,13 +600,14 @@ static void hold_pins(etf *s)
     for (int i = 0; s->pin && i < g->n_ops; i++) {
         int n, op = i;
         const int *unit = place_unit_of(g, &s->gr, &op, &n);
-        if (s->pin[i] >= 0 && unit[0] == i) place_ledger_reserve(s->led, s->pin[i], place_unit_memory(g, unit, n));
+        if (s->pin[i] >= 0 && unit[0] == i && place_ledger_reserve(s->led, s->pin[i], place_unit_memory(g, unit, n)) < 0)
+            s->oom = 1;
     }
 }
 
-static int etf_init(etf *s, const place_graph *g, const place_etf_opts *o, const int *pin, place_plan *plan)
+static int etf_init(etf *s, const place_graph *g, const place_etf_opts *o, const int *pin, int hold, place_plan *plan)
 {
-    *s = (etf){.g = g, .opt = o, .pin = pin, .plan = plan, .where = plan->device};
+    *s = (etf){.g = g, .opt = o, .pin = pin, .hold = hold, .plan = plan, .where = plan->device};
     for (int i = 0; i < g->n_ops; i++)
         plan->device[i] = -1;
     place_plan_clear_xfers(plan);
@@ -595,11 +645,11 @@ static int explain_stuck(etf *s, char *reason, size_t len)
 }
 
 /* One greedy pass.  RUN_STUCK sets *stuck and the reason. */
-static int run_once(const place_graph *g, const place_etf_opts *o, const int *pin, place_plan *plan, int *stuck, char *reason,
-                    size_t len)
+static int run_once(const place_graph *g, const place_etf_opts *o, const int *pin, int hold, place_plan *plan, int *stuck,
+                    char *reason, size_t len)
 {
     etf s;
-    int rc = etf_init(&s, g, o, pin, plan) < 0 ? RUN_OOM : RUN_OK;
+    int rc = etf_init(&s, g, o, pin, hold, plan) < 0 ? RUN_OOM : RUN_OK;
     while (rc == RUN_OK && s.n_done < g->n_ops)
         rc = step(&s);
     if (rc == RUN_STUCK) *stuck = explain_stuck(&s, reason, len);
@@ -671,14 +721,24 @@ static int pin_unit(const place_graph *g, pinset *ps, int op)
 
 /* Last resort: m-TOPO's placement (it packs devices in topological order
  * and so needs the fewest received copies), list-scheduled by pinning every
- * op to its m-TOPO device. */
+ * op to its m-TOPO device; when that order needs more memory than m-TOPO's
+ * own, m-TOPO's plan as it is.  1 = list-scheduled, 2 = m-TOPO's plan, 0 =
+ * m-TOPO failed too, -1 = out of memory. */
 static int schedule_topo_placement(const place_graph *g, const place_etf_opts *o, place_plan *plan)
 {
     char reason[64];
-    int stuck = -1, rc = RUN_OOM;
+    int stuck = -1, rc = 0;
     place_plan *topo = place_plan_new(g->n_ops);
-    if (topo && place_algo_topo(g, topo, reason, sizeof reason) == 0)
-        rc = run_once(g, o, topo->device, plan, &stuck, reason, sizeof reason);
+    if (!topo) return -1;
+    if (place_algo_topo(g, topo, reason, sizeof reason) == 0) {
+        int r = run_once(g, o, topo->device, 0, plan, &stuck, reason, sizeof reason);
+        rc = r == RUN_OK ? 1 : r == RUN_OOM ? -1 : 2;
+    }
+    if (rc == 2) {
+        memcpy(plan->device, topo->device, (size_t)g->n_ops * sizeof *plan->device);
+        memcpy(plan->order, topo->order, (size_t)g->n_ops * sizeof *plan->order);
+        place_plan_clear_xfers(plan);
+    }
     place_plan_free(topo);
     return rc;
 }
@@ -693,7 +753,7 @@ int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_p
     plan->note[0] = '\0';
     for (;; attempt++) {
         int stuck = -1;
-        rc = run_once(g, o, ps.pin, plan, &stuck, reason, reason_len);
+        rc = run_once(g, o, ps.pin, 1, plan, &stuck, reason, reason_len);
         if (rc != RUN_STUCK) break;
         if (!first[0]) snprintf(first, sizeof first, "%s", reason);
         if (attempt == MAX_RETRIES || (ps.pin && ps.pin[stuck] >= 0)) break;
@@ -705,8 +765,11 @@ int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_p
     if (rc == RUN_OK && attempt > 0)
         snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); placed after pinning %d unit%s", first, attempt,
                  attempt > 1 ? "s" : "");
-    if (rc == RUN_STUCK && schedule_topo_placement(g, o, plan) == RUN_OK) {
-        snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); list-scheduled m-TOPO's placement instead", first);
+    int topo = rc == RUN_STUCK ? schedule_topo_placement(g, o, plan) : 0;
+    if (topo < 0) rc = RUN_OOM, snprintf(reason, reason_len, "out of memory");
+    if (topo > 0) {
+        snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); %s", first,
+                 topo == 1 ? "list-scheduled m-TOPO's placement instead" : "fell back to m-TOPO's plan");
         rc = RUN_OK;
     }
     if (rc == RUN_STUCK) snprintf(reason, reason_len, "%s", first); /* later passes are skewed by the pins */

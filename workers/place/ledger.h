@@ -1,21 +1,32 @@
-/* ledger.h - the conservative memory charge every placement algorithm uses.
+/* ledger.h - the memory bound every placement algorithm checks capacity
+ * against.
  *
- * Owns: per-device bytes charged so far and the (producer, device) -> edge
- * bytes map of tensors a device receives (xfer.h sizes them).  A device is
- * charged, for every unit (an op or a whole colocation group) placed on it,
- * persistent + output + temporary bytes of its ops as if all were live at
- * once, plus every tensor it receives from another device.  That sum bounds
- * the device's memory at every instant of any execution order, so a plan the
- * ledger accepts never exceeds capacity in the simulator nor on the workers,
- * whatever the timing (the price is headroom; the simulator reports the real
- * peak).  Why conservative: the algorithms decide placement before timing is
- * final (transfers are granted first come first served at run time), so a
- * time-aware charge could be invalidated by the replay.
+ * Owns: per device, a profile of its memory over the steps of its
+ * execution order (profile.h), and the bookkeeping behind it: where each op
+ * runs in that order, which outputs are still needed, which tensors each
+ * device receives (sized by xfer.h).  The bound, for a device whose ops run
+ * in a known order (the order ops are appended here):
+ *   - persistent bytes of its ops: from the start;
+ *   - an op's output: from its own step until the step of its last
+ *     consumer when every consumer runs on the same device; to the end when
+ *     some consumer is elsewhere (the tensor is held until its transfers
+ *     finish, and that depends on timing);
+ *   - an op's temporary bytes: during its step only;
+ *   - a received copy: from the start (its transfer may come early) until
+ *     the step of its last consumer on the device.
+ * The replay allocates each of these no earlier and frees them no later,
+ * whatever the timing (sim.h), so a plan the ledger accepts never exceeds
+ * capacity in the simulator nor on the workers.  Baechi, and this ledger's
+ * first version, charge every op's memory for the whole step; that wastes
+ * most of a device on chains whose outputs die young.
  *
- * An attempt (place_ledger_try) is pending until committed or aborted; a
- * failed attempt is aborted by try itself.  The ledger reads the caller's
- * live op -> device array (-1 = unplaced) to find producers and consumers
- * already placed. */
+ * Use: place_ledger_try assigns a unit (an op or a whole colocation group)
+ * to a device and holds its ops' outputs and temporaries from the device's
+ * next step on (pending until commit or abort); place_ledger_append then
+ * gives each op its step when it is its turn to run, which replaces the
+ * hold by the exact intervals (never more) and frees the outputs and copies
+ * it was the last reader of.  The ledger reads the caller's live op ->
+ * device array (-1 = unplaced). */
 #ifndef GANTRY_PLACE_LEDGER_H
 #define GANTRY_PLACE_LEDGER_H
 
@@ -29,9 +40,9 @@ typedef struct place_miss {
     int dev;            /* device the unit was tried on; -1: no attempt recorded */
     int over_dev;       /* device that overflowed (dev, or a receiver of the unit's outputs) */
     int64_t missing;    /* bytes over capacity on over_dev */
-    int64_t need;       /* bytes charged to dev */
-    int64_t inbound;    /* of which tensors received from other devices */
-    int64_t free_bytes; /* free bytes on over_dev before the attempt */
+    int64_t need;       /* how much the unit raised dev's peak */
+    int64_t inbound;    /* bytes of tensors dev would receive from other devices */
+    int64_t free_bytes; /* capacity minus peak of over_dev before the attempt */
 } place_miss;
 
 typedef struct place_ledger place_ledger;
@@ -39,27 +50,33 @@ typedef struct place_ledger place_ledger;
 place_ledger *place_ledger_new(const place_graph *g, const int *where);
 void place_ledger_free(place_ledger *l);
 
-/* Charges the unit ops[0..n) to `dev` (their own memory, tensors they receive
- * from placed producers elsewhere, tensors placed consumers elsewhere receive
- * from them; edges inside the unit cost nothing).  Returns 1 when every
- * touched device stays within capacity (the attempt is then pending: commit
- * or abort it), 0 when not (aborted; *miss updated when this attempt came
- * closer than the one recorded; miss may be NULL), -1 when out of memory. */
+/* Assigns the unit ops[0..n) to `dev`.  Returns 1 when every touched
+ * device stays within capacity (the attempt is then pending: commit or
+ * abort it), 0 when not (aborted; *miss updated when this attempt came
+ * closer than the one recorded; miss may be NULL), -1 when out of memory.
+ * The caller sets where[] for the unit after committing. */
 int place_ledger_try(place_ledger *l, const int *ops, int n, int dev, place_miss *miss);
 void place_ledger_commit(place_ledger *l);
 void place_ledger_abort(place_ledger *l);
 
-/* Devices charged by the pending attempt, and devices whose charge changed
- * through commits since the last call (which resets it), as bit masks with
- * bit (dev % 64): the list schedulers' candidate caches use them. */
+/* `op`, assigned, runs next on its device.  Never raises a peak.  0, or -1
+ * when out of memory. */
+int place_ledger_append(place_ledger *l, int op);
+
+/* Capacity minus the device's peak. */
+int64_t place_ledger_free_bytes(const place_ledger *l, int dev);
+/* Holds `bytes` (negative: releases) on a device for the whole step: how
+ * m-ETF keeps room for a pinned unit until it is placed. */
+int place_ledger_reserve(place_ledger *l, int dev, int64_t bytes);
+
+/* Devices charged by the pending attempt, and devices charged by commits
+ * since the last call (which resets it), as bit masks with bit (dev % 64):
+ * the list schedulers' candidate caches use them. */
 uint64_t place_ledger_touched_mask(const place_ledger *l);
 uint64_t place_ledger_take_changed(place_ledger *l);
-
-/* Capacity minus bytes charged (and reserved). */
-int64_t place_ledger_free_bytes(const place_ledger *l, int dev);
-/* Adds `bytes` (may be negative) to a device's charge without an attempt:
- * how m-ETF holds room for a pinned unit until it is placed. */
-void place_ledger_reserve(place_ledger *l, int dev, int64_t bytes);
+/* Bytes freed on dev since the last call: a unit that did not fit there
+ * may fit once at least its missing bytes were freed. */
+int64_t place_ledger_take_freed(place_ledger *l, int dev);
 
 /* Own memory of a unit: persistent + output + temporary of its ops. */
 int64_t place_unit_memory(const place_graph *g, const int *ops, int n);

@@ -1,8 +1,9 @@
 /* topo.c - m-TOPO: walk ops in topological order and fill device 0, then
  * device 1, and so on, each up to its real memory capacity.
  *
- * Capacity is the ledger's conservative charge (ledger.h), so a plan m-TOPO
- * accepts never runs out of memory in the simulator nor on the workers.
+ * Capacity is checked against the ledger's bound (ledger.h), with each
+ * device running its ops in topological order, so a plan m-TOPO accepts
+ * never runs out of memory in the simulator nor on the workers.
  * (Baechi caps each device at total/D plus the largest op instead, which
  * ignores the real capacity.)
  *
@@ -54,9 +55,11 @@ int place_algo_topo(const place_graph *g, place_plan *plan, char *reason, size_t
     for (int t = 0; t < g->n_ops && rc == 0; t++) {
         int op = g->topo[t], n;
         plan->order[t] = op;
-        if (plan->device[op] >= 0) continue; /* placed with its group */
-        const int *unit = place_unit_of(g, &gr, &g->topo[t], &n);
-        rc = place_unit(g, led, plan, &cursor, unit, n, reason, reason_len);
+        if (plan->device[op] < 0) { /* else placed with its group */
+            const int *unit = place_unit_of(g, &gr, &g->topo[t], &n);
+            rc = place_unit(g, led, plan, &cursor, unit, n, reason, reason_len);
+        }
+        if (rc == 0 && place_ledger_append(led, op) < 0) rc = -1, snprintf(reason, reason_len, "out of memory");
     }
     place_groups_clear(&gr);
     place_ledger_free(led);

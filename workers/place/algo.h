@@ -5,9 +5,9 @@
  * within the devices' memory, with a reason naming the op that does not fit
  * and the bytes missing.  Algorithms are pure: no I/O, no globals (the
  * solver simulates every plan afterwards; only the single-device candidate
- * replays its own plan to check memory, see single.c).  place.c lists
- * them in its algorithm table; adding m-ETF, m-SCT or AMP search means one
- * more file and one more row there. */
+ * replays its own plan to check memory, see single.c).  Capacity is checked
+ * against the ledger's bound (ledger.h).  place.c lists them in its
+ * algorithm table; a new algorithm is one more file and one more row there. */
 #ifndef GANTRY_PLACE_ALGO_H
 #define GANTRY_PLACE_ALGO_H
 

@@ -1,13 +1,13 @@
 /* place.h - the placement job: validate a spec, run the algorithms,
- * simulate every plan, return the best as JSON.
+ * simulate every plan, return the best as JSON; or, for a spec with
+ * "strategy", the AMP strategy search (amp.h).
  *
- * Owns nothing between calls: each call parses the spec's graph, and
- * place_solve() returns a new JSON object the caller releases with
- * json_decref().  Spec fields: "graph" (required, DESIGN.md "Graph format"),
+ * Owns nothing between calls: each call parses the spec, and place_solve()
+ * returns a new JSON object the caller releases with json_decref().  Spec
+ * fields: "graph" (docs/graph.schema.json) or "strategy" (docs/placement.md),
  * "algorithms" (optional array of names, default ["m-topo"]; "all" = every
- * implemented one), "fuse" and "coplace" (optional booleans, accepted and not
- * yet acted on), anything else is ignored.  docs/placement.md describes the
- * result. */
+ * one), "fuse" and "coplace" (optional booleans); anything else is ignored.
+ * docs/placement.md describes the result. */
 #ifndef GANTRY_PLACE_H
 #define GANTRY_PLACE_H
 
@@ -18,9 +18,10 @@
  * and a human message in `msg`. */
 int place_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
 
-/* Runs the requested algorithms (spec.algorithms, default ["m-topo"]; names "m-topo", "single"; unknown names are a validation
- * error at field "spec.algorithms[i]"; "all" means every implemented algorithm), ALWAYS also evaluates "single" when it fits,
- * simulates every candidate, and returns a new JSON result or NULL with a message in err. */
+/* Runs the requested algorithms (names "m-topo", "m-etf", "m-sct", "single"; "all" means every one) on the graph, after
+ * co-placement and fusion when asked, ALWAYS also weighs "m-topo" and "single", simulates every candidate, and returns a new
+ * JSON result with the best plan and its schedule; for a "strategy" spec, the ranked strategies.  NULL with a message in err:
+ * "field: message" for an invalid spec, or "no feasible placement; <algorithm>: <reason naming the op and missing bytes>". */
 json_t *place_solve(const json_t *spec, char *err, size_t err_len);
 
 /* Name of the i-th implemented algorithm (table order), NULL past the end. */

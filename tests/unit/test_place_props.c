@@ -254,12 +254,51 @@ static void test_etf_can_lose_to_topo(void **state)
     json_decref(spec);
 }
 
+/* ---- fusion and co-placement ---- */
+
+static void test_fused_plans_fit_unfused(void **state)
+{
+    (void)state;
+    /* Fused ops are charged their internal peak, so a plan that fits on the
+     * fused graph also fits when its ops run one by one: the solver replays
+     * both and would mark a candidate infeasible otherwise. */
+    int solved = 0;
+    for (uint64_t seed = 1; seed <= 150; seed++) {
+        dag_shape sh = {5, 80, 2 + (int)(seed % 3), (int)(seed % 4 == 1), (int)(seed % 5 == 2), 1, seed % 2 ? 0 : 0.8, 0};
+        json_t *g = random_dag(seed, &sh);
+        json_t *spec =
+            json_pack("{s:o,s:[s],s:b,s:b}", "graph", g, "algorithms", "all", "fuse", 1, "coplace", (int)(seed % 3 != 0));
+        char err[512];
+        json_t *r = place_solve(spec, err, sizeof err);
+        if (!r && !strstr(err, "missing") && !strstr(err, "fits on no device")) fail_msg("seed %d: %s", (int)seed, err);
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(r, "candidates"), i, c)
+        {
+            const char *why = json_string_value(json_object_get(c, "reason"));
+            if (why && strstr(why, "unfused"))
+                fail_msg("seed %d %s: %s", (int)seed, json_string_value(json_object_get(c, "algorithm")), why);
+            if (json_is_true(json_object_get(c, "feasible"))) assert_non_null(json_object_get(c, "unfused_makespan_us"));
+        }
+        if (r) {
+            json_t *placement = json_object_get(json_object_get(r, "plan"), "placement");
+            assert_int_equal(json_object_size(placement), json_array_size(json_object_get(g, "ops")));
+            solved++;
+        }
+        json_decref(r);
+        json_decref(spec);
+    }
+    print_message("fused and placed %d of 150\n", solved);
+    assert_true(solved > 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_heap_etf_is_rescan_etf), cmocka_unit_test(test_sct_cache_changes_nothing),
-        cmocka_unit_test(test_every_plan_valid),       cmocka_unit_test(test_etf_vs_topo_out_forests),
-        cmocka_unit_test(test_etf_vs_topo_general),    cmocka_unit_test(test_etf_can_lose_to_topo),
+        cmocka_unit_test(test_heap_etf_is_rescan_etf),  cmocka_unit_test(test_sct_cache_changes_nothing),
+        cmocka_unit_test(test_every_plan_valid),        cmocka_unit_test(test_etf_vs_topo_out_forests),
+        cmocka_unit_test(test_etf_vs_topo_general),     cmocka_unit_test(test_etf_can_lose_to_topo),
+        cmocka_unit_test(test_fused_plans_fit_unfused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,11 @@ static int read_name(perr *e, const json_t *obj, const char *where, char **out)
 }
 
 /* A non-negative finite number. `v` may be NULL (absent) when def >= 0. */
+/* Bounds that keep every sum and ratio of a 200k-op schedule finite (a makespan of inf
+ * would drop fields from the result). */
+#define PLACE_MAX_VALUE 1e15
+#define PLACE_MIN_POSITIVE 1e-9
+
 static int read_nonneg(perr *e, const json_t *v, const char *suffix, double def, double *out)
 {
     if (!v) {
@@ -129,6 +134,7 @@ static int read_nonneg(perr *e, const json_t *v, const char *suffix, double def,
     if (!json_is_number(v)) return fail(e, suffix, "must be a non-negative number");
     double d = json_number_value(v);
     if (!isfinite(d) || d < 0) return fail(e, suffix, "must be a non-negative number");
+    if (d > PLACE_MAX_VALUE) return fail(e, suffix, "must be at most 1e15");
     *out = d;
     return 0;
 }
@@ -141,6 +147,7 @@ static int read_positive(perr *e, const json_t *v, const char *suffix, double de
     }
     double d = json_is_number(v) ? json_number_value(v) : -1;
     if (!isfinite(d) || d <= 0) return fail(e, suffix, "must be a positive number");
+    if (d < PLACE_MIN_POSITIVE || d > PLACE_MAX_VALUE) return fail(e, suffix, "must be between 1e-9 and 1e15");
     *out = d;
     return 0;
 }

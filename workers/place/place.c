@@ -10,6 +10,7 @@
  * plan with the lowest simulated makespan (ties: the first in request
  * order), with its schedule.  A spec with "strategy" instead of "graph" is
  * an AMP strategy search (amp.h). */
+#include "common/utf8.h"
 #include "workers/place/place.h"
 
 #include "common/clock.h"
@@ -153,7 +154,7 @@ static int check_options(verr *e, const json_t *spec, options *o)
     return read_bool(e, spec, "coplace", &o->coplace);
 }
 
-int place_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len)
+static int validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len)
 {
     verr e = {field, field_len, msg, msg_len};
     options o;
@@ -269,7 +270,7 @@ static json_t *solve(const place_graph *g, const options *o, char *err, size_t e
     return r;
 }
 
-json_t *place_solve(const json_t *spec, char *err, size_t err_len)
+static json_t *solve_spec(const json_t *spec, char *err, size_t err_len)
 {
     char field[160], msg[320];
     verr e = {field, sizeof field, msg, sizeof msg};
@@ -286,5 +287,24 @@ json_t *place_solve(const json_t *spec, char *err, size_t err_len)
     }
     json_t *r = solve(g, &o, err, err_len);
     place_graph_free(g);
+    return r;
+}
+
+/* Public entry points: names copied from the graph into messages are cut to fixed
+ * buffers, possibly inside a UTF-8 character; the text that leaves is trimmed. */
+int place_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len)
+{
+    int rc = validate(spec, field, field_len, msg, msg_len);
+    if (rc != 0) {
+        utf8_trim(field);
+        utf8_trim(msg);
+    }
+    return rc;
+}
+
+json_t *place_solve(const json_t *spec, char *err, size_t err_len)
+{
+    json_t *r = solve_spec(spec, err, err_len);
+    if (!r) utf8_trim(err);
     return r;
 }

@@ -22,7 +22,8 @@
 
 json_t *place_jreal(double x)
 {
-    return json_real(round(x * 1000.0) / 1000.0);
+    /* json_real refuses non-finite values and a NULL would silently drop the field */
+    return isfinite(x) ? json_real(round(x * 1000.0) / 1000.0) : json_null();
 }
 
 static json_t *op_names(const place_graph *g)

@@ -10,6 +10,7 @@ void api_metrics(http_ctx *c);
 void api_workers(http_ctx *c);
 void api_events_stream(http_ctx *c);
 void api_models(http_ctx *c);
+void api_model_get(http_ctx *c);
 void api_openapi(http_ctx *c);
 void api_cluster(http_ctx *c);
 void api_cluster_timeline(http_ctx *c);

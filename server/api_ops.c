@@ -2,6 +2,7 @@
 #include "server/api.h"
 #include "server/bus.h"
 #include "server/metrics.h"
+#include "server/models.h"
 #include "server/sse.h"
 
 #include <stdio.h>
@@ -59,6 +60,20 @@ void api_events_stream(http_ctx *c)
 
 void api_models(http_ctx *c)
 {
-    /* the model registry arrives with training jobs; until then it is empty */
-    http_reply_json(c, 200, json_pack("{s:[]}", "models"));
+    json_t *out = models_list_json(c->srv->db, c->auth.tenant_id);
+    if (!out) {
+        http_error(c, GERR_INTERNAL, NULL, "database error");
+        return;
+    }
+    http_reply_json(c, 200, out);
+}
+
+void api_model_get(http_ctx *c)
+{
+    json_t *out = models_get_json(c->srv->db, c->auth.tenant_id, http_param(c, 0));
+    if (!out) {
+        http_error(c, GERR_NOT_FOUND, "name", "no model with this name");
+        return;
+    }
+    http_reply_json(c, 200, out);
 }

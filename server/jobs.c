@@ -1,5 +1,6 @@
 #include "server/jobs.h"
 #include "server/db.h"
+#include "server/models.h"
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/jobstate.h"
@@ -321,6 +322,7 @@ int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *t
     job_state to = job_state_parse(e->state);
     if (e->state[0] && job_state_can_move(cur, to)) {
         if (move_job(db, e, to) != 0) return -1;
+        if (to == JS_SUCCEEDED && e->result && models_register(db, e->job_id, e->result) != 0) return -1;
         *res = APPLY_MOVED;
     }
     if (!e->state[0] && e->progress >= 0 && !job_state_terminal(cur) && set_progress(db, e) != 0) return -1;

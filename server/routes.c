@@ -25,6 +25,7 @@ const route routes[] = {
     {"GET", "/v1/cluster", ROLE_VIEWER, BODY_NONE, api_cluster, "workers, slots per tenant, queue depths"},
     {"GET", "/v1/cluster/timeline", ROLE_VIEWER, BODY_NONE, api_cluster_timeline, "busy intervals per worker"},
     {"GET", "/v1/models", ROLE_VIEWER, BODY_NONE, api_models, "the tenant's registered models"},
+    {"GET", "/v1/models/{name}", ROLE_VIEWER, BODY_NONE, api_model_get, "a model's versions, metrics and artifact"},
 };
 
 const int routes_count = sizeof(routes) / sizeof(routes[0]);

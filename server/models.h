@@ -1,0 +1,18 @@
+/* models.h - the model registry (migrations/0003_models.sql): a succeeded training
+ * or federated job registers its model as the next version of its name. */
+#ifndef GANTRY_MODELS_H
+#define GANTRY_MODELS_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+/* Inside the transaction that moved job_id to succeeded: registers result.model (if
+ * any) under the job's spec.model_name or its name.  0 (also when there is nothing to
+ * register, or it was registered before), -1 on a database error. */
+int models_register(sqlite3 *db, const char *job_id, const json_t *result);
+/* {"models":[{"name","latest_version","versions","updated_at"}]} */
+json_t *models_list_json(sqlite3 *db, const char *tenant_id);
+/* {"name","versions":[{"version","job_id","architecture","metrics","artifact","created_at"}]}, NULL when unknown */
+json_t *models_get_json(sqlite3 *db, const char *tenant_id, const char *name);
+
+#endif

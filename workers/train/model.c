@@ -1,0 +1,282 @@
+/* model.c - architecture JSON: validation with field-named errors, shape
+ * inference, building a model (He-normal weights, zero biases, drawn from
+ * the seed in layer order) and the sequential forward/backward passes. */
+#include "workers/train/model.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LAYERS 64
+#define MAX_DIM 100000
+
+static int bad(char *field, size_t field_len, char *msg, size_t msg_len, const char *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(field, field_len, fmt, ap);
+    va_end(ap);
+    snprintf(msg, msg_len, "%s", m);
+    return -1;
+}
+
+/* integer member in [lo, hi], or def when absent (def < 0: required) */
+static int get_int(const json_t *o, const char *key, long def, long lo, long hi, long *out)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v) {
+        if (def < 0) return -1;
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v)) return -1;
+    long x = (long)json_integer_value(v);
+    if (x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
+}
+
+typedef struct {
+    int c, h, w;
+} shape3;
+
+/* validates layer i and infers its output shape */
+static int layer_check(const json_t *L, int i, shape3 *s, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
+{
+    if (!json_is_object(L)) return bad(field, fl, msg, ml, "must be an object", "%s.layers[%d]", prefix, i);
+    const char *type = json_string_value(json_object_get(L, "type"));
+    if (!type)
+        return bad(field, fl, msg, ml, "must be one of dense, relu, dropout, conv2d, maxpool, flatten", "%s.layers[%d].type",
+                   prefix, i);
+    long v, k, st, pad;
+    if (!strcmp(type, "dense")) {
+        if (get_int(L, "units", -1, 1, MAX_DIM, &v))
+            return bad(field, fl, msg, ml, "must be a positive integer (at most 100000)", "%s.layers[%d].units", prefix, i);
+        if ((double)s->c * s->h * s->w * v > 1e9)
+            return bad(field, fl, msg, ml, "too many weights (more than 1e9)", "%s.layers[%d].units", prefix, i);
+        *s = (shape3){(int)v, 1, 1};
+    } else if (!strcmp(type, "relu") || !strcmp(type, "flatten")) {
+        if (type[0] == 'f') *s = (shape3){s->c * s->h * s->w, 1, 1};
+    } else if (!strcmp(type, "dropout")) {
+        json_t *r = json_object_get(L, "rate");
+        if (!json_is_number(r) || json_number_value(r) < 0 || json_number_value(r) >= 1)
+            return bad(field, fl, msg, ml, "must be a number in [0, 1)", "%s.layers[%d].rate", prefix, i);
+    } else if (!strcmp(type, "conv2d")) {
+        if (get_int(L, "filters", -1, 1, 4096, &v))
+            return bad(field, fl, msg, ml, "must be a positive integer (at most 4096)", "%s.layers[%d].filters", prefix, i);
+        if (get_int(L, "kernel", -1, 1, 64, &k))
+            return bad(field, fl, msg, ml, "must be an integer in [1, 64]", "%s.layers[%d].kernel", prefix, i);
+        if (get_int(L, "stride", 1, 1, 64, &st))
+            return bad(field, fl, msg, ml, "must be an integer in [1, 64]", "%s.layers[%d].stride", prefix, i);
+        if (get_int(L, "padding", 0, 0, 64, &pad))
+            return bad(field, fl, msg, ml, "must be an integer in [0, 64]", "%s.layers[%d].padding", prefix, i);
+        long oh = (s->h + 2 * pad - k) / st + 1, ow = (s->w + 2 * pad - k) / st + 1;
+        if (s->h + 2 * pad < k || s->w + 2 * pad < k || oh < 1 || ow < 1)
+            return bad(field, fl, msg, ml, "is larger than the padded input", "%s.layers[%d].kernel", prefix, i);
+        *s = (shape3){(int)v, (int)oh, (int)ow};
+    } else if (!strcmp(type, "maxpool")) {
+        if (get_int(L, "size", 2, 1, 64, &v))
+            return bad(field, fl, msg, ml, "must be an integer in [1, 64]", "%s.layers[%d].size", prefix, i);
+        if (s->h < v || s->w < v) return bad(field, fl, msg, ml, "is larger than the input", "%s.layers[%d].size", prefix, i);
+        *s = (shape3){s->c, s->h / (int)v, s->w / (int)v};
+    } else {
+        return bad(field, fl, msg, ml, "must be one of dense, relu, dropout, conv2d, maxpool, flatten", "%s.layers[%d].type",
+                   prefix, i);
+    }
+    return 0;
+}
+
+int train_arch_validate(const json_t *arch, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
+{
+    if (!json_is_object(arch)) return bad(field, fl, msg, ml, "must be an object", "%s", prefix);
+    json_t *in = json_object_get(arch, "input");
+    if (!json_is_array(in) || json_array_size(in) != 3)
+        return bad(field, fl, msg, ml, "must be [channels, height, width]", "%s.input", prefix);
+    long d[3];
+    for (int i = 0; i < 3; i++) {
+        json_t *x = json_array_get(in, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 65536)
+            return bad(field, fl, msg, ml, "must be an integer in [1, 65536]", "%s.input[%d]", prefix, i);
+        d[i] = (long)json_integer_value(x);
+    }
+    if ((double)d[0] * d[1] * d[2] > 1e8) return bad(field, fl, msg, ml, "input too large", "%s.input", prefix);
+    json_t *layers = json_object_get(arch, "layers");
+    if (!json_is_array(layers) || json_array_size(layers) == 0)
+        return bad(field, fl, msg, ml, "must be a non-empty array", "%s.layers", prefix);
+    if (json_array_size(layers) > MAX_LAYERS) return bad(field, fl, msg, ml, "at most 64 layers", "%s.layers", prefix);
+    shape3 s = {(int)d[0], (int)d[1], (int)d[2]};
+    int nparam = 0;
+    for (size_t i = 0; i < json_array_size(layers); i++) {
+        json_t *L = json_array_get(layers, i);
+        if (layer_check(L, (int)i, &s, prefix, field, fl, msg, ml)) return -1;
+        const char *t = json_string_value(json_object_get(L, "type"));
+        nparam += (!strcmp(t, "dense") || !strcmp(t, "conv2d")) ? 2 : 0;
+        if ((double)s.c * s.h * s.w > 1e8) return bad(field, fl, msg, ml, "output too large", "%s.layers[%zu]", prefix, i);
+    }
+    if (nparam == 0) return bad(field, fl, msg, ml, "needs at least one dense or conv2d layer", "%s.layers", prefix);
+    if (s.c * s.h * s.w < 2) return bad(field, fl, msg, ml, "the last layer must output at least 2 classes", "%s.layers", prefix);
+    return 0;
+}
+
+static int param_init(train_model *m, train_param *p, int ndim, const int *dims)
+{
+    p->ndim = ndim;
+    p->n = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->dims[i] = dims[i];
+        p->n *= (size_t)dims[i];
+    }
+    p->w = m->be->alloc(p->n);
+    p->g = m->be->alloc(p->n);
+    m->params[m->nparams++] = p;
+    return p->w && p->g ? 0 : -1;
+}
+
+static void he_normal(train_param *p, int fan_in, train_rng *r)
+{
+    float sd = sqrtf(2.0f / (float)fan_in);
+    for (size_t i = 0; i < p->n; i++)
+        p->w[i] = sd * train_rng_normal(r);
+}
+
+static int layer_build(train_model *m, train_layer *l, const json_t *L, train_rng *init)
+{
+    const char *type = json_string_value(json_object_get(L, "type"));
+    long v = 0;
+    size_t in = (size_t)l->in_c * l->in_h * l->in_w;
+    l->out_c = l->in_c, l->out_h = l->in_h, l->out_w = l->in_w;
+    const train_backend *be = m->be;
+    if (!strcmp(type, "dense")) {
+        l->type = TRAIN_DENSE;
+        get_int(L, "units", -1, 1, MAX_DIM, &v);
+        l->units = (int)v;
+        l->out_c = l->units, l->out_h = 1, l->out_w = 1;
+        if (param_init(m, &l->W, 2, (int[]){l->units, (int)in}) || param_init(m, &l->b, 1, (int[]){l->units})) return -1;
+        he_normal(&l->W, (int)in, init);
+    } else if (!strcmp(type, "relu")) {
+        l->type = TRAIN_RELU;
+    } else if (!strcmp(type, "dropout")) {
+        l->type = TRAIN_DROPOUT;
+        l->rate = (float)json_number_value(json_object_get(L, "rate"));
+        if (!(l->mask = be->alloc((size_t)m->cap * in))) return -1;
+    } else if (!strcmp(type, "conv2d")) {
+        l->type = TRAIN_CONV2D;
+        long f = 1, k = 1, st = 1, pad = 0;
+        get_int(L, "filters", -1, 1, 4096, &f);
+        get_int(L, "kernel", -1, 1, 64, &k);
+        get_int(L, "stride", 1, 1, 64, &st);
+        get_int(L, "padding", 0, 0, 64, &pad);
+        l->filters = (int)f, l->kernel = (int)k, l->stride = (int)st, l->pad = (int)pad;
+        l->out_c = l->filters;
+        l->out_h = (l->in_h + 2 * l->pad - l->kernel) / l->stride + 1;
+        l->out_w = (l->in_w + 2 * l->pad - l->kernel) / l->stride + 1;
+        int ckk = l->in_c * l->kernel * l->kernel;
+        if (param_init(m, &l->W, 4, (int[]){l->filters, l->in_c, l->kernel, l->kernel}) ||
+            param_init(m, &l->b, 1, (int[]){l->filters}))
+            return -1;
+        he_normal(&l->W, ckk, init);
+        if (!(l->col = be->alloc((size_t)m->cap * ckk * l->out_h * l->out_w))) return -1;
+    } else if (!strcmp(type, "maxpool")) {
+        l->type = TRAIN_MAXPOOL;
+        get_int(L, "size", 2, 1, 64, &v);
+        l->size = (int)v;
+        l->out_h = l->in_h / l->size, l->out_w = l->in_w / l->size;
+        size_t out = (size_t)l->out_c * l->out_h * l->out_w;
+        if (!(l->arg = calloc((size_t)m->cap * out, sizeof(int32_t)))) return -1;
+    } else {
+        l->type = TRAIN_FLATTEN;
+        l->out_c = (int)in, l->out_h = 1, l->out_w = 1;
+    }
+    size_t out = (size_t)l->out_c * l->out_h * l->out_w;
+    if (l->type != TRAIN_FLATTEN) {
+        l->y = be->alloc((size_t)m->cap * out);
+        l->dx = be->alloc((size_t)m->cap * in);
+        if (!l->y || !l->dx) return -1;
+    }
+    return 0;
+}
+
+train_model *train_model_create(const json_t *arch, const train_backend *be, uint64_t seed, int cap, char *err, size_t err_len)
+{
+    char field[128], msg[128];
+    if (train_arch_validate(arch, "model", field, sizeof field, msg, sizeof msg)) {
+        snprintf(err, err_len, "%s: %s", field, msg);
+        return NULL;
+    }
+    train_model *m = calloc(1, sizeof *m);
+    if (!m) goto oom;
+    m->be = be ? be : train_backend_cpu();
+    m->arch = json_deep_copy(arch);
+    m->cap = cap < 1 ? 1 : cap;
+    json_t *in = json_object_get(arch, "input");
+    m->in_c = (int)json_integer_value(json_array_get(in, 0));
+    m->in_h = (int)json_integer_value(json_array_get(in, 1));
+    m->in_w = (int)json_integer_value(json_array_get(in, 2));
+    json_t *layers = json_object_get(arch, "layers");
+    m->nlayers = (int)json_array_size(layers);
+    m->layers = calloc((size_t)m->nlayers, sizeof *m->layers);
+    if (!m->arch || !m->layers) goto oom;
+    train_rng init;
+    train_rng_seed(&init, train_rng_mix(seed, 1, 0));
+    train_rng_seed(&m->rng, train_rng_mix(seed, 2, 0));
+    int c = m->in_c, h = m->in_h, w = m->in_w;
+    for (int i = 0; i < m->nlayers; i++) {
+        train_layer *l = &m->layers[i];
+        l->in_c = c, l->in_h = h, l->in_w = w;
+        if (layer_build(m, l, json_array_get(layers, i), &init)) goto oom;
+        c = l->out_c, h = l->out_h, w = l->out_w;
+    }
+    return m;
+oom:
+    snprintf(err, err_len, "out of memory building the model");
+    train_model_free(m);
+    return NULL;
+}
+
+void train_model_free(train_model *m)
+{
+    if (!m) return;
+    for (int i = 0; m->layers && i < m->nlayers; i++) {
+        train_layer *l = &m->layers[i];
+        m->be->free(l->W.w), m->be->free(l->W.g), m->be->free(l->b.w), m->be->free(l->b.g);
+        m->be->free(l->y), m->be->free(l->dx), m->be->free(l->col), m->be->free(l->mask);
+        free(l->arg);
+    }
+    free(m->layers);
+    json_decref(m->arch);
+    free(m);
+}
+
+size_t train_model_in_size(const train_model *m)
+{
+    return (size_t)m->in_c * m->in_h * m->in_w;
+}
+
+size_t train_model_out_size(const train_model *m)
+{
+    const train_layer *l = &m->layers[m->nlayers - 1];
+    return (size_t)l->out_c * l->out_h * l->out_w;
+}
+
+size_t train_model_param_count(const train_model *m)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->nparams; i++)
+        n += m->params[i]->n;
+    return n;
+}
+
+const float *train_model_forward(train_model *m, const float *x, int n, bool training)
+{
+    for (int i = 0; i < m->nlayers; i++)
+        x = train_layer_forward(m, &m->layers[i], x, n, training);
+    return x;
+}
+
+void train_model_backward(train_model *m, const float *dy, int n)
+{
+    for (int i = m->nlayers - 1; i >= 0; i--)
+        dy = train_layer_backward(m, &m->layers[i], dy, n, i > 0);
+}

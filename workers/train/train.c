@@ -1,0 +1,348 @@
+/* train.c - spec validation and the single-process training loop.
+ *
+ * The loop's state is (step, epoch, data_pos, dropout rng) plus the model and
+ * optimizer; the epoch's order is recomputed from (seed, epoch), so a resumed
+ * run replays exactly the batches an uninterrupted run would have seen.  The
+ * global batch is cut with train_shard (world 1 for now), the same cut the
+ * data-parallel workers will use. */
+#include "workers/train/train.h"
+
+#include "workers/train/ckpt.h"
+#include "workers/train/data.h"
+#include "workers/train/model.h"
+#include "workers/train/optim.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROGRESS_EVERY 50
+
+static int bad(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
+{
+    snprintf(field, fl, "%s", f);
+    snprintf(msg, ml, "%s", m);
+    return -1;
+}
+
+static int pos_int(const json_t *spec, const char *key, long max, long *out)
+{
+    json_t *v = json_object_get(spec, key);
+    if (!v) return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max) return -1;
+    if (out) *out = (long)json_integer_value(v);
+    return 0;
+}
+
+static int dataset_validate(const json_t *d, char *field, size_t fl, char *msg, size_t ml)
+{
+    if (!json_is_object(d)) return bad(field, fl, msg, ml, "spec.dataset", "must be an object");
+    json_t *name = json_object_get(d, "name");
+    if (name) {
+        if (!json_is_string(name) || strcmp(json_string_value(name), "fashion-mnist"))
+            return bad(field, fl, msg, ml, "spec.dataset.name", "must be \"fashion-mnist\" (the built-in dataset)");
+        return 0;
+    }
+    const char *fmt = json_string_value(json_object_get(d, "format"));
+    static const char *idx_keys[] = {"train_images", "train_labels", "test_images", "test_labels"};
+    static const char *csv_keys[] = {"train", "test"};
+    const char **keys;
+    int nkeys;
+    if (fmt && !strcmp(fmt, "idx"))
+        keys = idx_keys, nkeys = 4;
+    else if (fmt && !strcmp(fmt, "csv"))
+        keys = csv_keys, nkeys = 2;
+    else
+        return bad(field, fl, msg, ml, "spec.dataset.format", "must be \"idx\" or \"csv\" (or give \"name\")");
+    for (int i = 0; i < nkeys; i++) {
+        json_t *p = json_object_get(d, keys[i]);
+        if (!json_is_string(p) || !json_string_length(p)) {
+            snprintf(field, fl, "spec.dataset.%s", keys[i]);
+            snprintf(msg, ml, "must be a file path");
+            return -1;
+        }
+    }
+    json_t *scale = json_object_get(d, "scale");
+    if (scale && (!json_is_number(scale) || !(json_number_value(scale) > 0)))
+        return bad(field, fl, msg, ml, "spec.dataset.scale", "must be a positive number");
+    return 0;
+}
+
+int train_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
+{
+    if (!json_is_object(spec)) return bad(field, fl, msg, ml, "spec", "must be an object");
+    if (!json_object_get(spec, "model")) return bad(field, fl, msg, ml, "spec.model", "is required");
+    if (train_arch_validate(json_object_get(spec, "model"), "spec.model", field, fl, msg, ml)) return -1;
+    if (dataset_validate(json_object_get(spec, "dataset"), field, fl, msg, ml)) return -1;
+    if (train_optim_validate(json_object_get(spec, "optimizer"), "spec.optimizer", field, fl, msg, ml)) return -1;
+    if (train_schedule_validate(json_object_get(spec, "schedule"), "spec.schedule", field, fl, msg, ml)) return -1;
+    json_t *bs = json_object_get(spec, "batch_size");
+    if (!bs || pos_int(spec, "batch_size", 65536, NULL))
+        return bad(field, fl, msg, ml, "spec.batch_size", "must be an integer in [1, 65536]");
+    json_t *ep = json_object_get(spec, "epochs"), *st = json_object_get(spec, "steps");
+    if ((ep != NULL) == (st != NULL)) return bad(field, fl, msg, ml, "spec.epochs", "give exactly one of epochs and steps");
+    if (pos_int(spec, "epochs", 100000, NULL)) return bad(field, fl, msg, ml, "spec.epochs", "must be a positive integer");
+    if (pos_int(spec, "steps", 1000000000L, NULL)) return bad(field, fl, msg, ml, "spec.steps", "must be a positive integer");
+    json_t *seed = json_object_get(spec, "seed");
+    if (seed && (!json_is_integer(seed) || json_integer_value(seed) < 0))
+        return bad(field, fl, msg, ml, "spec.seed", "must be a non-negative integer");
+    if (pos_int(spec, "eval_every_steps", 1000000000L, NULL))
+        return bad(field, fl, msg, ml, "spec.eval_every_steps", "must be a positive integer");
+    if (pos_int(spec, "checkpoint_every_steps", 1000000000L, NULL))
+        return bad(field, fl, msg, ml, "spec.checkpoint_every_steps", "must be a positive integer");
+    if (pos_int(spec, "progress_every_steps", 1000000000L, NULL))
+        return bad(field, fl, msg, ml, "spec.progress_every_steps", "must be a positive integer");
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int load_data(const json_t *d, const train_model *m, train_data *tr, train_data *te, char *err, size_t el)
+{
+    char p[4][4096];
+    const char *name = json_string_value(json_object_get(d, "name"));
+    const char *fmt = json_string_value(json_object_get(d, "format"));
+    int rc;
+    if (name || !strcmp(fmt, "idx")) {
+        static const char *keys[] = {"train_images", "train_labels", "test_images", "test_labels"};
+        static const char *files[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                                      "t10k-labels-idx1-ubyte.gz"};
+        for (int i = 0; i < 4; i++) {
+            if (name)
+                snprintf(p[i], sizeof p[i], "%s/%s", TRAIN_FASHION_MNIST_DIR, files[i]);
+            else
+                snprintf(p[i], sizeof p[i], "%s", json_string_value(json_object_get(d, keys[i])));
+        }
+        rc = train_data_load_idx(p[0], p[1], tr, err, el);
+        if (rc == 0) rc = train_data_load_idx(p[2], p[3], te, err, el);
+    } else {
+        json_t *s = json_object_get(d, "scale");
+        float scale = s ? (float)json_number_value(s) : 1.0f;
+        rc = train_data_load_csv(json_string_value(json_object_get(d, "train")), m->in_c, m->in_h, m->in_w, scale, tr, err, el);
+        if (rc == 0)
+            rc = train_data_load_csv(json_string_value(json_object_get(d, "test")), m->in_c, m->in_h, m->in_w, scale, te, err, el);
+    }
+    if (rc) return -1;
+    size_t in = train_model_in_size(m), out = train_model_out_size(m);
+    for (int i = 0; i < 2; i++) {
+        const train_data *x = i ? te : tr;
+        if (x->dim != in) {
+            snprintf(err, el, "spec.model.input [%d,%d,%d] has %zu values per sample but the %s set has %zu (%dx%dx%d)", m->in_c,
+                     m->in_h, m->in_w, in, i ? "test" : "training", x->dim, x->c, x->h, x->w);
+            return -1;
+        }
+        if ((size_t)x->classes > out) {
+            snprintf(err, el, "the %s set has %d classes but the model's last layer outputs %zu", i ? "test" : "training",
+                     x->classes, out);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    const json_t *spec;
+    const char *ckpt;
+    const train_hooks *hooks;
+    train_model *m;
+    train_optim *o;
+    train_data tr, te;
+    train_schedule sched;
+    size_t *order;
+    float *xb, *dlogits;
+    int32_t *yb;
+    long batch, total, spe, eval_every, ckpt_every, progress_every;
+    uint64_t seed;
+    train_ckpt_state st;
+    /* window since the last progress event, and the current epoch */
+    double w_loss, w_compute, w_data, w_start, e_loss;
+    long w_correct, w_samples, w_batches, e_batches, run_samples;
+    double run_start, last_train_loss;
+} loop;
+
+static void evaluate(loop *L, double *loss, double *acc)
+{
+    size_t n = L->te.n, dim = L->te.dim;
+    int k = (int)train_model_out_size(L->m);
+    double sum = 0;
+    long correct = 0;
+    for (size_t i = 0; i < n; i += (size_t)L->batch) {
+        int b = (int)(n - i < (size_t)L->batch ? n - i : (size_t)L->batch);
+        const float *logits = train_model_forward(L->m, L->te.x + i * dim, b, false);
+        int c;
+        sum += L->m->be->softmax_ce(b, k, logits, L->te.y + i, NULL, &c) * b;
+        correct += c;
+    }
+    *loss = n ? sum / (double)n : 0;
+    *acc = n ? (double)correct / (double)n : 0;
+}
+
+static void progress(loop *L, int with_eval)
+{
+    if (!L->hooks || !L->hooks->progress) return;
+    double t = now_s();
+    json_t *j = json_pack("{s:f, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "epoch",
+                          (double)L->st.epoch + (double)L->st.data_pos / (double)L->tr.n, "step", (json_int_t)L->st.step, "loss",
+                          L->w_batches ? L->w_loss / L->w_batches : 0.0, "accuracy",
+                          L->w_samples ? (double)L->w_correct / L->w_samples : 0.0, "samples_per_s",
+                          t > L->w_start ? L->w_samples / (t - L->w_start) : 0.0, "compute_s", L->w_compute, "data_s", L->w_data,
+                          "lr", (double)train_schedule_lr(&L->sched, L->o->lr, (long)L->st.step, L->total));
+    if (with_eval) {
+        double tl, ta;
+        evaluate(L, &tl, &ta);
+        json_object_set_new(j, "test_loss", json_real(tl));
+        json_object_set_new(j, "test_accuracy", json_real(ta));
+    }
+    if (j) L->hooks->progress(L->hooks->ctx, j);
+    json_decref(j);
+    L->w_loss = L->w_compute = L->w_data = 0;
+    L->w_correct = L->w_samples = L->w_batches = 0;
+    L->w_start = now_s();
+}
+
+static int save(loop *L, char *err, size_t el)
+{
+    if (!L->ckpt) return 0;
+    L->st.rng = L->m->rng.s;
+    return train_ckpt_save(L->ckpt, L->m, L->o, &L->st, err, el);
+}
+
+/* one step on the next global batch; returns the samples it used */
+static void step(loop *L)
+{
+    size_t n = L->tr.n, dim = L->tr.dim;
+    double t0 = now_s();
+    size_t len = n - L->st.data_pos < (size_t)L->batch ? n - L->st.data_pos : (size_t)L->batch, b, e;
+    train_shard(len, 0, 1, &b, &e);
+    int cnt = (int)(e - b);
+    for (int i = 0; i < cnt; i++) {
+        size_t s = L->order[L->st.data_pos + b + (size_t)i];
+        memcpy(L->xb + (size_t)i * dim, L->tr.x + s * dim, sizeof(float) * dim);
+        L->yb[i] = L->tr.y[s];
+    }
+    double t1 = now_s();
+    int k = (int)train_model_out_size(L->m), correct;
+    const float *logits = train_model_forward(L->m, L->xb, cnt, true);
+    double loss = L->m->be->softmax_ce(cnt, k, logits, L->yb, L->dlogits, &correct);
+    train_model_backward(L->m, L->dlogits, cnt);
+    train_optim_step(L->o, L->m->be, train_schedule_lr(&L->sched, L->o->lr, (long)L->st.step, L->total));
+    double t2 = now_s();
+    L->st.data_pos += len;
+    L->st.step++;
+    L->w_loss += loss, L->w_batches++, L->w_correct += correct, L->w_samples += cnt;
+    L->w_data += t1 - t0, L->w_compute += t2 - t1;
+    L->e_loss += loss, L->e_batches++;
+    L->run_samples += cnt;
+}
+
+static int run_loop(loop *L, char *err, size_t el)
+{
+    train_shuffle(L->order, L->tr.n, L->seed, L->st.epoch);
+    L->run_start = L->w_start = now_s();
+    while ((long)L->st.step < L->total) {
+        if (L->hooks && L->hooks->should_stop && L->hooks->should_stop(L->hooks->ctx)) {
+            if (save(L, err, el)) return -1;
+            return 1;
+        }
+        step(L);
+        int epoch_end = L->st.data_pos >= L->tr.n;
+        if (epoch_end) {
+            L->st.epoch++;
+            L->st.data_pos = 0;
+            L->last_train_loss = L->e_loss / (L->e_batches ? L->e_batches : 1);
+            L->e_loss = 0, L->e_batches = 0;
+            train_shuffle(L->order, L->tr.n, L->seed, L->st.epoch);
+        }
+        long s = (long)L->st.step;
+        int eval = L->eval_every && s % L->eval_every == 0;
+        if (eval || epoch_end || s % L->progress_every == 0 || s == L->total) progress(L, eval || epoch_end);
+        if ((L->ckpt_every && s % L->ckpt_every == 0) || epoch_end)
+            if (save(L, err, el)) return -1;
+    }
+    if (L->e_batches) L->last_train_loss = L->e_loss / L->e_batches;
+    return 0;
+}
+
+static long get_long(const json_t *o, const char *k, long def)
+{
+    json_t *v = json_object_get(o, k);
+    return v ? (long)json_integer_value(v) : def;
+}
+
+int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hooks, json_t **result, char *err, size_t el)
+{
+    char field[160], msg[200];
+    if (result) *result = NULL;
+    if (train_spec_validate(spec, field, sizeof field, msg, sizeof msg)) {
+        snprintf(err, el, "%s: %s", field, msg);
+        return -1;
+    }
+    loop L = {.spec = spec, .ckpt = ckpt_path, .hooks = hooks};
+    int rc = -1;
+    L.batch = get_long(spec, "batch_size", 64);
+    L.seed = (uint64_t)get_long(spec, "seed", 1);
+    L.eval_every = get_long(spec, "eval_every_steps", 0);
+    L.ckpt_every = get_long(spec, "checkpoint_every_steps", 0);
+    L.progress_every = get_long(spec, "progress_every_steps", PROGRESS_EVERY);
+    L.m = train_model_create(json_object_get(spec, "model"), train_backend_cpu(), L.seed, (int)L.batch, err, el);
+    if (!L.m) return -1;
+    if (!(L.o = train_optim_create(json_object_get(spec, "optimizer"), L.m))) {
+        snprintf(err, el, "out of memory");
+        goto out;
+    }
+    train_schedule_init(&L.sched, json_object_get(spec, "schedule"));
+    if (load_data(json_object_get(spec, "dataset"), L.m, &L.tr, &L.te, err, el)) goto out;
+    L.spe = (long)((L.tr.n + (size_t)L.batch - 1) / (size_t)L.batch);
+    L.total = json_object_get(spec, "steps") ? get_long(spec, "steps", 1) : get_long(spec, "epochs", 1) * L.spe;
+    L.order = malloc(sizeof(size_t) * L.tr.n);
+    L.xb = malloc(sizeof(float) * (size_t)L.batch * L.tr.dim);
+    L.yb = malloc(sizeof(int32_t) * (size_t)L.batch);
+    L.dlogits = malloc(sizeof(float) * (size_t)L.batch * train_model_out_size(L.m));
+    if (!L.order || !L.xb || !L.yb || !L.dlogits) {
+        snprintf(err, el, "out of memory");
+        goto out;
+    }
+    L.st.seed = L.seed;
+    if (ckpt_path && access(ckpt_path, F_OK) == 0) {
+        if (train_ckpt_load(ckpt_path, L.m, L.o, &L.st, err, el)) goto out;
+        if (L.st.seed != L.seed || L.st.data_pos >= L.tr.n) {
+            snprintf(err, el, "%s: checkpoint was written for a different seed or dataset", ckpt_path);
+            goto out;
+        }
+        L.m->rng.s = L.st.rng;
+    }
+    rc = run_loop(&L, err, el);
+    if (rc != 0) goto out;
+    double tl, ta;
+    evaluate(&L, &tl, &ta);
+    if (ckpt_path) {
+        char mpath[4200];
+        snprintf(mpath, sizeof mpath, "%s.model", ckpt_path);
+        L.st.rng = L.m->rng.s;
+        if (save(&L, err, el) || train_ckpt_save(mpath, L.m, NULL, &L.st, err, el)) {
+            rc = -1;
+            goto out;
+        }
+    }
+    double el_s = now_s() - L.run_start;
+    if (result)
+        *result = json_pack("{s:{s:f, s:f, s:f, s:f, s:I, s:f}, s:{s:O, s:I}}", "metrics", "test_accuracy", ta, "test_loss", tl,
+                            "train_loss", L.last_train_loss, "epochs", (double)L.st.step / (double)L.spe, "steps",
+                            (json_int_t)L.st.step, "samples_per_s", el_s > 0 ? L.run_samples / el_s : 0.0, "model", "architecture",
+                            L.m->arch, "parameters", (json_int_t)train_model_param_count(L.m));
+out:
+    free(L.order), free(L.xb), free(L.yb), free(L.dlogits);
+    train_data_free(&L.tr), train_data_free(&L.te);
+    if (L.o) train_optim_free(L.o, L.m->be);
+    train_model_free(L.m);
+    return rc;
+}

@@ -1,4 +1,4 @@
-/* backend_cpu.c - the CPU backend: CBLAS (OpenBLAS) for gemm and axpy, plain
+/* backend_cpu.c - the CPU backend: CBLAS (OpenBLAS) for gemm, plain
  * loops for everything else.  Loops are written so the compiler vectorises
  * them; they dominate only in conv/pool layers, where im2col feeds gemm. */
 #include "workers/train/backend.h"

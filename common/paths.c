@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static bool has_dotdot(const char *p)
 {
@@ -75,4 +76,20 @@ int path_confine(const char *const *roots, int nroots, const char *requested, bo
     }
     snprintf(err, errlen, "%s is outside this tenant's data roots", requested);
     return -1;
+}
+
+int path_mkdirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0700) != 0 && errno != EEXIST ? -1 : 0;
 }

@@ -13,4 +13,7 @@
 int path_confine(const char *const *roots, int nroots, const char *requested, bool must_exist, char *out, size_t outlen, char *err,
                  size_t errlen);
 
+/* mkdir -p (mode 0700 for what it creates); 0 or -1 with errno */
+int path_mkdirs(const char *path);
+
 #endif

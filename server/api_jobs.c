@@ -8,6 +8,7 @@
 #include "server/api.h"
 #include "server/audit.h"
 #include "server/bus.h"
+#include "server/db.h"
 #include "server/jobs.h"
 #include "server/spec.h"
 #include "server/sse.h"
@@ -82,11 +83,32 @@ static void submit_done(void *arg, int ok)
     free(op);
 }
 
+/* the directories this tenant's specs may name (PATCH /v1/tenants/{id} "roots") */
+static json_t *tenant_roots(sqlite3 *db, const char *tenant)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT roots FROM tenants WHERE id = ?");
+    json_t *roots = NULL;
+    if (st) {
+        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) roots = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+        db_release(st);
+    }
+    return roots ? roots : json_array();
+}
+
 void api_job_submit(http_ctx *c)
 {
     submit_op *op = calloc(1, sizeof(*op));
     char field[256] = "", msg[512] = "";
     if (spec_validate_job(c->body, &op->job, field, sizeof(field), msg, sizeof(msg)) != 0) {
+        free(op);
+        http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
+        return;
+    }
+    json_t *roots = tenant_roots(c->srv->db, c->auth.tenant_id);
+    int confined = spec_confine_paths(op->job.spec, op->job.type, roots, field, sizeof(field), msg, sizeof(msg));
+    json_decref(roots);
+    if (confined != 0) {
         free(op);
         http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
         return;

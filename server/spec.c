@@ -1,7 +1,9 @@
 #include "server/spec.h"
 #include "common/jobstate.h"
 #include "common/utf8.h"
+#include "common/paths.h"
 #include "workers/place/place.h"
+#include "workers/train/train.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -59,8 +61,15 @@ static int validate(json_t *body, job_new *out, char *field, size_t flen, char *
     out->slots = 1;
 
     if (strcmp(out->type, "placement") == 0) return place_spec_validate(spec, field, flen, msg, mlen);
+    if (strcmp(out->type, "training") == 0) {
+        json_t *w = json_object_get(spec, "workers");
+        if (w && !(json_is_integer(w) && json_integer_value(w) == 1))
+            return fail(field, flen, msg, mlen, "spec.workers",
+                        "this version trains on one worker (multi-worker data parallelism is the next slice)");
+        return train_spec_validate(spec, field, flen, msg, mlen);
+    }
     snprintf(field, flen, "type");
-    snprintf(msg, mlen, "job type '%s' is not available in this version of gantry yet (placement is)", out->type);
+    snprintf(msg, mlen, "job type '%s' is not available in this version of gantry yet (placement and training are)", out->type);
     return -1;
 }
 
@@ -72,4 +81,29 @@ int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char
         utf8_trim(msg);
     }
     return rc;
+}
+
+int spec_confine_paths(const json_t *spec, const char *type, const json_t *roots, char *field, size_t flen, char *msg, size_t mlen)
+{
+    if (strcmp(type, "training") != 0) return 0;
+    const json_t *dataset = json_object_get(spec, "dataset");
+    const char *rootv[16];
+    int n = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(roots, i, r) if (n < 16 && json_is_string(r)) rootv[n++] = json_string_value(r);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)dataset, key, v)
+    {
+        if (!json_is_string(v) || strcmp(key, "name") == 0 || strcmp(key, "format") == 0) continue;
+        char resolved[4096], why[512];
+        if (path_confine(rootv, n, json_string_value(v), true, resolved, sizeof(resolved), why, sizeof(why)) != 0) {
+            snprintf(field, flen, "spec.dataset.%s", key);
+            utf8_copy(msg, mlen, why);
+            utf8_trim(field);
+            return -1;
+        }
+    }
+    return 0;
 }

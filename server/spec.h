@@ -13,4 +13,9 @@
 /* 0 and fills type, name, priority, slots, spec (borrowed from body); or -1 with the field path and a message */
 int spec_validate_job(json_t *body, job_new *out, char *field, size_t field_len, char *msg, size_t msg_len);
 
+/* Paths a spec names (training datasets) must resolve under the tenant's roots (a JSON array);
+ * 0, or -1 with the field and the reason. */
+int spec_confine_paths(const json_t *spec, const char *type, const json_t *roots, char *field, size_t field_len, char *msg,
+                       size_t msg_len);
+
 #endif

@@ -4,6 +4,7 @@
 
 static const executor executors[] = {
     {"placement", exec_placement},
+    {"training", exec_training},
 };
 
 const executor *executor_find(const char *type)

@@ -18,6 +18,7 @@ typedef struct exec_ctx {
     /* fraction in [0,1]; message may be NULL */
     void (*progress)(struct exec_ctx *ctx, double fraction, const char *message);
     bool (*cancelled)(struct exec_ctx *ctx);
+    const char *state_dir; /* the worker's own directory (checkpoints, the model store) */
     void *opaque;
 } exec_ctx;
 
@@ -33,5 +34,6 @@ typedef struct {
 const executor *executor_find(const char *type);
 
 int exec_placement(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
+int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 
 #endif

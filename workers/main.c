@@ -10,10 +10,13 @@
 #include "common/ids.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/paths.h"
 #include "common/redis_sync.h"
 #include "common/requeue.h"
 #include "workers/executor.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -28,6 +31,7 @@ static config_opt opts[] = {
     CONFIG_OPT("id", "worker id (default: generated w_<hex>)", ""),
     CONFIG_OPT("labels", "comma-separated key=value labels, e.g. site=a,zone=1", ""),
     CONFIG_OPT("kind", "cpu or gpu (GPU workers need a build with the gpu feature)", "cpu"),
+    CONFIG_OPT("state", "directory for checkpoints and the model store", "./var/worker"),
     CONFIG_OPT("max-attempts", "attempts of a job when its worker is lost (as the scheduler's)", "3"),
     CONFIG_OPT("memory", "memory this slot offers, in bytes (0: the machine's)", "0"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
@@ -36,6 +40,7 @@ static config_opt opts[] = {
 #define OPT(name) config_get(opts, NOPTS, name)
 
 static volatile sig_atomic_t stopping;
+static char state_dir[PATH_MAX]; /* absolute: paths in results must mean the same thing to every process */
 static char worker_id[40], source[96], info_json[2048];
 static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
 static char running_job[64];
@@ -217,7 +222,7 @@ static void run_task(rs_conn *r, const char *raw)
     }
     set_running(t.job_id);
     run_state st = {r, 0, fence_generation, STOP_NONE, ""};
-    exec_ctx ctx = {&t, on_progress, on_cancelled, &st};
+    exec_ctx ctx = {&t, on_progress, on_cancelled, state_dir, &st};
     json_t *result = NULL;
     char err[512] = "";
     int rc = -1;
@@ -313,6 +318,10 @@ int main(int argc, char **argv)
         id_random("w", 6, worker_id, sizeof(worker_id));
     snprintf(source, sizeof(source), "worker:%s", worker_id);
     build_info();
+    if (path_mkdirs(OPT("state")) != 0 || !realpath(OPT("state"), state_dir)) {
+        log_error("cannot use the state directory %s: %s", OPT("state"), strerror(errno));
+        return 1;
+    }
     max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
 
     rs_conn r, hb;

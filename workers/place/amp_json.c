@@ -7,6 +7,7 @@
  *    "global_batch": 512, "top_k": 10, "bytes_per_param": 2}
  * Errors name the JSON path of the bad field, like graph errors do. */
 #include "workers/place/amp.h"
+#include "workers/place/perr.h"
 
 #include "common/clock.h"
 
@@ -16,96 +17,75 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct aerr {
-    const char *prefix;
-    char *field;
-    size_t field_len;
-    char *msg;
-    size_t msg_len;
-} aerr;
-
-static int fail(aerr *e, const char *suffix, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(aerr *e, const char *suffix, const char *fmt, ...)
-{
-    if (e->field && e->field_len) snprintf(e->field, e->field_len, "%s%s", e->prefix, suffix);
-    if (e->msg && e->msg_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->msg, e->msg_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* A finite number >= 0 (> 0 when positive); `def` < 0 means required. */
-static int read_num(aerr *e, const json_t *obj, const char *key, const char *where, double def, int positive, double *out)
+static int read_num(perr *e, const json_t *obj, const char *key, const char *where, double def, int positive, double *out)
 {
     char suffix[96];
     snprintf(suffix, sizeof suffix, "%s.%s", where, key);
     const json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v)) {
-        if (def < 0) return fail(e, suffix, "is required");
+        if (def < 0) return perr_fail(e, suffix, "is required");
         *out = def;
         return 0;
     }
     double d = json_is_number(v) ? json_number_value(v) : -1;
     if (!isfinite(d) || d < 0 || (positive && d == 0))
-        return fail(e, suffix, "must be a %s number", positive ? "positive" : "non-negative");
+        return perr_fail(e, suffix, "must be a %s number", positive ? "positive" : "non-negative");
     *out = d;
     return 0;
 }
 
-static int read_int(aerr *e, const json_t *obj, const char *key, const char *where, int def, int max, int *out)
+static int read_int(perr *e, const json_t *obj, const char *key, const char *where, int def, int max, int *out)
 {
     char suffix[96];
     snprintf(suffix, sizeof suffix, "%s.%s", where, key);
     const json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v)) {
-        if (def < 0) return fail(e, suffix, "is required");
+        if (def < 0) return perr_fail(e, suffix, "is required");
         *out = def;
         return 0;
     }
     if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
-        return fail(e, suffix, "must be an integer from 1 to %d", max);
+        return perr_fail(e, suffix, "must be an integer from 1 to %d", max);
     *out = (int)json_integer_value(v);
     return 0;
 }
 
-static int parse_layer(aerr *e, amp_problem *p, const json_t *o, int i)
+static int parse_layer(perr *e, amp_problem *p, const json_t *o, int i)
 {
     char where[48], suffix[64];
     snprintf(where, sizeof where, ".layers[%d]", i);
-    if (!json_is_object(o)) return fail(e, where, "must be an object");
+    if (!json_is_object(o)) return perr_fail(e, where, "must be an object");
     amp_layer *l = &p->layers[i];
     const json_t *name = json_object_get(o, "name");
     snprintf(suffix, sizeof suffix, "%s.name", where);
     if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 255)
-        return fail(e, suffix, "must be a non-empty string shorter than 256 bytes");
-    if (!(l->name = strdup(json_string_value(name)))) return fail(e, suffix, "out of memory");
+        return perr_fail(e, suffix, "must be a non-empty string shorter than 256 bytes");
+    if (!(l->name = strdup(json_string_value(name)))) return perr_fail(e, suffix, "out of memory");
     p->n_layers = i + 1;
     if (read_num(e, o, "forward_ms", where, -1, 0, &l->forward_ms) < 0) return -1;
     if (read_num(e, o, "params", where, 0, 0, &l->params) < 0) return -1;
     return read_num(e, o, "activation_bytes", where, 0, 0, &l->activation_bytes);
 }
 
-static int parse_layers(aerr *e, amp_problem *p, const json_t *j)
+static int parse_layers(perr *e, amp_problem *p, const json_t *j)
 {
     const json_t *a = json_object_get(j, "layers");
-    if (!a) return fail(e, ".layers", "is required");
+    if (!a) return perr_fail(e, ".layers", "is required");
     if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > AMP_MAX_LAYERS)
-        return fail(e, ".layers", "must be an array of 1 to %d layers", AMP_MAX_LAYERS);
+        return perr_fail(e, ".layers", "must be an array of 1 to %d layers", AMP_MAX_LAYERS);
     p->layers = calloc(json_array_size(a), sizeof *p->layers);
-    if (!p->layers) return fail(e, ".layers", "out of memory");
+    if (!p->layers) return perr_fail(e, ".layers", "out of memory");
     for (size_t i = 0; i < json_array_size(a); i++)
         if (parse_layer(e, p, json_array_get(a, i), (int)i) < 0) return -1;
     return 0;
 }
 
-static int parse_speeds(aerr *e, amp_problem *p, const json_t *c)
+static int parse_speeds(perr *e, amp_problem *p, const json_t *c)
 {
     int G = p->nodes * p->gpus_per_node;
     const json_t *v = json_object_get(c, "gpu_speed");
-    if (!(p->gpu_speed = malloc((size_t)G * sizeof *p->gpu_speed))) return fail(e, ".cluster.gpu_speed", "out of memory");
+    if (!(p->gpu_speed = malloc((size_t)G * sizeof *p->gpu_speed))) return perr_fail(e, ".cluster.gpu_speed", "out of memory");
     if (!v || json_is_number(v)) {
         double s;
         if (read_num(e, c, "gpu_speed", ".cluster", 1.0, 1, &s) < 0) return -1;
@@ -114,23 +94,23 @@ static int parse_speeds(aerr *e, amp_problem *p, const json_t *c)
         return 0;
     }
     if (!json_is_array(v) || json_array_size(v) != (size_t)G)
-        return fail(e, ".cluster.gpu_speed", "must be a positive number or an array of %d (nodes x gpus_per_node) numbers", G);
+        return perr_fail(e, ".cluster.gpu_speed", "must be a positive number or an array of %d (nodes x gpus_per_node) numbers", G);
     for (int r = 0; r < G; r++) {
         double s = json_is_number(json_array_get(v, (size_t)r)) ? json_number_value(json_array_get(v, (size_t)r)) : -1;
-        if (!isfinite(s) || s <= 0) return fail(e, ".cluster.gpu_speed", "entry %d must be a positive number", r);
+        if (!isfinite(s) || s <= 0) return perr_fail(e, ".cluster.gpu_speed", "entry %d must be a positive number", r);
         p->gpu_speed[r] = s;
     }
     return 0;
 }
 
-static int parse_cluster(aerr *e, amp_problem *p, const json_t *j)
+static int parse_cluster(perr *e, amp_problem *p, const json_t *j)
 {
     const json_t *c = json_object_get(j, "cluster");
-    if (!c) return fail(e, ".cluster", "is required");
-    if (!json_is_object(c)) return fail(e, ".cluster", "must be an object");
+    if (!c) return perr_fail(e, ".cluster", "is required");
+    if (!json_is_object(c)) return perr_fail(e, ".cluster", "must be an object");
     if (read_int(e, c, "nodes", ".cluster", -1, AMP_MAX_GPUS, &p->nodes) < 0) return -1;
     if (read_int(e, c, "gpus_per_node", ".cluster", -1, AMP_MAX_GPUS, &p->gpus_per_node) < 0) return -1;
-    if (p->nodes * p->gpus_per_node > AMP_MAX_GPUS) return fail(e, ".cluster", "at most %d GPUs in all", AMP_MAX_GPUS);
+    if (p->nodes * p->gpus_per_node > AMP_MAX_GPUS) return perr_fail(e, ".cluster", "at most %d GPUs in all", AMP_MAX_GPUS);
     if (read_num(e, c, "intra_bw_gbps", ".cluster", -1, 1, &p->intra_gbps) < 0) return -1;
     if (read_num(e, c, "inter_bw_gbps", ".cluster", p->nodes > 1 ? -1 : p->intra_gbps, 1, &p->inter_gbps) < 0) return -1;
     return parse_speeds(e, p, c);
@@ -138,10 +118,10 @@ static int parse_cluster(aerr *e, amp_problem *p, const json_t *j)
 
 amp_problem *amp_problem_parse(const json_t *j, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len)
 {
-    aerr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
-    if (!json_is_object(j)) return fail(&e, "", "must be an object"), NULL;
+    perr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
+    if (!json_is_object(j)) return perr_fail(&e, "", "must be an object"), NULL;
     amp_problem *p = calloc(1, sizeof *p);
-    if (!p) return fail(&e, "", "out of memory"), NULL;
+    if (!p) return perr_fail(&e, "", "out of memory"), NULL;
     int rc = parse_layers(&e, p, j);
     if (rc == 0) rc = parse_cluster(&e, p, j);
     if (rc == 0) rc = read_int(&e, j, "global_batch", "", -1, AMP_MAX_BATCH, &p->global_batch);

@@ -11,6 +11,7 @@
  * index, i.e. the lexicographically smallest order: deterministic, and for a
  * graph listed in execution order it is the listed order. */
 #include "workers/place/graph.h"
+#include "workers/place/perr.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -19,30 +20,6 @@
 #include <string.h>
 
 /* ---- error reporting ---- */
-
-typedef struct perr {
-    const char *prefix;
-    char *field;
-    size_t field_len;
-    char *msg;
-    size_t msg_len;
-} perr;
-
-/* Sets field = prefix + suffix (suffix starts with '.' or '['; the dot is
- * dropped when the prefix is empty) and msg from the format.  Returns -1. */
-static int fail(perr *e, const char *suffix, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(perr *e, const char *suffix, const char *fmt, ...)
-{
-    if (!e->prefix[0] && suffix[0] == '.') suffix++;
-    if (e->field && e->field_len) snprintf(e->field, e->field_len, "%s%s", e->prefix, suffix);
-    if (e->msg && e->msg_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->msg, e->msg_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ---- name -> index map (open addressing, FNV-1a); keys are borrowed ---- */
 
@@ -108,14 +85,14 @@ static int read_name(perr *e, const json_t *obj, const char *where, char **out)
     char suffix[64];
     snprintf(suffix, sizeof suffix, "%s.name", where);
     const json_t *v = json_object_get(obj, "name");
-    if (!v) return fail(e, suffix, "is required");
-    if (!json_is_string(v)) return fail(e, suffix, "must be a string");
+    if (!v) return perr_fail(e, suffix, "is required");
+    if (!json_is_string(v)) return perr_fail(e, suffix, "must be a string");
     size_t len = json_string_length(v);
-    if (len == 0) return fail(e, suffix, "must not be empty");
-    if (len >= PLACE_MAX_NAME) return fail(e, suffix, "must be shorter than %d bytes", PLACE_MAX_NAME);
-    if (memchr(json_string_value(v), '\0', len)) return fail(e, suffix, "must not contain NUL characters");
+    if (len == 0) return perr_fail(e, suffix, "must not be empty");
+    if (len >= PLACE_MAX_NAME) return perr_fail(e, suffix, "must be shorter than %d bytes", PLACE_MAX_NAME);
+    if (memchr(json_string_value(v), '\0', len)) return perr_fail(e, suffix, "must not contain NUL characters");
     *out = strdup(json_string_value(v));
-    return *out ? 0 : fail(e, suffix, "out of memory");
+    return *out ? 0 : perr_fail(e, suffix, "out of memory");
 }
 
 /* A non-negative finite number. `v` may be NULL (absent) when def >= 0. */
@@ -127,14 +104,14 @@ static int read_name(perr *e, const json_t *obj, const char *where, char **out)
 static int read_nonneg(perr *e, const json_t *v, const char *suffix, double def, double *out)
 {
     if (!v) {
-        if (def < 0) return fail(e, suffix, "is required");
+        if (def < 0) return perr_fail(e, suffix, "is required");
         *out = def;
         return 0;
     }
-    if (!json_is_number(v)) return fail(e, suffix, "must be a non-negative number");
+    if (!json_is_number(v)) return perr_fail(e, suffix, "must be a non-negative number");
     double d = json_number_value(v);
-    if (!isfinite(d) || d < 0) return fail(e, suffix, "must be a non-negative number");
-    if (d > PLACE_MAX_VALUE) return fail(e, suffix, "must be at most 1e15");
+    if (!isfinite(d) || d < 0) return perr_fail(e, suffix, "must be a non-negative number");
+    if (d > PLACE_MAX_VALUE) return perr_fail(e, suffix, "must be at most 1e15");
     *out = d;
     return 0;
 }
@@ -146,8 +123,8 @@ static int read_positive(perr *e, const json_t *v, const char *suffix, double de
         return 0;
     }
     double d = json_is_number(v) ? json_number_value(v) : -1;
-    if (!isfinite(d) || d <= 0) return fail(e, suffix, "must be a positive number");
-    if (d < PLACE_MIN_POSITIVE || d > PLACE_MAX_VALUE) return fail(e, suffix, "must be between 1e-9 and 1e15");
+    if (!isfinite(d) || d <= 0) return perr_fail(e, suffix, "must be a positive number");
+    if (d < PLACE_MIN_POSITIVE || d > PLACE_MAX_VALUE) return perr_fail(e, suffix, "must be between 1e-9 and 1e15");
     *out = d;
     return 0;
 }
@@ -157,15 +134,15 @@ static int read_bytes(perr *e, const json_t *v, const char *suffix, int64_t max,
 {
     if (json_is_integer(v)) {
         json_int_t i = json_integer_value(v);
-        if (i < 0) return fail(e, suffix, "must be a non-negative integer (bytes)");
-        if (i > max) return fail(e, suffix, "must be at most %lld bytes", (long long)max);
+        if (i < 0) return perr_fail(e, suffix, "must be a non-negative integer (bytes)");
+        if (i > max) return perr_fail(e, suffix, "must be at most %lld bytes", (long long)max);
         *out = (int64_t)i;
         return 0;
     }
-    if (!json_is_real(v)) return fail(e, suffix, "must be a non-negative integer (bytes)");
+    if (!json_is_real(v)) return perr_fail(e, suffix, "must be a non-negative integer (bytes)");
     double d = json_real_value(v);
-    if (!isfinite(d) || d < 0 || d != floor(d)) return fail(e, suffix, "must be a non-negative integer (bytes)");
-    if (d > (double)max) return fail(e, suffix, "must be at most %lld bytes", (long long)max);
+    if (!isfinite(d) || d < 0 || d != floor(d)) return perr_fail(e, suffix, "must be a non-negative integer (bytes)");
+    if (d > (double)max) return perr_fail(e, suffix, "must be at most %lld bytes", (long long)max);
     *out = (int64_t)d;
     return 0;
 }
@@ -189,8 +166,8 @@ static int read_outputs(perr *e, const json_t *obj, const char *where, int64_t *
     *out = 0;
     if (!v || json_is_null(v)) return 0;
     if (json_is_number(v)) return read_bytes(e, v, suffix, PLACE_MAX_BYTES, out);
-    if (!json_is_array(v)) return fail(e, suffix, "must be an array of byte counts");
-    if (json_array_size(v) > PLACE_MAX_OUTPUTS) return fail(e, suffix, "must have at most %d entries", PLACE_MAX_OUTPUTS);
+    if (!json_is_array(v)) return perr_fail(e, suffix, "must be an array of byte counts");
+    if (json_array_size(v) > PLACE_MAX_OUTPUTS) return perr_fail(e, suffix, "must have at most %d entries", PLACE_MAX_OUTPUTS);
     size_t i;
     const json_t *x;
     json_array_foreach(v, i, x)
@@ -201,7 +178,7 @@ static int read_outputs(perr *e, const json_t *obj, const char *where, int64_t *
         if (read_bytes(e, x, item, PLACE_MAX_BYTES, &b) < 0) return -1;
         *out += b;
     }
-    if (*out > PLACE_MAX_BYTES) return fail(e, suffix, "sum must be at most %lld bytes", (long long)PLACE_MAX_BYTES);
+    if (*out > PLACE_MAX_BYTES) return perr_fail(e, suffix, "sum must be at most %lld bytes", (long long)PLACE_MAX_BYTES);
     return 0;
 }
 
@@ -210,9 +187,9 @@ static const json_t *get_array(perr *e, const json_t *graph, const char *key, si
     char suffix[32];
     snprintf(suffix, sizeof suffix, ".%s", key);
     const json_t *a = json_object_get(graph, key);
-    if (!a) return fail(e, suffix, "is required"), NULL;
-    if (!json_is_array(a)) return fail(e, suffix, "must be an array"), NULL;
-    if (json_array_size(a) > max) return fail(e, suffix, "must have at most %zu entries", max), NULL;
+    if (!a) return perr_fail(e, suffix, "is required"), NULL;
+    if (!json_is_array(a)) return perr_fail(e, suffix, "must be an array"), NULL;
+    if (json_array_size(a) > max) return perr_fail(e, suffix, "must have at most %zu entries", max), NULL;
     return a;
 }
 
@@ -225,16 +202,16 @@ static int parse_group(perr *e, place_graph *g, strmap *groups, const json_t *ob
     const json_t *v = json_object_get(obj, "group");
     op->group = -1;
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_string(v) || json_string_length(v) == 0) return fail(e, suffix, "must be a non-empty string");
-    if (memchr(json_string_value(v), '\0', json_string_length(v))) return fail(e, suffix, "must not contain NUL characters");
-    if (json_string_length(v) >= PLACE_MAX_NAME) return fail(e, suffix, "must be shorter than %d bytes", PLACE_MAX_NAME);
+    if (!json_is_string(v) || json_string_length(v) == 0) return perr_fail(e, suffix, "must be a non-empty string");
+    if (memchr(json_string_value(v), '\0', json_string_length(v))) return perr_fail(e, suffix, "must not contain NUL characters");
+    if (json_string_length(v) >= PLACE_MAX_NAME) return perr_fail(e, suffix, "must be shorter than %d bytes", PLACE_MAX_NAME);
     int id = strmap_get(groups, json_string_value(v));
     if (id >= 0) {
         op->group = id;
         return 0;
     }
     char *name = strdup(json_string_value(v));
-    if (!name) return fail(e, suffix, "out of memory");
+    if (!name) return perr_fail(e, suffix, "out of memory");
     g->group_names[g->n_groups] = name;
     strmap_put(groups, name, g->n_groups);
     op->group = g->n_groups++;
@@ -245,13 +222,13 @@ static int parse_op(perr *e, place_graph *g, strmap *names, strmap *groups, cons
 {
     char where[32], suffix[64];
     snprintf(where, sizeof where, ".ops[%d]", i);
-    if (!json_is_object(obj)) return fail(e, where, "must be an object");
+    if (!json_is_object(obj)) return perr_fail(e, where, "must be an object");
     place_op *op = &g->ops[i];
     if (read_name(e, obj, where, &op->name) < 0) return -1;
     g->n_ops = i + 1; /* the name is owned from here on */
     int prev = strmap_put(names, op->name, i);
     snprintf(suffix, sizeof suffix, "%s.name", where);
-    if (prev >= 0) return fail(e, suffix, "duplicate op name '%s' (also ops[%d])", op->name, prev);
+    if (prev >= 0) return perr_fail(e, suffix, "duplicate op name '%s' (also ops[%d])", op->name, prev);
     snprintf(suffix, sizeof suffix, "%s.compute_us", where);
     if (read_nonneg(e, json_object_get(obj, "compute_us"), suffix, -1, &op->compute_us) < 0) return -1;
     if (read_opt_bytes(e, obj, "temp_bytes", where, &op->temp_bytes) < 0) return -1;
@@ -265,13 +242,13 @@ static int parse_ops(perr *e, place_graph *g, strmap *names, const json_t *graph
     const json_t *a = get_array(e, graph, "ops", PLACE_MAX_OPS);
     if (!a) return -1;
     size_t n = json_array_size(a);
-    if (n == 0) return fail(e, ".ops", "must contain at least one op");
+    if (n == 0) return perr_fail(e, ".ops", "must contain at least one op");
     g->ops = calloc(n, sizeof *g->ops);
     g->group_names = calloc(n, sizeof *g->group_names);
     strmap groups = {0};
     if (!g->ops || !g->group_names || strmap_init(names, n) < 0 || strmap_init(&groups, n) < 0) {
         strmap_free(&groups);
-        return fail(e, ".ops", "out of memory");
+        return perr_fail(e, ".ops", "out of memory");
     }
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
@@ -285,11 +262,11 @@ static int edge_end(perr *e, const strmap *names, const json_t *obj, const char 
     char suffix[64];
     snprintf(suffix, sizeof suffix, "%s.%s", where, key);
     const json_t *v = json_object_get(obj, key);
-    if (!v) return fail(e, suffix, "is required");
-    if (!json_is_string(v)) return fail(e, suffix, "must be an op name (string)");
+    if (!v) return perr_fail(e, suffix, "is required");
+    if (!json_is_string(v)) return perr_fail(e, suffix, "must be an op name (string)");
     *out = -1;
     if (!memchr(json_string_value(v), '\0', json_string_length(v))) *out = strmap_get(names, json_string_value(v));
-    if (*out < 0) return fail(e, suffix, "no op named '%.200s'", json_string_value(v));
+    if (*out < 0) return perr_fail(e, suffix, "no op named '%.200s'", json_string_value(v));
     return 0;
 }
 
@@ -297,7 +274,7 @@ static int parse_edge(perr *e, place_graph *g, const strmap *names, const json_t
 {
     char where[32], suffix[64];
     snprintf(where, sizeof where, ".edges[%d]", i);
-    if (!json_is_object(obj)) return fail(e, where, "must be an object");
+    if (!json_is_object(obj)) return perr_fail(e, where, "must be an object");
     place_edge *ed = &g->edges[i];
     if (edge_end(e, names, obj, where, "src", &ed->src) < 0) return -1;
     if (edge_end(e, names, obj, where, "dst", &ed->dst) < 0) return -1;
@@ -316,7 +293,7 @@ static int parse_edges(perr *e, place_graph *g, const strmap *names, const json_
     if (!a) return -1;
     size_t n = json_array_size(a);
     g->edges = calloc(n ? n : 1, sizeof *g->edges);
-    if (!g->edges) return fail(e, ".edges", "out of memory");
+    if (!g->edges) return perr_fail(e, ".edges", "out of memory");
     for (size_t i = 0; i < n; i++)
         if (parse_edge(e, g, names, json_array_get(a, i), (int)i) < 0) return -1;
     g->n_edges = (int)n;
@@ -327,16 +304,16 @@ static int parse_device(perr *e, place_graph *g, strmap *names, const json_t *ob
 {
     char where[32], suffix[64];
     snprintf(where, sizeof where, ".devices[%d]", i);
-    if (!json_is_object(obj)) return fail(e, where, "must be an object");
+    if (!json_is_object(obj)) return perr_fail(e, where, "must be an object");
     place_device *d = &g->devices[i];
     if (read_name(e, obj, where, &d->name) < 0) return -1;
     g->n_devices = i + 1;
     snprintf(suffix, sizeof suffix, "%s.name", where);
     int prev = strmap_put(names, d->name, i);
-    if (prev >= 0) return fail(e, suffix, "duplicate device name '%s' (also devices[%d])", d->name, prev);
+    if (prev >= 0) return perr_fail(e, suffix, "duplicate device name '%s' (also devices[%d])", d->name, prev);
     snprintf(suffix, sizeof suffix, "%s.memory_bytes", where);
     const json_t *m = json_object_get(obj, "memory_bytes");
-    if (!m) return fail(e, suffix, "is required");
+    if (!m) return perr_fail(e, suffix, "is required");
     if (read_bytes(e, m, suffix, PLACE_MAX_DEVICE_BYTES, &d->memory_bytes) < 0) return -1;
     snprintf(suffix, sizeof suffix, "%s.speed", where);
     return read_positive(e, json_object_get(obj, "speed"), suffix, 1.0, &d->speed);
@@ -347,12 +324,12 @@ static int parse_devices(perr *e, place_graph *g, const json_t *graph)
     const json_t *a = get_array(e, graph, "devices", PLACE_MAX_DEVICES);
     if (!a) return -1;
     size_t n = json_array_size(a);
-    if (n == 0) return fail(e, ".devices", "must contain at least one device");
+    if (n == 0) return perr_fail(e, ".devices", "must contain at least one device");
     strmap names = {0};
     g->devices = calloc(n, sizeof *g->devices);
     if (!g->devices || strmap_init(&names, n) < 0) {
         strmap_free(&names);
-        return fail(e, ".devices", "out of memory");
+        return perr_fail(e, ".devices", "out of memory");
     }
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
@@ -376,12 +353,12 @@ static int parse_link_value(perr *e, const json_t *v, const char *key, double de
         return 0;
     }
     if (!json_is_array(v) || json_array_size(v) != (size_t)D)
-        return fail(e, suffix, "must be a number or a %dx%d matrix (one row per device)", D, D);
+        return perr_fail(e, suffix, "must be a number or a %dx%d matrix (one row per device)", D, D);
     for (int r = 0; r < D; r++) {
         const json_t *row = json_array_get(v, (size_t)r);
         snprintf(suffix, sizeof suffix, ".comm.%s[%d]", key, r);
         if (!json_is_array(row) || json_array_size(row) != (size_t)D)
-            return fail(e, suffix, "must be an array of %d numbers (one per device)", D);
+            return perr_fail(e, suffix, "must be an array of %d numbers (one per device)", D);
         for (int c = 0; c < D; c++) {
             snprintf(suffix, sizeof suffix, ".comm.%s[%d][%d]", key, r, c);
             const json_t *cell = json_array_get(row, (size_t)c);
@@ -398,9 +375,9 @@ static int parse_comm(perr *e, place_graph *g, const json_t *graph)
     int D = g->n_devices;
     g->latency_us = malloc((size_t)D * D * sizeof(double));
     g->bytes_per_us = malloc((size_t)D * D * sizeof(double));
-    if (!g->latency_us || !g->bytes_per_us) return fail(e, ".comm", "out of memory");
+    if (!g->latency_us || !g->bytes_per_us) return perr_fail(e, ".comm", "out of memory");
     const json_t *c = json_object_get(graph, "comm");
-    if (c && !json_is_null(c) && !json_is_object(c)) return fail(e, ".comm", "must be an object");
+    if (c && !json_is_null(c) && !json_is_object(c)) return perr_fail(e, ".comm", "must be an object");
     const json_t *lat = c ? json_object_get(c, "latency_us") : NULL;
     const json_t *bw = c ? json_object_get(c, "bytes_per_us") : NULL;
     if (parse_link_value(e, lat, "latency_us", PLACE_DEFAULT_LATENCY_US, 0, D, g->latency_us) < 0) return -1;
@@ -490,7 +467,7 @@ static int topo_sort(perr *e, place_graph *g)
     g->topo_pos = malloc((size_t)n * sizeof *g->topo_pos);
     if (!indeg || !heap || !g->topo || !g->topo_pos) {
         free(indeg), free(heap);
-        return fail(e, ".ops", "out of memory");
+        return perr_fail(e, ".ops", "out of memory");
     }
     for (int i = 0; i < n; i++)
         indeg[i] = g->in_off[i + 1] - g->in_off[i];
@@ -506,7 +483,7 @@ static int topo_sort(perr *e, place_graph *g)
         }
     }
     int rc = 0;
-    if (done < n) rc = fail(e, ".edges", "graph has a cycle through op '%s'", g->ops[find_cycle_op(g, indeg)].name);
+    if (done < n) rc = perr_fail(e, ".edges", "graph has a cycle through op '%s'", g->ops[find_cycle_op(g, indeg)].name);
     free(indeg);
     free(heap);
     return rc;
@@ -514,8 +491,8 @@ static int topo_sort(perr *e, place_graph *g)
 
 static int build_order(perr *e, place_graph *g)
 {
-    if (build_csr(g, 0, &g->out_off, &g->out_edge) < 0) return fail(e, ".edges", "out of memory");
-    if (build_csr(g, 1, &g->in_off, &g->in_edge) < 0) return fail(e, ".edges", "out of memory");
+    if (build_csr(g, 0, &g->out_off, &g->out_edge) < 0) return perr_fail(e, ".edges", "out of memory");
+    if (build_csr(g, 1, &g->in_off, &g->in_edge) < 0) return perr_fail(e, ".edges", "out of memory");
     return topo_sort(e, g);
 }
 
@@ -551,9 +528,9 @@ int place_graph_copy_devices(place_graph *dst, const place_graph *src)
 place_graph *place_graph_parse(const json_t *json, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len)
 {
     perr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
-    if (!json_is_object(json)) return fail(&e, "", "must be an object"), NULL;
+    if (!json_is_object(json)) return perr_fail(&e, "", "must be an object"), NULL;
     place_graph *g = calloc(1, sizeof *g);
-    if (!g) return fail(&e, "", "out of memory"), NULL;
+    if (!g) return perr_fail(&e, "", "out of memory"), NULL;
     strmap names = {0};
     int rc = parse_ops(&e, g, &names, json);
     if (rc == 0) rc = parse_edges(&e, g, &names, json);

@@ -11,6 +11,7 @@
  * order), with its schedule.  A spec with "strategy" instead of "graph" is
  * an AMP strategy search (amp.h). */
 #include "common/utf8.h"
+#include "workers/place/perr.h"
 #include "workers/place/place.h"
 
 #include "common/clock.h"
@@ -54,26 +55,6 @@ static int algo_find(const char *name)
 
 /* ---- spec validation ---- */
 
-typedef struct verr {
-    char *field;
-    size_t field_len;
-    char *msg;
-    size_t msg_len;
-} verr;
-
-static int vfail(verr *e, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int vfail(verr *e, const char *field, const char *fmt, ...)
-{
-    if (e->field && e->field_len) snprintf(e->field, e->field_len, "%s", field);
-    if (e->msg && e->msg_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->msg, e->msg_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static void known_names(char *buf, size_t len)
 {
     size_t used = 0;
@@ -92,7 +73,7 @@ static void select_algo(int *sel, int *n_sel, int i)
 }
 
 /* Fills sel (N_ALGOS entries at most) with table rows, in request order. */
-static int parse_algorithms(verr *e, const json_t *spec, int *sel, int *n_sel)
+static int parse_algorithms(perr *e, const json_t *spec, int *sel, int *n_sel)
 {
     const json_t *a = json_object_get(spec, "algorithms");
     *n_sel = 0;
@@ -100,15 +81,15 @@ static int parse_algorithms(verr *e, const json_t *spec, int *sel, int *n_sel)
         select_algo(sel, n_sel, algo_find(DEFAULT_ALGO));
         return 0;
     }
-    if (!json_is_array(a)) return vfail(e, "spec.algorithms", "must be an array of algorithm names");
-    if (json_array_size(a) == 0) return vfail(e, "spec.algorithms", "must name at least one algorithm");
+    if (!json_is_array(a)) return perr_fail(e, "spec.algorithms", "must be an array of algorithm names");
+    if (json_array_size(a) == 0) return perr_fail(e, "spec.algorithms", "must name at least one algorithm");
     size_t i;
     const json_t *v;
     json_array_foreach(a, i, v)
     {
         char field[48], known[128];
         snprintf(field, sizeof field, "spec.algorithms[%zu]", i);
-        if (!json_is_string(v)) return vfail(e, field, "must be a string");
+        if (!json_is_string(v)) return perr_fail(e, field, "must be a string");
         const char *name = json_string_value(v);
         if (strcmp(name, "all") == 0) {
             for (int k = 0; k < N_ALGOS; k++)
@@ -117,18 +98,18 @@ static int parse_algorithms(verr *e, const json_t *spec, int *sel, int *n_sel)
         }
         int k = algo_find(name);
         known_names(known, sizeof known);
-        if (k < 0) return vfail(e, field, "unknown algorithm '%.64s' (known: %s)", name, known);
+        if (k < 0) return perr_fail(e, field, "unknown algorithm '%.64s' (known: %s)", name, known);
         select_algo(sel, n_sel, k);
     }
     return 0;
 }
 
-static int read_bool(verr *e, const json_t *spec, const char *key, int *out)
+static int read_bool(perr *e, const json_t *spec, const char *key, int *out)
 {
     char field[32];
     const json_t *v = json_object_get(spec, key);
     snprintf(field, sizeof field, "spec.%s", key);
-    if (v && !json_is_boolean(v) && !json_is_null(v)) return vfail(e, field, "must be a boolean");
+    if (v && !json_is_boolean(v) && !json_is_null(v)) return perr_fail(e, field, "must be a boolean");
     *out = json_is_true(v);
     return 0;
 }
@@ -140,15 +121,15 @@ typedef struct options {
 } options;
 
 /* Everything but the graph's (or strategy's) contents. */
-static int check_options(verr *e, const json_t *spec, options *o)
+static int check_options(perr *e, const json_t *spec, options *o)
 {
-    if (!json_is_object(spec)) return vfail(e, "spec", "must be an object");
+    if (!json_is_object(spec)) return perr_fail(e, "spec", "must be an object");
     o->graph = json_object_get(spec, "graph");
     o->strategy = json_object_get(spec, "strategy");
-    if (o->graph && o->strategy) return vfail(e, "spec.strategy", "give either a graph or a strategy search, not both");
-    if (o->strategy) return json_is_object(o->strategy) ? 0 : vfail(e, "spec.strategy", "must be an object");
-    if (!o->graph) return vfail(e, "spec.graph", "is required (or spec.strategy for a parallel strategy search)");
-    if (!json_is_object(o->graph)) return vfail(e, "spec.graph", "must be an object");
+    if (o->graph && o->strategy) return perr_fail(e, "spec.strategy", "give either a graph or a strategy search, not both");
+    if (o->strategy) return json_is_object(o->strategy) ? 0 : perr_fail(e, "spec.strategy", "must be an object");
+    if (!o->graph) return perr_fail(e, "spec.graph", "is required (or spec.strategy for a parallel strategy search)");
+    if (!json_is_object(o->graph)) return perr_fail(e, "spec.graph", "must be an object");
     if (parse_algorithms(e, spec, o->sel, &o->n_sel) < 0) return -1;
     if (read_bool(e, spec, "fuse", &o->fuse) < 0) return -1;
     return read_bool(e, spec, "coplace", &o->coplace);
@@ -156,7 +137,7 @@ static int check_options(verr *e, const json_t *spec, options *o)
 
 static int validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len)
 {
-    verr e = {field, field_len, msg, msg_len};
+    perr e = {"", field, field_len, msg, msg_len};
     options o;
     if (check_options(&e, spec, &o) < 0) return -1;
     if (o.strategy) {
@@ -273,7 +254,7 @@ static json_t *solve(const place_graph *g, const options *o, char *err, size_t e
 static json_t *solve_spec(const json_t *spec, char *err, size_t err_len)
 {
     char field[160], msg[320];
-    verr e = {field, sizeof field, msg, sizeof msg};
+    perr e = {"", field, sizeof field, msg, sizeof msg};
     options o;
     if (check_options(&e, spec, &o) < 0) {
         snprintf(err, err_len, "%s: %s", field, msg);

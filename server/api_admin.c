@@ -8,6 +8,7 @@
 #include "server/db.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,25 +149,36 @@ static int apply_tenant(sqlite3 *db, void *arg)
     return rc;
 }
 
+/* Answers an admin write once it committed (or failed) and releases the op: 500 when the
+ * write failed, 409 for rc 1 (conflict), 404 for rc 2 (missing), else `body` with `status`.
+ * `body` is built by the caller only for a success and is released here otherwise. */
+static void finish(admin_op *op, int ok, int status, json_t *body, const char *conflict, const char *missing)
+{
+    http_ctx *c = http_defer_ctx(op->defer);
+    bool success = ok && op->rc == 0 && body;
+    if (c && !ok)
+        http_error(c, GERR_INTERNAL, NULL, "database error");
+    else if (c && op->rc == 1)
+        http_error(c, GERR_CONFLICT, "name", "%s", conflict);
+    else if (c && !success)
+        http_error(c, GERR_NOT_FOUND, "id", "%s", missing);
+    else if (c)
+        http_reply_json(c, status, json_incref(body));
+    json_decref(body);
+    http_defer_end(op->defer);
+    free(op->set.roots);
+    OPENSSL_cleanse(op->secret, sizeof(op->secret));
+    free(op);
+}
+
 static void tenant_done(void *arg, int ok)
 {
     admin_op *op = arg;
-    http_ctx *c = http_defer_ctx(op->defer);
     if (ok && op->rc == 0) bus_sync_tenants(op->srv->bus);
-    if (c) {
-        json_t *t = ok && op->rc == 0 ? tenant_json(op->srv->db, op->id) : NULL;
-        if (!ok)
-            http_error(c, GERR_INTERNAL, NULL, "database error");
-        else if (op->rc == 1)
-            http_error(c, GERR_CONFLICT, "name", "a tenant named '%s' already exists", op->name);
-        else if (op->rc == 2 || !t)
-            http_error(c, GERR_NOT_FOUND, "id", "no tenant with this id");
-        else
-            http_reply_json(c, op->name[0] ? 201 : 200, t);
-    }
-    http_defer_end(op->defer);
-    free(op->set.roots);
-    free(op);
+    char conflict[160];
+    snprintf(conflict, sizeof(conflict), "a tenant named '%s' already exists", op->name);
+    json_t *t = ok && op->rc == 0 ? tenant_json(op->srv->db, op->id) : NULL;
+    finish(op, ok, op->name[0] ? 201 : 200, t, conflict, "no tenant with this id");
 }
 
 void api_tenant_create(http_ctx *c)
@@ -260,24 +272,15 @@ static int apply_token(sqlite3 *db, void *arg)
 static void token_done(void *arg, int ok)
 {
     admin_op *op = arg;
-    http_ctx *c = http_defer_ctx(op->defer);
-    if (c) {
-        if (!ok)
-            http_error(c, GERR_INTERNAL, NULL, "database error");
-        else if (op->rc == 2)
-            http_error(c, GERR_NOT_FOUND, "id", "no tenant with this id");
-        else {
-            json_t *t = json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", op->name, "token", op->secret, "role", role_name(op->role),
-                                  "tenant", op->id, "name", op->token_name);
-            char iso[32];
-            clock_iso8601(op->expires_at, iso, sizeof(iso));
-            json_object_set_new(t, "expires_at", op->expires_at ? json_string(iso) : json_null());
-            http_reply_json(c, 201, t);
-        }
+    json_t *t = NULL;
+    if (ok && op->rc == 0) {
+        t = json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", op->name, "token", op->secret, "role", role_name(op->role), "tenant",
+                      op->id, "name", op->token_name);
+        char iso[32];
+        clock_iso8601(op->expires_at, iso, sizeof(iso));
+        json_object_set_new(t, "expires_at", op->expires_at ? json_string(iso) : json_null());
     }
-    OPENSSL_cleanse(op->secret, sizeof(op->secret));
-    http_defer_end(op->defer);
-    free(op);
+    finish(op, ok, 201, t, "", "no tenant with this id");
 }
 
 void api_token_create(http_ctx *c)
@@ -326,17 +329,8 @@ static int apply_revoke(sqlite3 *db, void *arg)
 static void revoke_done(void *arg, int ok)
 {
     admin_op *op = arg;
-    http_ctx *c = http_defer_ctx(op->defer);
-    if (c) {
-        if (!ok)
-            http_error(c, GERR_INTERNAL, NULL, "database error");
-        else if (op->rc == 2)
-            http_error(c, GERR_NOT_FOUND, "id", "no active token with this id");
-        else
-            http_reply_json(c, 200, json_pack("{s:s, s:b}", "id", op->id, "revoked", 1));
-    }
-    http_defer_end(op->defer);
-    free(op);
+    json_t *body = ok && op->rc == 0 ? json_pack("{s:s, s:b}", "id", op->id, "revoked", 1) : NULL;
+    finish(op, ok, 200, body, "", "no active token with this id");
 }
 
 void api_token_revoke(http_ctx *c)

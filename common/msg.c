@@ -75,6 +75,7 @@ char *msg_event_encode(const event_msg *in)
                           (json_int_t)e->ts, "source", e->source, "state", e->state, "reason", e->reason, "worker", e->worker,
                           "progress", e->progress, "result", e->result ? e->result : json_null());
     if (!o) return NULL;
+    if (e->metrics) json_object_set(o, "metrics", e->metrics);
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
@@ -86,11 +87,12 @@ int msg_event_decode(const char *s, event_msg *e)
     json_t *o = json_loads(s, 0, NULL);
     const char *id, *job_id, *source = "", *state = "", *reason = "", *worker = "";
     json_int_t ts = 0;
-    json_t *result = NULL;
+    json_t *result = NULL, *metrics = NULL;
     double progress = -1;
     if (!o ||
-        json_unpack(o, "{s:s, s:s, s:I, s?s, s?s, s?s, s?s, s?F, s?o}", "id", &id, "job_id", &job_id, "ts", &ts, "source", &source,
-                    "state", &state, "reason", &reason, "worker", &worker, "progress", &progress, "result", &result) != 0 ||
+        json_unpack(o, "{s:s, s:s, s:I, s?s, s?s, s?s, s?s, s?F, s?o, s?o}", "id", &id, "job_id", &job_id, "ts", &ts, "source",
+                    &source, "state", &state, "reason", &reason, "worker", &worker, "progress", &progress, "result", &result,
+                    "metrics", &metrics) != 0 ||
         strlen(id) >= MSG_ID_LEN || strlen(job_id) >= MSG_ID_LEN) {
         json_decref(o);
         memset(e, 0, sizeof(*e));
@@ -105,6 +107,7 @@ int msg_event_decode(const char *s, event_msg *e)
     e->ts = ts;
     e->progress = progress;
     e->result = (result && !json_is_null(result)) ? json_incref(result) : NULL;
+    e->metrics = json_is_object(metrics) ? json_incref(metrics) : NULL;
     json_decref(o);
     return 0;
 }
@@ -112,5 +115,6 @@ int msg_event_decode(const char *s, event_msg *e)
 void msg_event_clear(event_msg *e)
 {
     json_decref(e->result);
+    json_decref(e->metrics);
     memset(e, 0, sizeof(*e));
 }

@@ -5,7 +5,8 @@
  *   ("attempt" is written before "spec": requeue.c edits it as text)
  * Event (gantry:events entries), a JSON object:
  *   {"id":"e_..","job_id","ts":ms,"source":"scheduler|worker:<id>|server",
- *    "state":"running"|"" ,"reason":"..","progress":0..1|-1,"result":{..}|null,"worker":".."}
+ *    "state":"running"|"" ,"reason":"..","progress":0..1|-1,"result":{..}|null,"worker":"..",
+ *    "metrics":{..} (optional: a training progress point, see docs/training.md)}
  * Event ids are unique (random); the server persists each id once. */
 #ifndef GANTRY_MSG_H
 #define GANTRY_MSG_H
@@ -36,6 +37,7 @@ typedef struct {
     char worker[MSG_ID_LEN];
     double progress; /* -1 when absent */
     json_t *result;  /* owned, NULL when absent */
+    json_t *metrics; /* owned, NULL when absent: a progress point (step, loss, ...) */
 } event_msg;
 
 /* returns a malloc'd JSON string, NULL on allocation failure */

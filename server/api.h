@@ -28,5 +28,6 @@ void api_job_list(http_ctx *c);
 void api_job_get(http_ctx *c);
 void api_job_cancel(http_ctx *c);
 void api_job_events(http_ctx *c);
+void api_job_metrics(http_ctx *c);
 
 #endif

@@ -307,6 +307,7 @@ static void push_sse(bus *b, const event_msg *e, const char *tenant)
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "job_id", e->job_id, "state", e->state, "reason", e->reason, "source",
                           e->source, "ts", (json_int_t)e->ts);
     json_object_set_new(o, "progress", e->progress >= 0 ? json_real(e->progress) : json_null());
+    if (e->metrics) json_object_set(o, "metrics", e->metrics);
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (s) sse_publish(b->srv->sse, tenant, "job", s);

@@ -240,6 +240,32 @@ json_t *jobs_events_json(sqlite3 *db, const char *job_id)
     return json_pack("{s:o}", "events", events);
 }
 
+json_t *jobs_metrics_json(sqlite3 *db, const char *job_id, int max_points)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT COUNT(*) FROM job_metrics WHERE job_id = ?", &st) != 0) return NULL;
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    int64_t count = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    db_release(st);
+    /* thinned evenly to at most max_points, the last point always kept */
+    int64_t stride = max_points > 0 && count > max_points ? (count + max_points - 1) / max_points : 1;
+    if (prep(db, "SELECT ts, data FROM job_metrics WHERE job_id = ? ORDER BY seq", &st) != 0) return NULL;
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    json_t *points = json_array();
+    for (int64_t i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
+        if (i % stride != 0 && i != count - 1) continue;
+        json_t *p = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+        if (!json_is_object(p)) {
+            json_decref(p);
+            continue;
+        }
+        json_object_set_new(p, "ts", json_integer(sqlite3_column_int64(st, 0)));
+        json_array_append_new(points, p);
+    }
+    db_release(st);
+    return json_pack("{s:s, s:o}", "job_id", job_id, "points", points);
+}
+
 /* ---- writing from events ---- */
 
 static int job_state_of(sqlite3 *db, const char *id, job_state *state, char *tenant)
@@ -299,6 +325,24 @@ static int set_progress(sqlite3 *db, const event_msg *e)
     return rc;
 }
 
+static int insert_metrics(sqlite3 *db, const event_msg *e)
+{
+    char *data = json_dumps(e->metrics, JSON_COMPACT);
+    sqlite3_stmt *st;
+    if (!data || prep(db, "INSERT OR IGNORE INTO job_metrics (job_id, event_id, ts, data) VALUES (?,?,?,?)", &st) != 0) {
+        free(data);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, e->job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, e->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, e->ts);
+    sqlite3_bind_text(st, 4, data, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    db_release(st);
+    free(data);
+    return rc;
+}
+
 int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *tenant_out)
 {
     job_state cur = JS_INVALID;
@@ -319,6 +363,7 @@ int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *t
         return 0;
     }
     *res = APPLY_RECORDED;
+    if (e->metrics && !job_state_terminal(cur) && insert_metrics(db, e) != 0) return -1;
     job_state to = job_state_parse(e->state);
     if (e->state[0] && job_state_can_move(cur, to)) {
         if (move_job(db, e, to) != 0) return -1;

@@ -1,4 +1,4 @@
-/* jobs.h - the jobs and job_events tables: every SQL statement about jobs lives here.
+/* jobs.h - the jobs, job_events and job_metrics tables: every SQL statement about jobs lives here.
  * Functions that write run inside a store transaction (see store.h). */
 #ifndef GANTRY_JOBS_H
 #define GANTRY_JOBS_H
@@ -42,6 +42,8 @@ typedef struct {
 json_t *jobs_list_json(sqlite3 *db, const job_filter *f);
 /* {"events":[...]} oldest first */
 json_t *jobs_events_json(sqlite3 *db, const char *job_id);
+/* {"job_id","points":[{"ts":ms, ...metrics}]} oldest first, thinned evenly to max_points (the last kept) */
+json_t *jobs_metrics_json(sqlite3 *db, const char *job_id, int max_points);
 
 typedef enum { APPLY_DUPLICATE, APPLY_UNKNOWN_JOB, APPLY_RECORDED, APPLY_MOVED } apply_result;
 /* Persists a stream event once (by event id) and moves the job when the transition is legal.

@@ -20,6 +20,8 @@ const route routes[] = {
     {"GET", "/v1/jobs/{id}", ROLE_VIEWER, BODY_NONE, api_job_get, "a job with its spec and result"},
     {"POST", "/v1/jobs/{id}/cancel", ROLE_MEMBER, BODY_JSON, api_job_cancel, "cancel a job"},
     {"GET", "/v1/jobs/{id}/events", ROLE_VIEWER, BODY_NONE, api_job_events, "a job's events, oldest first"},
+    {"GET", "/v1/jobs/{id}/metrics", ROLE_VIEWER, BODY_NONE, api_job_metrics,
+     "a training job's progress points (step, loss, accuracy, samples/s), oldest first, at most 5000"},
     {"GET", "/v1/events", ROLE_VIEWER, BODY_NONE, api_events_stream, "Server-Sent Events for the tenant"},
     {"GET", "/v1/workers", ROLE_VIEWER, BODY_NONE, api_workers, "workers, their slots and what they run"},
     {"GET", "/v1/cluster", ROLE_VIEWER, BODY_NONE, api_cluster, "workers, slots per tenant, queue depths"},

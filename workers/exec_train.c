@@ -23,7 +23,7 @@ static void on_metrics(void *arg, const json_t *m)
     snprintf(msg, sizeof(msg), "epoch %g step %lld loss %.4f accuracy %.4f %.0f samples/s", epoch,
              (long long)json_integer_value(json_object_get(m, "step")), json_number_value(json_object_get(m, "loss")),
              json_number_value(json_object_get(m, "accuracy")), json_number_value(json_object_get(m, "samples_per_s")));
-    ctx->progress(ctx, fraction > 1.0 ? 1.0 : fraction, msg);
+    ctx->progress(ctx, fraction > 1.0 ? 1.0 : fraction, msg, m);
 }
 
 static int should_stop(void *arg)
@@ -56,7 +56,7 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     snprintf(ckpt, sizeof(ckpt), "%s/checkpoint", dir);
     train_hooks hooks = {on_metrics, should_stop, ctx};
-    ctx->progress(ctx, 0.0, "loading data");
+    ctx->progress(ctx, 0.0, "loading data", NULL);
     int rc = train_run(ctx->task->spec, ckpt, &hooks, result, err, errlen);
     if (rc == 1) {
         snprintf(err, errlen, "stopped");

@@ -15,8 +15,8 @@
 
 typedef struct exec_ctx {
     const task_msg *task;
-    /* fraction in [0,1]; message may be NULL */
-    void (*progress)(struct exec_ctx *ctx, double fraction, const char *message);
+    /* fraction in [0,1]; message and metrics (a progress point for the job's curves) may be NULL */
+    void (*progress)(struct exec_ctx *ctx, double fraction, const char *message, const json_t *metrics);
     bool (*cancelled)(struct exec_ctx *ctx);
     const char *state_dir; /* the worker's own directory (checkpoints, the model store) */
     void *opaque;

@@ -16,6 +16,7 @@ SUCCESS = {
     ("POST", "/v1/tokens/{id}/revoke"): 200, ("GET", "/v1/audit"): 200,
     ("POST", "/v1/jobs"): 201, ("GET", "/v1/jobs"): 200, ("GET", "/v1/jobs/{id}"): 200,
     ("POST", "/v1/jobs/{id}/cancel"): 200, ("GET", "/v1/jobs/{id}/events"): 200,
+    ("GET", "/v1/jobs/{id}/metrics"): 200,
     ("GET", "/v1/events"): 200, ("GET", "/v1/workers"): 200, ("GET", "/v1/models"): 200, ("GET", "/v1/models/{name}"): 404,
     ("GET", "/v1/cluster"): 200, ("GET", "/v1/cluster/timeline"): 200,
 }

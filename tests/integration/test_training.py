@@ -26,6 +26,11 @@ def test_training_job_registers_a_model():
         assert acc > 0.7, job["result"]["metrics"]
         progress = [e for e in s.events(tok, jid) if e["progress"] is not None and "loss" in e["reason"]]
         assert progress, "no progress events with the loss"
+        points = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+        assert len(points) >= 2 and points[-1]["step"] == 300, points[-3:]
+        assert all(p["loss"] > 0 and p["samples_per_s"] > 0 and p["ts"] > 0 for p in points), points[:3]
+        assert [p["step"] for p in points] == sorted(p["step"] for p in points)
+        assert s.get("/v1/jobs/j_nope/metrics", tok).status == 404
         models = s.get("/v1/models", tok).json["models"]
         assert [m["name"] for m in models] == ["mnist-mlp"] and models[0]["latest_version"] == 1, models
         m = s.get("/v1/models/mnist-mlp", tok).json

@@ -20,6 +20,9 @@
  *                              published twice (outbox retry) is assigned once
  *   gantry:cancel:<job>        STRING "1" set by the server on cancel; workers poll it
  *   gantry:preempt:<job>       STRING the job that preempts it; the worker stops and requeues it
+ *   gantry:retry:<job>:<attempt> STRING set NX by whoever requeues that attempt (a lost worker, a
+ *                              preempted or failed gang member): a gang requeues its job once
+ *   gantry:rdv:<job>:<gen>     HASH the rendezvous of a gang's generation (workers/rendezvous.h)
  *   gantry:tenants             HASH tenant id -> {"weight","max_slots"} written by the server
  *   gantry:leader              the active scheduler's lease (SET NX PX, renewed by its holder)
  *   gantry:epoch               set once by the server; its absence after a reconnect means Redis
@@ -41,6 +44,8 @@
 #define K_CLAIM_PREFIX "gantry:claim:"
 #define K_CANCEL_PREFIX "gantry:cancel:"
 #define K_PREEMPT_PREFIX "gantry:preempt:"
+#define K_RETRY_PREFIX "gantry:retry:"
+#define K_RDV_PREFIX "gantry:rdv:"
 #define K_TENANTS_HASH "gantry:tenants"
 #define K_LEADER "gantry:leader"
 #define K_EPOCH "gantry:epoch"

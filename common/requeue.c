@@ -5,58 +5,98 @@
 #include <stdio.h>
 #include <string.h>
 
+#define MARKER_TTL_S 604800
+
 /* The task JSON is edited as text (its "attempt" comes before "spec", which is
  * never decoded here: re-encoding would turn [] into {} and round numbers).
- * KEYS: tasks, inflight, jobs stream, events stream, workers set
- * ARGV: worker id, max attempts, stream maxlen, why */
-static const char script[] =
-    "local t = redis.call('TIME') "
+ * requeue_one(raw, why, source, worker, max_attempts, now_ms): 1 when it acted. */
+#define REQUEUE_ONE_LUA                                                                                                            \
+    "local function requeue_one(raw, why, source, worker, maxa, ms) "                                                              \
+    "  local job = string.match(raw, '\"job_id\":\"([^\"]+)\"') "                                                                  \
+    "  if not job then return 0 end "                                                                                              \
+    "  local cur = tonumber(string.match(raw, '\"attempt\":(%d+)') or '0') "                                                       \
+    "  if not redis.call('SET', '" K_RETRY_PREFIX "' .. job .. ':' .. cur, 'requeued', 'NX', 'EX', " MARKER_TTL_STR ") then "      \
+    "    return 0 "                                                                                                                \
+    "  end "                                                                                                                       \
+    "  local attempt = cur + 1 "                                                                                                   \
+    "  local ev = {id = 'e_rq_' .. job .. '_' .. attempt, job_id = job, ts = ms, source = source, worker = worker, progress = "    \
+    "-1} "                                                                                                                         \
+    "  if maxa == 0 or attempt < maxa then "                                                                                       \
+    "    local task = string.gsub(raw, '\"attempt\":%d+', '\"attempt\":' .. attempt, 1) "                                          \
+    "    redis.call('XADD', '" K_JOBS_STREAM "', 'MAXLEN', '~', " MAXLEN_STR ", '*', 'job', task) "                                \
+    "    ev.state = 'queued' "                                                                                                     \
+    "    if maxa == 0 then ev.reason = why .. '; requeued' "                                                                       \
+    "    else ev.reason = why .. '; requeued (attempt ' .. (attempt + 1) .. ' of ' .. maxa .. ')' end "                            \
+    "  else "                                                                                                                      \
+    "    ev.state = 'failed' "                                                                                                     \
+    "    ev.reason = why .. ' on the last of ' .. maxa .. ' attempts' "                                                            \
+    "  end "                                                                                                                       \
+    "  redis.call('XADD', '" K_EVENTS_STREAM "', 'MAXLEN', '~', " MAXLEN_STR ", '*', 'event', cjson.encode(ev)) "                  \
+    "  return 1 "                                                                                                                  \
+    "end "                                                                                                                         \
+    "local t = redis.call('TIME') "                                                                                                \
     "local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
-    "local n = 0 "
-    "for _, key in ipairs({KEYS[2], KEYS[1]}) do "
-    "  for _, raw in ipairs(redis.call('LRANGE', key, 0, -1)) do "
-    "    local job = string.match(raw, '\"job_id\":\"([^\"]+)\"') "
-    "    local attempt = tonumber(string.match(raw, '\"attempt\":(%d+)') or '0') + 1 "
-    "    if job then "
-    "      local ev = {id = 'e_lost_' .. job .. '_' .. attempt, job_id = job, ts = ms, source = 'scheduler', "
-    "                  worker = ARGV[1], progress = -1} "
-    "      if attempt < tonumber(ARGV[2]) then "
-    "        local task = string.gsub(raw, '\"attempt\":%d+', '\"attempt\":' .. attempt, 1) "
-    "        redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'job', task) "
-    "        ev.state = 'queued' "
-    "        ev.reason = ARGV[4] .. '; requeued (attempt ' .. (attempt + 1) .. ' of ' .. ARGV[2] .. ')' "
-    "      else "
-    "        ev.state = 'failed' "
-    "        ev.reason = ARGV[4] .. ' on the last of ' .. ARGV[2] .. ' attempts' "
-    "      end "
-    "      redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'event', cjson.encode(ev)) "
-    "      n = n + 1 "
-    "    end "
-    "  end "
-    "end "
-    "redis.call('DEL', KEYS[1], KEYS[2]) "
-    "redis.call('SREM', KEYS[5], ARGV[1]) "
-    "return n";
 
-int requeue_worker_tasks(rs_conn *r, const char *worker_id, int max_attempts, const char *why)
+#define STR2(x) #x
+#define STR(x) STR2(x)
+#define MARKER_TTL_STR STR(MARKER_TTL_S)
+#define MAXLEN_STR STR(K_STREAM_MAXLEN)
+
+/* KEYS: tasks, inflight, workers set.  ARGV: worker id, max attempts, why */
+static const char worker_script[] = REQUEUE_ONE_LUA "local n = 0 "
+                                                    "for _, key in ipairs({KEYS[2], KEYS[1]}) do "
+                                                    "  for _, raw in ipairs(redis.call('LRANGE', key, 0, -1)) do "
+                                                    "    n = n + requeue_one(raw, ARGV[3], 'scheduler', ARGV[1], "
+                                                    "                        tonumber(ARGV[2]), ms) "
+                                                    "  end "
+                                                    "end "
+                                                    "redis.call('DEL', KEYS[1], KEYS[2]) "
+                                                    "redis.call('SREM', KEYS[3], ARGV[1]) "
+                                                    "return n";
+
+/* KEYS: the key to delete (or a dummy).  ARGV: raw, max attempts, why, source, worker */
+static const char task_script[] =
+    REQUEUE_ONE_LUA "local n = requeue_one(ARGV[1], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[2]), ms) "
+                    "redis.call('DEL', KEYS[1]) "
+                    "return n";
+
+static int eval_int(rs_conn *r, int argc, const char **argv, const char *what)
 {
-    char tasks[128], inflight[128], attempts[16], maxlen[24];
-    snprintf(tasks, sizeof(tasks), "%s%s", K_TASKS_PREFIX, worker_id);
-    snprintf(inflight, sizeof(inflight), "%s%s", K_INFLIGHT_PREFIX, worker_id);
-    snprintf(attempts, sizeof(attempts), "%d", max_attempts);
-    snprintf(maxlen, sizeof(maxlen), "%d", K_STREAM_MAXLEN);
-    const char *argv[] = {"EVAL",          script,        "5",       tasks,    inflight, K_JOBS_STREAM,
-                          K_EVENTS_STREAM, K_WORKERS_SET, worker_id, attempts, maxlen,   why};
-    size_t lens[sizeof(argv) / sizeof(argv[0])];
-    for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
+    size_t lens[16];
+    for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
-    redisReply *rep = rs_command_argv(r, (int)(sizeof(argv) / sizeof(argv[0])), argv, lens);
+    redisReply *rep = rs_command_argv(r, argc, argv, lens);
     int n = -1;
     if (rep && rep->type == REDIS_REPLY_INTEGER)
         n = (int)rep->integer;
     else if (rep && rep->type == REDIS_REPLY_ERROR)
-        log_error("requeue %s: %s", worker_id, rep->str);
+        log_error("requeue %s: %s", what, rep->str);
     freeReplyObject(rep);
+    return n;
+}
+
+int requeue_worker_tasks(rs_conn *r, const char *worker_id, int max_attempts, const char *why)
+{
+    char tasks[128], inflight[128], attempts[16];
+    snprintf(tasks, sizeof(tasks), "%s%s", K_TASKS_PREFIX, worker_id);
+    snprintf(inflight, sizeof(inflight), "%s%s", K_INFLIGHT_PREFIX, worker_id);
+    snprintf(attempts, sizeof(attempts), "%d", max_attempts);
+    const char *argv[] = {"EVAL", worker_script, "3", tasks, inflight, K_WORKERS_SET, worker_id, attempts, why};
+    int n = eval_int(r, (int)(sizeof(argv) / sizeof(argv[0])), argv, worker_id);
     if (n > 0) log_warn("gave back %d task(s) of worker %s: %s", n, worker_id, why);
     return n;
+}
+
+int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why, const char *source, const char *worker_id,
+                 const char *also_del)
+{
+    char attempts[16];
+    snprintf(attempts, sizeof(attempts), "%d", max_attempts);
+    const char *argv[] = {"EVAL", task_script, "1", also_del ? also_del : "gantry:nothing", raw, attempts, why, source, worker_id};
+    return eval_int(r, (int)(sizeof(argv) / sizeof(argv[0])), argv, "task");
+}
+
+void requeue_mark_done(rs_conn *r, const char *job_id, int attempt)
+{
+    freeReplyObject(rs_command(r, "SET %s%s:%d done NX EX %d", K_RETRY_PREFIX, job_id, attempt, MARKER_TTL_S));
 }

@@ -1,17 +1,35 @@
-/* requeue.h - giving back the work of a worker that is gone.
+/* requeue.h - giving a job's task back to gantry:jobs, at most once per attempt.
  *
- * One Lua script, so it happens once and atomically: every task in the worker's
- * in-flight and task lists goes back to gantry:jobs with attempt + 1 (and a
- * "queued" event saying why), or, past the attempt limit, the job fails (a
- * "failed" event with the reason); then the lists and the registry entry are
- * deleted.  Called by the scheduler when a worker's heartbeat expired, and by a
- * worker that finds it was declared dead while it still runs (it stops first). */
+ * Every path that requeues goes through one Lua function, so it happens
+ * atomically and once: it sets gantry:retry:<job>:<attempt> (SET NX) and only
+ * the caller that set it puts the task back with attempt + 1 (and a "queued"
+ * event saying why) or, past the attempt limit, fails the job (a "failed"
+ * event).  The marker is what lets every member of a gang, the scheduler that
+ * saw a member's heartbeat expire and a preempted member all try to requeue the
+ * same job: the first one does, the rest do nothing.
+ *
+ * Callers: the scheduler when a worker's heartbeat expired, a worker that finds
+ * it was declared dead (it stops first) or restarts, a preempted worker, and
+ * the members of a gang that lost a peer. */
 #ifndef GANTRY_REQUEUE_H
 #define GANTRY_REQUEUE_H
 
 #include "common/redis_sync.h"
 
-/* returns the number of tasks given back, -1 when Redis is unreachable */
+/* Every task in the worker's in-flight and task lists; then the lists and its
+ * registry entry are deleted.  Returns the number of tasks given back, -1 when
+ * Redis is unreachable. */
 int requeue_worker_tasks(rs_conn *r, const char *worker_id, int max_attempts, const char *why);
+
+/* One task (its raw JSON).  max_attempts 0: no limit (preemption does not count
+ * as a failure).  `also_del` (may be NULL) is a key deleted in the same step.
+ * Returns 1 when this call requeued (or failed) the job, 0 when that attempt
+ * was already requeued or finished, -1 when Redis is unreachable. */
+int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why, const char *source, const char *worker_id,
+                 const char *also_del);
+
+/* Marks the attempt as finished (the marker, set NX): a later requeue of it does
+ * nothing.  A gang's reporting member calls it before publishing the result. */
+void requeue_mark_done(rs_conn *r, const char *job_id, int attempt);
 
 #endif

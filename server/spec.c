@@ -62,11 +62,10 @@ static int validate(json_t *body, job_new *out, char *field, size_t flen, char *
 
     if (strcmp(out->type, "placement") == 0) return place_spec_validate(spec, field, flen, msg, mlen);
     if (strcmp(out->type, "training") == 0) {
-        json_t *w = json_object_get(spec, "workers");
-        if (w && !(json_is_integer(w) && json_integer_value(w) == 1))
-            return fail(field, flen, msg, mlen, "spec.workers",
-                        "this version trains on one worker (multi-worker data parallelism is the next slice)");
-        return train_spec_validate(spec, field, flen, msg, mlen);
+        if (train_spec_validate(spec, field, flen, msg, mlen) != 0) return -1;
+        json_t *w = json_object_get(spec, "workers"); /* a gang: that many slots at once */
+        if (w) out->slots = (int)json_integer_value(w);
+        return 0;
     }
     snprintf(field, flen, "type");
     snprintf(msg, mlen, "job type '%s' is not available in this version of gantry yet (placement and training are)", out->type);

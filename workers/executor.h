@@ -12,17 +12,26 @@
 #include <stddef.h>
 
 #include "common/msg.h"
+#include "workers/rendezvous.h"
 
 typedef struct exec_ctx {
     const task_msg *task;
     /* fraction in [0,1]; message and metrics (a progress point for the job's curves) may be NULL */
     void (*progress)(struct exec_ctx *ctx, double fraction, const char *message, const json_t *metrics);
     bool (*cancelled)(struct exec_ctx *ctx);
-    const char *state_dir; /* the worker's own directory (checkpoints, the model store) */
+    const char *state_dir; /* the worker's directory (checkpoints, the model store); shared by a gang's workers */
+    /* gangs (task->slots > 1): joins this generation's rendezvous (workers/rendezvous.h) */
+    int (*rendezvous)(struct exec_ctx *ctx, int world, const char *addr, int timeout_ms, rdv_members *out, char *err,
+                      size_t errlen);
+    const char *advertise_host; /* where other workers reach this one (the ring all-reduce listens there) */
     void *opaque;
 } exec_ctx;
 
-/* 0 with *result set (a JSON object with a "metrics" object), or -1 with a reason in err */
+/* What an executor returns: */
+#define EXEC_OK 0      /* *result set (a JSON object with a "metrics" object) */
+#define EXEC_FAILED -1 /* reason in err: the job fails */
+#define EXEC_SILENT 1  /* done, but another member of the gang reports the job's result */
+#define EXEC_RETRY 2   /* a gang member was lost (reason in err): the job is requeued as its next generation */
 typedef int (*exec_fn)(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 
 typedef struct {

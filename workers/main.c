@@ -14,6 +14,7 @@
 #include "common/redis_sync.h"
 #include "common/requeue.h"
 #include "workers/executor.h"
+#include "workers/rendezvous.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -31,7 +32,9 @@ static config_opt opts[] = {
     CONFIG_OPT("id", "worker id (default: generated w_<hex>)", ""),
     CONFIG_OPT("labels", "comma-separated key=value labels, e.g. site=a,zone=1", ""),
     CONFIG_OPT("kind", "cpu or gpu (GPU workers need a build with the gpu feature)", "cpu"),
-    CONFIG_OPT("state", "directory for checkpoints and the model store", "./var/worker"),
+    CONFIG_OPT("state", "directory for checkpoints and the model store (shared by all workers: a gang resumes from it)",
+               "./var/worker"),
+    CONFIG_OPT("advertise-host", "address other workers reach this one at (multi-worker training listens there)", "127.0.0.1"),
     CONFIG_OPT("max-attempts", "attempts of a job when its worker is lost (as the scheduler's)", "3"),
     CONFIG_OPT("memory", "memory this slot offers, in bytes (0: the machine's)", "0"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
@@ -187,34 +190,38 @@ static bool on_cancelled(exec_ctx *ctx)
     return st->stop != STOP_NONE;
 }
 
-/* a preempted task goes back to gantry:jobs (attempt + 1) with a "queued" event, atomically
- * KEYS: jobs stream, events stream, preempt key; ARGV: task, event, maxlen */
-static const char preempt_script[] = "local attempt = tonumber(string.match(ARGV[1], '\"attempt\":(%d+)') or '0') + 1 "
-                                     "local task = string.gsub(ARGV[1], '\"attempt\":%d+', '\"attempt\":' .. attempt, 1) "
-                                     "redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'job', task) "
-                                     "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'event', ARGV[2]) "
-                                     "redis.call('DEL', KEYS[3]) return 1";
-
+/* a preempted task goes back to gantry:jobs (attempt + 1) with a "queued" event; for a
+ * gang, once, whichever member gets there first */
 static void requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, const char *by)
 {
-    event_msg e;
-    msg_event_init(&e, t->job_id, source);
-    snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
-    snprintf(e.state, sizeof(e.state), "queued");
-    snprintf(e.reason, sizeof(e.reason), "preempted by job %s (higher priority); requeued", by);
-    char *ev = msg_event_encode(&e), key[128], maxlen[24];
+    char key[128], why[160];
     snprintf(key, sizeof(key), "%s%s", K_PREEMPT_PREFIX, t->job_id);
-    snprintf(maxlen, sizeof(maxlen), "%d", K_STREAM_MAXLEN);
-    for (int attempt = 0; ev && !stopping; attempt++) {
-        redisReply *rep =
-            rs_command(r, "EVAL %s 3 %s %s %s %s %s %s", preempt_script, K_JOBS_STREAM, K_EVENTS_STREAM, key, raw, ev, maxlen);
-        bool ok = rep && rep->type == REDIS_REPLY_INTEGER;
-        freeReplyObject(rep);
-        if (ok) break;
+    snprintf(why, sizeof(why), "preempted by job %s (higher priority)", by);
+    while (!stopping && requeue_task(r, raw, 0, why, source, worker_id, key) < 0)
         usleep(100000);
-    }
-    free(ev);
     log_info("job %s preempted by %s; requeued", t->job_id, by);
+}
+
+/* a gang member lost a peer: the job goes back as its next generation (once, by whichever member gets there first) */
+static void requeue_retry(rs_conn *r, const char *raw, const task_msg *t, const char *why)
+{
+    int rc;
+    while ((rc = requeue_task(r, raw, max_attempts, why, source, worker_id, NULL)) < 0 && !stopping)
+        usleep(100000);
+    log_warn("job %s: %s (%s)", t->job_id, why, rc == 1 ? "requeued it" : "already requeued by another member");
+}
+
+static bool rdv_stop(void *arg)
+{
+    exec_ctx *ctx = arg;
+    return ctx->cancelled(ctx);
+}
+
+static int on_rendezvous(exec_ctx *ctx, int world, const char *addr, int timeout_ms, rdv_members *out, char *err, size_t errlen)
+{
+    run_state *st = ctx->opaque;
+    return rdv_join(st->r, ctx->task->job_id, ctx->task->attempt, world, addr, worker_id, timeout_ms, rdv_stop, ctx, out, err,
+                    errlen);
 }
 
 static void run_task(rs_conn *r, const char *raw)
@@ -227,7 +234,7 @@ static void run_task(rs_conn *r, const char *raw)
     }
     set_running(t.job_id);
     run_state st = {r, 0, fence_generation, STOP_NONE, ""};
-    exec_ctx ctx = {&t, on_progress, on_cancelled, state_dir, &st};
+    exec_ctx ctx = {&t, on_progress, on_cancelled, state_dir, on_rendezvous, OPT("advertise-host"), &st};
     json_t *result = NULL;
     char err[512] = "";
     int rc = -1;
@@ -239,9 +246,10 @@ static void run_task(rs_conn *r, const char *raw)
         snprintf(e.reason, sizeof(e.reason), "started on worker %s%s", worker_id, t.attempt ? " (a retry)" : "");
         publish(r, &e);
         const executor *ex = executor_find(t.type);
-        rc = ex ? ex->run(&ctx, &result, err, sizeof(err)) : -1;
+        rc = ex ? ex->run(&ctx, &result, err, sizeof(err)) : EXEC_FAILED;
         if (!ex) snprintf(err, sizeof(err), "this worker has no executor for job type '%s'", t.type);
-        if (rc != 0 && st.stop == STOP_NONE) on_cancelled(&ctx); /* did it fail because it was told to stop? */
+        if (rc != EXEC_OK && rc != EXEC_SILENT && st.stop == STOP_NONE)
+            on_cancelled(&ctx); /* did it fail because it was told to stop? */
     }
     switch (st.stop) {
     case STOP_FENCED:
@@ -253,7 +261,7 @@ static void run_task(rs_conn *r, const char *raw)
         json_decref(result);
         break;
     case STOP_PREEMPTED:
-        if (rc != 0 || !result) {
+        if (rc != EXEC_OK || !result) {
             requeue_preempted(r, raw, &t, st.preempted_by);
             json_decref(result);
             break;
@@ -261,6 +269,18 @@ static void run_task(rs_conn *r, const char *raw)
         /* it finished anyway: report the result */
         /* fall through */
     case STOP_NONE:
+        if (rc == EXEC_SILENT) { /* a gang member: rank 0 reports the job */
+            log_info("job %s: this member's part is done", t.job_id);
+            json_decref(result);
+            break;
+        }
+        if (rc == EXEC_RETRY) {
+            requeue_retry(r, raw, &t, err);
+            json_decref(result);
+            break;
+        }
+        /* a gang's outcome is final: no member's requeue may run it again */
+        if (t.slots > 1) requeue_mark_done(r, t.job_id, t.attempt);
         msg_event_init(&e, t.job_id, source);
         snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
         snprintf(e.state, sizeof(e.state), "%s", rc == 0 ? "succeeded" : "failed");

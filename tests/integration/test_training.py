@@ -4,6 +4,7 @@ tenant's roots are refused or fail with a clear reason."""
 
 import os
 import tempfile
+import time
 
 from harness import ADMIN, Stack, wait_until
 
@@ -56,3 +57,62 @@ def test_training_paths_and_bad_data():
         assert "bad-images.idx" in job["error"], job["error"]
         r = s.post("/v1/jobs", tok, {"type": "training", "spec": {"model": {"layers": "x"}}})
         assert r.status == 400 and r.json["error"]["field"].startswith("spec."), r
+
+
+def gang_job(workers, steps, name="mnist-dp", **extra):
+    job = training_job(name=name, steps=steps)
+    job["spec"].update({"workers": workers, "progress_every_steps": 20, "collective_timeout_s": 20}, **extra)
+    return job
+
+
+def running_workers(s, tok, jid):
+    return sorted({e["source"].split(":", 1)[1] for e in s.events(tok, jid)
+                   if e["state"] == "running" and e["source"].startswith("worker:")})
+
+
+def test_two_and_three_worker_training():
+    """a gang of 2, then 3 workers trains one model through the real stack (ring all-reduce over loopback)"""
+    with Stack(workers=3) as s:
+        _, tok = s.tenant("dp")
+        for n in (2, 3):
+            jid = s.submit(tok, gang_job(n, 300, name=f"mnist-dp{n}"))
+            job = s.wait_state(tok, jid, "succeeded", timeout=240)
+            m = job["result"]["metrics"]
+            assert m["workers"] == n and m["steps"] == 300 and m["test_accuracy"] > 0.7, m
+            assert len(running_workers(s, tok, jid)) == n
+            points = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+            assert points and all(p["workers"] == n for p in points), points[-1]
+            assert points[-1]["step"] == 300 and points[-1]["test_accuracy"] == m["test_accuracy"], points[-1]
+            assert any(p["comm_s"] > 0 for p in points), points[-1]
+            # one result: rank 0 reports, the others end silently
+            assert sum(1 for e in s.events(tok, jid) if e["state"] == "succeeded") == 1
+
+
+def test_gang_member_killed_mid_epoch_resumes_from_checkpoint():
+    """SIGKILL one of two training workers mid-epoch: the survivor fails the step at once (the
+    peer's socket closes), requeues the job once, and the job resumes from its last checkpoint
+    on the workers it can get, then finishes."""
+    with Stack(workers=3) as s:
+        _, tok = s.tenant("dp-kill")
+        jid = s.submit(tok, gang_job(2, 3000, checkpoint_every_steps=100))
+
+        def at_step(n):
+            pts = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+            return pts and pts[-1]["step"] >= n and pts[-1]["step"]
+        wait_until("training past step 340", lambda: at_step(340), 120)
+        victim = running_workers(s, tok, jid)[-1]
+        killed_at = time.time()
+        s.kill("worker" + victim[len("w_test"):])
+        requeued = wait_until("the job requeued by a survivor",
+                              lambda: [e for e in s.events(tok, jid)
+                                       if e["state"] == "queued" and "lost a peer" in e["reason"]], 20)
+        assert time.time() - killed_at < 5.0, "the survivor took too long to notice the lost peer"
+        assert requeued[0]["source"].startswith("worker:") and requeued[0]["source"] != "worker:" + victim
+        job = s.wait_state(tok, jid, "succeeded", timeout=240)
+        assert job["result"]["metrics"]["steps"] == 3000 and job["result"]["metrics"]["workers"] == 2
+        # one requeue only, although the survivor and the scheduler (dead heartbeat) both try
+        assert sum(1 for e in s.events(tok, jid) if e["state"] == "queued") == 2  # accepted + the requeue
+        # the second generation started from the checkpoint (step >= 300), not from scratch
+        pts = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+        after = [p["step"] for p in pts if p["ts"] > killed_at * 1000 + 500]
+        assert after and min(after) > 300, after[:5]

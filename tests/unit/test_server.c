@@ -1085,11 +1085,36 @@ static void test_spec_invalid_top_level(void **state)
 static void test_spec_types_not_available(void **state)
 {
     (void)state;
-    /* training is validated by its library (the field names what is missing); multi-worker not yet */
+    /* training is validated by its library (the field names what is missing) */
     expect_invalid("{\"type\":\"training\",\"spec\":{}}", "spec.model");
-    expect_invalid("{\"type\":\"training\",\"spec\":{\"workers\":2}}", "spec.workers");
     expect_invalid("{\"type\":\"inference\",\"spec\":{}}", "type");
     expect_invalid("{\"type\":\"federated\",\"spec\":{}}", "type");
+}
+
+#define TRAIN_SPEC(extra)                                                                                                          \
+    "{\"type\":\"training\",\"spec\":{\"model\":{\"input\":[1,28,28],\"layers\":[{\"type\":\"dense\",\"units\":10}]},"             \
+    "\"dataset\":{\"name\":\"fashion-mnist\"},\"optimizer\":{\"type\":\"sgd\",\"lr\":0.1},\"batch_size\":8,\"steps\":5" extra "}}"
+
+static void test_spec_training_gang(void **state)
+{
+    (void)state;
+    /* spec.workers = N: a gang of N slots */
+    job_new out;
+    char field[128], msg[256];
+    json_t *body;
+    int rc = validate(TRAIN_SPEC(",\"workers\":3"), &out, field, sizeof(field), msg, sizeof(msg), &body);
+    if (rc != 0) fail_msg("rejected at %s: %s", field, msg);
+    assert_int_equal(out.slots, 3);
+    json_decref(body);
+    assert_int_equal(validate(TRAIN_SPEC(""), &out, field, sizeof(field), msg, sizeof(msg), &body), 0);
+    assert_int_equal(out.slots, 1);
+    json_decref(body);
+    expect_invalid(TRAIN_SPEC(",\"workers\":0"), "spec.workers");
+    expect_invalid(TRAIN_SPEC(",\"workers\":65"), "spec.workers");
+    expect_invalid(TRAIN_SPEC(",\"workers\":9"), "spec.workers"); /* more than batch_size */
+    expect_invalid(TRAIN_SPEC(",\"workers\":\"2\""), "spec.workers");
+    expect_invalid(TRAIN_SPEC(",\"collective_timeout_s\":0"), "spec.collective_timeout_s");
+    expect_invalid(TRAIN_SPEC(",\"rendezvous_timeout_s\":1e9"), "spec.rendezvous_timeout_s");
 }
 
 static void test_spec_valid_placement(void **state)
@@ -1182,6 +1207,7 @@ int main(void)
         cmocka_unit_test(test_http_json_depth),
         cmocka_unit_test(test_spec_invalid_top_level),
         cmocka_unit_test(test_spec_types_not_available),
+        cmocka_unit_test(test_spec_training_gang),
         cmocka_unit_test(test_spec_valid_placement),
         cmocka_unit_test(test_spec_invalid_placement),
     };

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -761,7 +762,7 @@ static void test_train_reduces_loss(void **state)
     for (int a = 0; a < 2; a++) {
         json_t *spec = blob_spec(archs[a], ",'epochs':3,'progress_every_steps':4,'schedule':{'type':'cosine','warmup_steps':4}");
         hook_log h = {0};
-        train_hooks hooks = {on_progress, should_stop, &h};
+        train_hooks hooks = {.progress = on_progress, .should_stop = should_stop, .ctx = &h};
         json_t *res = NULL;
         char err[512] = "";
         unlink(tmp("run.ckpt"));
@@ -792,7 +793,7 @@ static void test_train_stop_resume(void **state)
     /* stopped after 23 steps, then resumed */
     unlink(tmp("b.ckpt"));
     hook_log h = {.stop_after = 23};
-    train_hooks hooks = {NULL, should_stop, &h};
+    train_hooks hooks = {.should_stop = should_stop, .ctx = &h};
     json_t *res = NULL;
     assert_int_equal(train_run(spec, tmp("b.ckpt"), &hooks, &res, err, sizeof err), 1);
     assert_null(res);
@@ -837,6 +838,150 @@ static void test_train_errors(void **state)
     json_decref(spec);
 }
 
+/* ---- data parallelism: ranks as threads, an in-process all-reduce ---- */
+
+#define DP_MAX 4
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int world, arrived, gen, broken;
+    float *bufs[DP_MAX];
+    int fail_rank, fail_after; /* that rank's all-reduce fails after this many calls (0: never) */
+} dp_shared;
+
+typedef struct {
+    dp_shared *s;
+    int rank, calls, polls, stop_after;
+    const json_t *spec;
+    const char *ckpt;
+    int rc;
+    double test_loss;
+    long steps;
+    char err[512];
+} dp_rank;
+
+static int dp_allreduce(void *ctx, float *buf, size_t n, char *err, size_t el)
+{
+    dp_rank *me = ctx;
+    dp_shared *s = me->s;
+    pthread_mutex_lock(&s->mu);
+    if (s->broken || (me->rank == s->fail_rank && s->fail_after && ++me->calls > s->fail_after)) {
+        s->broken = 1;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        snprintf(err, el, "rank %d: peer lost", me->rank);
+        return -1;
+    }
+    int gen = s->gen;
+    s->bufs[me->rank] = buf;
+    if (++s->arrived == s->world) { /* the last to arrive sums in rank order for everyone */
+        for (size_t i = 0; i < n; i++) {
+            float acc = 0;
+            for (int r = 0; r < s->world; r++)
+                acc += s->bufs[r][i];
+            for (int r = 0; r < s->world; r++)
+                s->bufs[r][i] = acc;
+        }
+        s->arrived = 0;
+        s->gen++;
+        pthread_cond_broadcast(&s->cv);
+    } else {
+        while (s->gen == gen && !s->broken)
+            pthread_cond_wait(&s->cv, &s->mu);
+    }
+    int ok = s->gen != gen;
+    pthread_mutex_unlock(&s->mu);
+    if (!ok) snprintf(err, el, "rank %d: peer lost", me->rank);
+    return ok ? 0 : -1;
+}
+
+static int dp_should_stop(void *ctx)
+{
+    dp_rank *me = ctx;
+    return me->stop_after && ++me->polls > me->stop_after;
+}
+
+static void *dp_thread(void *arg)
+{
+    dp_rank *me = arg;
+    train_hooks hooks = {NULL, dp_should_stop, me, me->rank, me->s->world, dp_allreduce};
+    json_t *res = NULL;
+    me->rc = train_run(me->spec, me->ckpt, &hooks, &res, me->err, sizeof me->err);
+    json_t *m = json_object_get(res, "metrics");
+    me->test_loss = json_real_value(json_object_get(m, "test_loss"));
+    me->steps = (long)json_integer_value(json_object_get(m, "steps"));
+    json_decref(res);
+    return NULL;
+}
+
+/* runs `world` ranks; stop_rank (or -1) votes to stop after stop_after polls */
+static void dp_run(const json_t *spec, const char *ckpt, int world, int fail_rank, int fail_after, int stop_rank, int stop_after,
+                   dp_rank *ranks)
+{
+    dp_shared s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, world, 0, 0, 0, {0}, fail_rank, fail_after};
+    pthread_t th[DP_MAX];
+    for (int r = 0; r < world; r++) {
+        ranks[r] = (dp_rank){.s = &s, .rank = r, .spec = spec, .ckpt = ckpt, .stop_after = r == stop_rank ? stop_after : 0};
+        pthread_create(&th[r], NULL, dp_thread, &ranks[r]);
+    }
+    for (int r = 0; r < world; r++)
+        pthread_join(th[r], NULL);
+}
+
+#define MLP_NODROP "[{'type':'dense','units':16},{'type':'relu'},{'type':'dense','units':2}]"
+
+static void test_train_data_parallel(void **state)
+{
+    (void)state;
+    json_t *spec = blob_spec(MLP_NODROP, ",'steps':40,'eval_every_steps':10");
+    dp_rank one[1], many[DP_MAX];
+    unlink(tmp("dp1.ckpt"));
+    dp_run(spec, tmp("dp1.ckpt"), 1, -1, 0, -1, 0, one);
+    assert_int_equal(one[0].rc, 0);
+    for (int world = 2; world <= 4; world++) {
+        unlink(tmp("dpw.ckpt"));
+        dp_run(spec, tmp("dpw.ckpt"), world, -1, 0, -1, 0, many);
+        for (int r = 0; r < world; r++) {
+            if (many[r].rc != 0) fail_msg("world %d rank %d: %s", world, r, many[r].err);
+            assert_int_equal(many[r].steps, 40);
+            /* every rank holds the same model, bit for bit */
+            assert_true(many[r].test_loss == many[0].test_loss);
+        }
+        /* the same global batches: the single-process result up to float summation order */
+        assert_true(fabs(many[0].test_loss - one[0].test_loss) < 1e-3 * fabs(one[0].test_loss));
+    }
+    json_decref(spec);
+}
+
+static void test_train_dp_peer_lost_and_stop(void **state)
+{
+    (void)state;
+    json_t *spec = blob_spec(MLP_NODROP, ",'steps':40,'checkpoint_every_steps':5");
+    dp_rank ranks[DP_MAX], again[DP_MAX], full[DP_MAX];
+    /* rank 2's all-reduce fails at its 12th call: every rank ends with -2 (retry), none hangs */
+    unlink(tmp("dpf.ckpt"));
+    dp_run(spec, tmp("dpf.ckpt"), 3, 2, 12, -1, 0, ranks);
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal(ranks[r].rc, -2);
+        assert_non_null(strstr(ranks[r].err, "peer lost"));
+    }
+    /* uninterrupted two-rank run */
+    unlink(tmp("dpa.ckpt"));
+    dp_run(spec, tmp("dpa.ckpt"), 2, -1, 0, -1, 0, full);
+    assert_int_equal(full[0].rc, 0);
+    /* rank 1 alone votes to stop: both stop at the same step, rank 0 checkpoints, a resume finishes identically */
+    unlink(tmp("dpb.ckpt"));
+    dp_run(spec, tmp("dpb.ckpt"), 2, -1, 0, 1, 17, ranks);
+    assert_int_equal(ranks[0].rc, 1);
+    assert_int_equal(ranks[1].rc, 1);
+    dp_run(spec, tmp("dpb.ckpt"), 2, -1, 0, -1, 0, again);
+    assert_int_equal(again[0].rc, 0);
+    assert_int_equal(again[1].rc, 0);
+    assert_true(again[0].test_loss == full[0].test_loss);
+    json_decref(spec);
+}
+
 static int cleanup(void **state)
 {
     (void)state;
@@ -851,16 +996,28 @@ static int cleanup(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grad_dense),        cmocka_unit_test(test_grad_relu),
-        cmocka_unit_test(test_grad_conv),         cmocka_unit_test(test_grad_maxpool_flatten),
-        cmocka_unit_test(test_grad_model),        cmocka_unit_test(test_softmax_ce),
-        cmocka_unit_test(test_dropout),           cmocka_unit_test(test_init_deterministic),
-        cmocka_unit_test(test_optimizers),        cmocka_unit_test(test_schedules),
-        cmocka_unit_test(test_idx_reader),        cmocka_unit_test(test_idx_malformed),
-        cmocka_unit_test(test_csv_reader),        cmocka_unit_test(test_shuffle_shard),
-        cmocka_unit_test(test_ckpt_roundtrip),    cmocka_unit_test(test_ckpt_corrupt),
-        cmocka_unit_test(test_spec_validate),     cmocka_unit_test(test_train_reduces_loss),
-        cmocka_unit_test(test_train_stop_resume), cmocka_unit_test(test_train_errors),
+        cmocka_unit_test(test_grad_dense),
+        cmocka_unit_test(test_grad_relu),
+        cmocka_unit_test(test_grad_conv),
+        cmocka_unit_test(test_grad_maxpool_flatten),
+        cmocka_unit_test(test_grad_model),
+        cmocka_unit_test(test_softmax_ce),
+        cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_init_deterministic),
+        cmocka_unit_test(test_optimizers),
+        cmocka_unit_test(test_schedules),
+        cmocka_unit_test(test_idx_reader),
+        cmocka_unit_test(test_idx_malformed),
+        cmocka_unit_test(test_csv_reader),
+        cmocka_unit_test(test_shuffle_shard),
+        cmocka_unit_test(test_ckpt_roundtrip),
+        cmocka_unit_test(test_ckpt_corrupt),
+        cmocka_unit_test(test_spec_validate),
+        cmocka_unit_test(test_train_reduces_loss),
+        cmocka_unit_test(test_train_stop_resume),
+        cmocka_unit_test(test_train_errors),
+        cmocka_unit_test(test_train_data_parallel),
+        cmocka_unit_test(test_train_dp_peer_lost_and_stop),
     };
     return cmocka_run_group_tests(tests, NULL, cleanup);
 }

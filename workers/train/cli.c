@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    train_hooks hooks = {on_progress, should_stop, NULL};
+    train_hooks hooks = {.progress = on_progress, .should_stop = should_stop};
     json_t *result = NULL;
     char err[512] = "";
     int rc = train_run(spec, argc == 3 ? argv[2] : NULL, &hooks, &result, err, sizeof err);

@@ -1,10 +1,12 @@
-/* train.c - spec validation and the single-process training loop.
+/* train.c - spec validation and the (data-parallel) training loop.
  *
  * The loop's state is (step, epoch, data_pos, dropout rng) plus the model and
  * optimizer; the epoch's order is recomputed from (seed, epoch), so a resumed
- * run replays exactly the batches an uninterrupted run would have seen.  The
- * global batch is cut with train_shard (world 1 for now), the same cut the
- * data-parallel workers will use. */
+ * run replays exactly the batches an uninterrupted run would have seen.  Each
+ * global batch is cut with train_shard: rank r of w computes the gradient of
+ * its slice, scaled by slice/batch, and one all-reduce (hooks->allreduce) sums
+ * the scaled gradients together with the step's loss, correct count and stop
+ * votes, so every rank applies the same update and stops at the same step. */
 #include "workers/train/train.h"
 
 #include "workers/train/ckpt.h"
@@ -27,6 +29,12 @@ static int bad(char *field, size_t fl, char *msg, size_t ml, const char *f, cons
     snprintf(field, fl, "%s", f);
     snprintf(msg, ml, "%s", m);
     return -1;
+}
+
+static long get_long(const json_t *o, const char *k, long def)
+{
+    json_t *v = json_object_get(o, k);
+    return v ? (long)json_integer_value(v) : def;
 }
 
 static int pos_int(const json_t *spec, const char *key, long max, long *out)
@@ -96,6 +104,15 @@ int train_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, s
         return bad(field, fl, msg, ml, "spec.checkpoint_every_steps", "must be a positive integer");
     if (pos_int(spec, "progress_every_steps", 1000000000L, NULL))
         return bad(field, fl, msg, ml, "spec.progress_every_steps", "must be a positive integer");
+    long workers = 1;
+    if (pos_int(spec, "workers", TRAIN_MAX_WORKERS, &workers))
+        return bad(field, fl, msg, ml, "spec.workers", "must be an integer in [1, 64] (the number of data-parallel workers)");
+    if (workers > get_long(spec, "batch_size", 64))
+        return bad(field, fl, msg, ml, "spec.workers", "must not exceed batch_size (each worker takes a slice of every batch)");
+    if (pos_int(spec, "collective_timeout_s", 3600, NULL))
+        return bad(field, fl, msg, ml, "spec.collective_timeout_s", "must be an integer in [1, 3600]");
+    if (pos_int(spec, "rendezvous_timeout_s", 3600, NULL))
+        return bad(field, fl, msg, ml, "spec.rendezvous_timeout_s", "must be an integer in [1, 3600]");
     return 0;
 }
 
@@ -162,67 +179,120 @@ typedef struct {
     int32_t *yb;
     long batch, total, spe, eval_every, ckpt_every, progress_every;
     uint64_t seed;
+    int rank, world;
+    float *red; /* all-reduce buffer: every gradient, then RED_TAIL step totals */
+    size_t nred;
+    char *err;
+    size_t el;
     train_ckpt_state st;
     /* window since the last progress event, and the current epoch */
-    double w_loss, w_compute, w_data, w_start, e_loss;
+    double w_loss, w_compute, w_comm, w_data, w_start, e_loss;
     long w_correct, w_samples, w_batches, e_batches, run_samples;
     double run_start, last_train_loss;
 } loop;
 
-static void evaluate(loop *L, double *loss, double *acc)
+/* the step totals after the gradients: loss x samples, correct, samples, stop votes */
+enum { RED_LOSS, RED_CORRECT, RED_SAMPLES, RED_STOP, RED_TAIL };
+
+/* sums buf over the ranks (nothing to do alone); -2 with L->err when a peer is lost */
+static int reduce(loop *L, float *buf, size_t n)
 {
-    size_t n = L->te.n, dim = L->te.dim;
+    if (L->world == 1) return 0;
+    double t0 = now_s();
+    int rc = L->hooks->allreduce(L->hooks->ctx, buf, n, L->err, L->el);
+    L->w_comm += now_s() - t0;
+    return rc == 0 ? 0 : -2;
+}
+
+/* test loss and accuracy; each rank takes its shard of the test set */
+static int evaluate(loop *L, double *loss, double *acc)
+{
+    size_t n = L->te.n, dim = L->te.dim, lo, hi;
+    train_shard(n, L->rank, L->world, &lo, &hi);
     int k = (int)train_model_out_size(L->m);
     double sum = 0;
     long correct = 0;
-    for (size_t i = 0; i < n; i += (size_t)L->batch) {
-        int b = (int)(n - i < (size_t)L->batch ? n - i : (size_t)L->batch);
+    for (size_t i = lo; i < hi; i += (size_t)L->batch) {
+        int b = (int)(hi - i < (size_t)L->batch ? hi - i : (size_t)L->batch);
         const float *logits = train_model_forward(L->m, L->te.x + i * dim, b, false);
         int c;
         sum += L->m->be->softmax_ce(b, k, logits, L->te.y + i, NULL, &c) * b;
         correct += c;
     }
+    float tot[2] = {(float)sum, (float)correct};
+    if (reduce(L, tot, 2)) return -2;
+    if (L->world > 1) sum = tot[0], correct = (long)tot[1];
     *loss = n ? sum / (double)n : 0;
     *acc = n ? (double)correct / (double)n : 0;
+    return 0;
 }
 
-static void progress(loop *L, int with_eval)
+static int progress(loop *L, int with_eval)
 {
-    if (!L->hooks || !L->hooks->progress) return;
-    double t = now_s();
-    json_t *j = json_pack("{s:f, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "epoch",
-                          (double)L->st.epoch + (double)L->st.data_pos / (double)L->tr.n, "step", (json_int_t)L->st.step, "loss",
-                          L->w_batches ? L->w_loss / L->w_batches : 0.0, "accuracy",
-                          L->w_samples ? (double)L->w_correct / L->w_samples : 0.0, "samples_per_s",
-                          t > L->w_start ? L->w_samples / (t - L->w_start) : 0.0, "compute_s", L->w_compute, "data_s", L->w_data,
-                          "lr", (double)train_schedule_lr(&L->sched, L->o->lr, (long)L->st.step, L->total));
-    if (with_eval) {
-        double tl, ta;
-        evaluate(L, &tl, &ta);
-        json_object_set_new(j, "test_loss", json_real(tl));
-        json_object_set_new(j, "test_accuracy", json_real(ta));
+    double tl = 0, ta = 0;
+    if (with_eval && evaluate(L, &tl, &ta)) return -2;
+    if (L->hooks && L->hooks->progress) {
+        double t = now_s();
+        json_t *j = json_pack("{s:f, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i}", "epoch",
+                              (double)L->st.epoch + (double)L->st.data_pos / (double)L->tr.n, "step", (json_int_t)L->st.step,
+                              "loss", L->w_batches ? L->w_loss / L->w_batches : 0.0, "accuracy",
+                              L->w_samples ? (double)L->w_correct / L->w_samples : 0.0, "samples_per_s",
+                              t > L->w_start ? L->w_samples / (t - L->w_start) : 0.0, "compute_s", L->w_compute, "comm_s",
+                              L->w_comm, "data_s", L->w_data, "lr",
+                              (double)train_schedule_lr(&L->sched, L->o->lr, (long)L->st.step, L->total), "workers", L->world);
+        if (j && with_eval) {
+            json_object_set_new(j, "test_loss", json_real(tl));
+            json_object_set_new(j, "test_accuracy", json_real(ta));
+        }
+        if (j) L->hooks->progress(L->hooks->ctx, j);
+        json_decref(j);
     }
-    if (j) L->hooks->progress(L->hooks->ctx, j);
-    json_decref(j);
-    L->w_loss = L->w_compute = L->w_data = 0;
+    L->w_loss = L->w_compute = L->w_comm = L->w_data = 0;
     L->w_correct = L->w_samples = L->w_batches = 0;
     L->w_start = now_s();
+    return 0;
 }
 
+/* rank 0 writes the checkpoints (every rank holds the same model) */
 static int save(loop *L, char *err, size_t el)
 {
-    if (!L->ckpt) return 0;
+    if (!L->ckpt || L->rank != 0) return 0;
     L->st.rng = L->m->rng.s;
     return train_ckpt_save(L->ckpt, L->m, L->o, &L->st, err, el);
 }
 
-/* one step on the next global batch; returns the samples it used */
-static void step(loop *L)
+/* Sums the ranks' scaled gradients (and the step totals in tot) in one all-reduce. */
+static int reduce_grads(loop *L, float scale, float *tot)
 {
+    size_t off = 0;
+    for (int p = 0; p < L->m->nparams; p++) {
+        const train_param *P = L->m->params[p];
+        for (size_t i = 0; i < P->n; i++)
+            L->red[off + i] = P->g[i] * scale;
+        off += P->n;
+    }
+    memcpy(L->red + off, tot, sizeof(float) * RED_TAIL);
+    if (reduce(L, L->red, L->nred)) return -2;
+    off = 0;
+    for (int p = 0; p < L->m->nparams; p++) {
+        memcpy(L->m->params[p]->g, L->red + off, sizeof(float) * L->m->params[p]->n);
+        off += L->m->params[p]->n;
+    }
+    memcpy(tot, L->red + off, sizeof(float) * RED_TAIL);
+    return 0;
+}
+
+/* One step on this rank's slice of the next global batch.  Returns 0, 1 when
+ * some rank voted to stop (nothing applied, every rank stops here), -2 when a
+ * peer was lost. */
+static int step(loop *L, int stop_vote)
+{
+    if (L->world == 1 && stop_vote) return 1;
+    uint64_t rng0 = L->m->rng.s; /* a stopped step leaves no trace, dropout masks included */
     size_t n = L->tr.n, dim = L->tr.dim;
     double t0 = now_s();
     size_t len = n - L->st.data_pos < (size_t)L->batch ? n - L->st.data_pos : (size_t)L->batch, b, e;
-    train_shard(len, 0, 1, &b, &e);
+    train_shard(len, L->rank, L->world, &b, &e);
     int cnt = (int)(e - b);
     for (int i = 0; i < cnt; i++) {
         size_t s = L->order[L->st.data_pos + b + (size_t)i];
@@ -230,18 +300,37 @@ static void step(loop *L)
         L->yb[i] = L->tr.y[s];
     }
     double t1 = now_s();
-    int k = (int)train_model_out_size(L->m), correct;
-    const float *logits = train_model_forward(L->m, L->xb, cnt, true);
-    double loss = L->m->be->softmax_ce(cnt, k, logits, L->yb, L->dlogits, &correct);
-    train_model_backward(L->m, L->dlogits, cnt);
-    train_optim_step(L->o, L->m->be, train_schedule_lr(&L->sched, L->o->lr, (long)L->st.step, L->total));
+    int k = (int)train_model_out_size(L->m), correct = 0;
+    double loss = 0;
+    if (cnt > 0) {
+        const float *logits = train_model_forward(L->m, L->xb, cnt, true);
+        loss = L->m->be->softmax_ce(cnt, k, logits, L->yb, L->dlogits, &correct);
+        train_model_backward(L->m, L->dlogits, cnt);
+    } else {
+        for (int p = 0; p < L->m->nparams; p++)
+            L->m->be->fill(L->m->params[p]->n, 0.0f, L->m->params[p]->g);
+    }
     double t2 = now_s();
+    if (L->world > 1) {
+        /* the global batch's mean gradient is the sum of slice means weighted by slice/len */
+        float tot[RED_TAIL] = {(float)(loss * cnt), (float)correct, (float)cnt, (float)stop_vote};
+        if (reduce_grads(L, (float)cnt / (float)len, tot)) return -2;
+        if (tot[RED_STOP] > 0) {
+            L->m->rng.s = rng0;
+            return 1;
+        }
+        loss = tot[RED_LOSS] / (double)len, correct = (int)tot[RED_CORRECT], cnt = (int)len;
+    }
+    double t3 = now_s();
+    train_optim_step(L->o, L->m->be, train_schedule_lr(&L->sched, L->o->lr, (long)L->st.step, L->total));
+    double t4 = now_s();
     L->st.data_pos += len;
     L->st.step++;
     L->w_loss += loss, L->w_batches++, L->w_correct += correct, L->w_samples += cnt;
-    L->w_data += t1 - t0, L->w_compute += t2 - t1;
+    L->w_data += t1 - t0, L->w_compute += (t2 - t1) + (t4 - t3);
     L->e_loss += loss, L->e_batches++;
     L->run_samples += cnt;
+    return 0;
 }
 
 static int run_loop(loop *L, char *err, size_t el)
@@ -249,11 +338,10 @@ static int run_loop(loop *L, char *err, size_t el)
     train_shuffle(L->order, L->tr.n, L->seed, L->st.epoch);
     L->run_start = L->w_start = now_s();
     while ((long)L->st.step < L->total) {
-        if (L->hooks && L->hooks->should_stop && L->hooks->should_stop(L->hooks->ctx)) {
-            if (save(L, err, el)) return -1;
-            return 1;
-        }
-        step(L);
+        int vote = L->hooks && L->hooks->should_stop && L->hooks->should_stop(L->hooks->ctx);
+        int rc = step(L, vote);
+        if (rc == 1) return save(L, err, el) ? -1 : 1;
+        if (rc) return rc;
         int epoch_end = L->st.data_pos >= L->tr.n;
         if (epoch_end) {
             L->st.epoch++;
@@ -264,18 +352,13 @@ static int run_loop(loop *L, char *err, size_t el)
         }
         long s = (long)L->st.step;
         int eval = L->eval_every && s % L->eval_every == 0;
-        if (eval || epoch_end || s % L->progress_every == 0 || s == L->total) progress(L, eval || epoch_end);
+        int last = s == L->total;
+        if ((eval || epoch_end || last || s % L->progress_every == 0) && progress(L, eval || epoch_end || last)) return -2;
         if ((L->ckpt_every && s % L->ckpt_every == 0) || epoch_end)
             if (save(L, err, el)) return -1;
     }
     if (L->e_batches) L->last_train_loss = L->e_loss / L->e_batches;
     return 0;
-}
-
-static long get_long(const json_t *o, const char *k, long def)
-{
-    json_t *v = json_object_get(o, k);
-    return v ? (long)json_integer_value(v) : def;
 }
 
 int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hooks, json_t **result, char *err, size_t el)
@@ -286,8 +369,15 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
         snprintf(err, el, "%s: %s", field, msg);
         return -1;
     }
-    loop L = {.spec = spec, .ckpt = ckpt_path, .hooks = hooks};
+    loop L = {.spec = spec, .ckpt = ckpt_path, .hooks = hooks, .rank = 0, .world = 1, .err = err, .el = el};
     int rc = -1;
+    if (hooks && hooks->world > 1) {
+        if (!hooks->allreduce || hooks->rank < 0 || hooks->rank >= hooks->world) {
+            snprintf(err, el, "rank %d of %d without an all-reduce", hooks->rank, hooks->world);
+            return -1;
+        }
+        L.rank = hooks->rank, L.world = hooks->world;
+    }
     L.batch = get_long(spec, "batch_size", 64);
     L.seed = (uint64_t)get_long(spec, "seed", 1);
     L.eval_every = get_long(spec, "eval_every_steps", 0);
@@ -307,7 +397,9 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
     L.xb = malloc(sizeof(float) * (size_t)L.batch * L.tr.dim);
     L.yb = malloc(sizeof(int32_t) * (size_t)L.batch);
     L.dlogits = malloc(sizeof(float) * (size_t)L.batch * train_model_out_size(L.m));
-    if (!L.order || !L.xb || !L.yb || !L.dlogits) {
+    L.nred = train_model_param_count(L.m) + RED_TAIL;
+    if (L.world > 1) L.red = malloc(sizeof(float) * L.nred);
+    if (!L.order || !L.xb || !L.yb || !L.dlogits || (L.world > 1 && !L.red)) {
         snprintf(err, el, "out of memory");
         goto out;
     }
@@ -320,11 +412,32 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
         }
         L.m->rng.s = L.st.rng;
     }
+    if (L.world > 1) {
+        /* every rank must start from the same state: the checkpoint is on a shared directory */
+        float mine[3] = {(float)L.st.step, (float)L.st.data_pos, (float)L.st.epoch}, sum[3];
+        memcpy(sum, mine, sizeof(sum));
+        if (reduce(&L, sum, 3)) {
+            rc = -2;
+            goto out;
+        }
+        for (int i = 0; i < 3; i++)
+            if (sum[i] != mine[i] * (float)L.world) {
+                snprintf(err, el,
+                         "the workers disagree about the checkpoint (this rank is at step %llu): %s must be on a directory "
+                         "every worker of the job shares",
+                         (unsigned long long)L.st.step, ckpt_path ? ckpt_path : "(none)");
+                goto out;
+            }
+        L.m->rng.s += 0x9E3779B97F4A7C15ULL * (uint64_t)L.rank; /* distinct dropout masks per rank */
+    }
     rc = run_loop(&L, err, el);
     if (rc != 0) goto out;
     double tl, ta;
-    evaluate(&L, &tl, &ta);
-    if (ckpt_path) {
+    if (evaluate(&L, &tl, &ta)) {
+        rc = -2;
+        goto out;
+    }
+    if (ckpt_path && L.rank == 0) {
         char mpath[4200];
         snprintf(mpath, sizeof mpath, "%s.model", ckpt_path);
         L.st.rng = L.m->rng.s;
@@ -340,7 +453,7 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
                             (json_int_t)L.st.step, "samples_per_s", el_s > 0 ? L.run_samples / el_s : 0.0, "model", "architecture",
                             L.m->arch, "parameters", (json_int_t)train_model_param_count(L.m));
 out:
-    free(L.order), free(L.xb), free(L.yb), free(L.dlogits);
+    free(L.order), free(L.xb), free(L.yb), free(L.dlogits), free(L.red);
     train_data_free(&L.tr), train_data_free(&L.te);
     if (L.o) train_optim_free(L.o, L.m->be);
     train_model_free(L.m);

@@ -1,0 +1,393 @@
+#include "workers/comm/ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RING_MAGIC 0x474e5452u /* "GNTR" */
+#define RING_VERSION 1u
+#define RING_TOKEN_MAX 255
+#define RING_SOCKBUF (4 << 20)
+#define RING_SEGMENT (256 << 10) /* bytes per send/recv call */
+
+struct ring {
+    int rank, world;
+    int next, prev; /* sockets; -1 when world == 1 */
+    unsigned long long sent;
+    bool broken;
+    float *tmp; /* receive buffer of the reduce-scatter (one chunk) */
+    size_t tmp_n;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int left_ms(int64_t deadline)
+{
+    int64_t l = deadline - now_ms();
+    return l < 0 ? 0 : l > 1000000 ? 1000000 : (int)l;
+}
+
+static void tune(int fd)
+{
+    int one = 1, buf = RING_SOCKBUF;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+static int nonblocking(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+int ring_listen(const char *bind_host, int *port, char *err, size_t errlen)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
+    int rc = getaddrinfo(bind_host, "0", &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "ring: cannot resolve %s: %s", bind_host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        tune(fd); /* accepted sockets inherit the buffer sizes (window scaling is set at the handshake) */
+    }
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof(sa);
+    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 64) != 0 || nonblocking(fd) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        snprintf(err, errlen, "ring: cannot listen on %s: %s", bind_host, strerror(errno));
+        if (fd >= 0) close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    *port =
+        sa.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&sa)->sin6_port) : ntohs(((struct sockaddr_in *)&sa)->sin_port);
+    return fd;
+}
+
+/* waits for fd to be ready for `events`; 1 ready, 0 timed out, -1 error */
+static int wait_fd(int fd, short events, int ms)
+{
+    struct pollfd p = {fd, events, 0};
+    for (;;) {
+        int rc = poll(&p, 1, ms);
+        if (rc < 0 && errno == EINTR) continue;
+        return rc < 0 ? -1 : rc;
+    }
+}
+
+/* blocking-style I/O on a nonblocking socket, bounded by the deadline; 0 or -1 */
+static int write_all(int fd, const void *p, size_t n, int64_t deadline)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t k = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k > 0) {
+            c += k, n -= (size_t)k;
+        } else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (wait_fd(fd, POLLOUT, left_ms(deadline)) <= 0) return -1;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *p, size_t n, int64_t deadline)
+{
+    char *c = p;
+    while (n > 0) {
+        ssize_t k = recv(fd, c, n, MSG_DONTWAIT);
+        if (k > 0) {
+            c += k, n -= (size_t)k;
+        } else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (wait_fd(fd, POLLIN, left_ms(deadline)) <= 0) return -1;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    uint32_t magic, version, rank, world, toklen;
+} hello;
+
+static int send_hello(int fd, int rank, int world, const char *token, int64_t deadline)
+{
+    hello h = {RING_MAGIC, RING_VERSION, (uint32_t)rank, (uint32_t)world, (uint32_t)strlen(token)};
+    return write_all(fd, &h, sizeof(h), deadline) == 0 && write_all(fd, token, h.toklen, deadline) == 0 ? 0 : -1;
+}
+
+/* 0 when the peer is the rank we expect in our gang */
+static int check_hello(int fd, int want_rank, int world, const char *token, int64_t deadline)
+{
+    hello h;
+    char tok[RING_TOKEN_MAX + 1];
+    if (read_all(fd, &h, sizeof(h), deadline) != 0 || h.magic != RING_MAGIC || h.version != RING_VERSION ||
+        h.toklen > RING_TOKEN_MAX || read_all(fd, tok, h.toklen, deadline) != 0)
+        return -1;
+    tok[h.toklen] = '\0';
+    return strcmp(tok, token) == 0 && (int)h.rank == want_rank && (int)h.world == world ? 0 : -1;
+}
+
+static int dial(const char *addr, int64_t deadline, char *err, size_t errlen)
+{
+    char host[256];
+    const char *colon = strrchr(addr, ':');
+    if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof(host)) {
+        snprintf(err, errlen, "ring: bad peer address '%s' (want host:port)", addr);
+        return -1;
+    }
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int rc = getaddrinfo(host, colon + 1, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "ring: cannot resolve %s: %s", addr, gai_strerror(rc));
+        return -1;
+    }
+    int last = 0;
+    while (left_ms(deadline) > 0) {
+        int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) break;
+        tune(fd);
+        nonblocking(fd);
+        if (connect(fd, res->ai_addr, res->ai_addrlen) == 0 ||
+            (errno == EINPROGRESS && wait_fd(fd, POLLOUT, left_ms(deadline)) > 0)) {
+            int soerr = 0;
+            socklen_t sl = sizeof(soerr);
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+            if (soerr == 0) {
+                freeaddrinfo(res);
+                return fd;
+            }
+            last = soerr;
+        } else {
+            last = errno;
+        }
+        close(fd);
+        struct timespec ts = {0, 20 * 1000000}; /* refused: the peer may not listen yet */
+        nanosleep(&ts, NULL);
+    }
+    freeaddrinfo(res);
+    snprintf(err, errlen, "ring: cannot connect to the next rank at %s: %s", addr, last ? strerror(last) : "timed out");
+    return -1;
+}
+
+ring *ring_connect(int listen_fd, int rank, int world, const char *next_addr, const char *token, int timeout_ms, char *err,
+                   size_t errlen)
+{
+    ring *r = calloc(1, sizeof(*r));
+    if (!r) {
+        close(listen_fd);
+        snprintf(err, errlen, "ring: out of memory");
+        return NULL;
+    }
+    r->rank = rank, r->world = world, r->next = r->prev = -1;
+    if (world <= 1) {
+        close(listen_fd);
+        return r;
+    }
+    if (strlen(token) > RING_TOKEN_MAX) {
+        close(listen_fd);
+        free(r);
+        snprintf(err, errlen, "ring: token longer than %d bytes", RING_TOKEN_MAX);
+        return NULL;
+    }
+    int64_t deadline = now_ms() + timeout_ms;
+    int prev_rank = (rank + world - 1) % world;
+    /* connecting first cannot deadlock: the kernel completes the handshake from the backlog */
+    r->next = dial(next_addr, deadline, err, errlen);
+    if (r->next >= 0 && send_hello(r->next, rank, world, token, deadline) != 0) {
+        snprintf(err, errlen, "ring: the next rank at %s closed the connection during setup", next_addr);
+        close(r->next);
+        r->next = -1;
+    }
+    while (r->next >= 0 && r->prev < 0) {
+        if (wait_fd(listen_fd, POLLIN, left_ms(deadline)) <= 0) {
+            snprintf(err, errlen, "ring: rank %d (previous) did not connect within %d ms", prev_rank, timeout_ms);
+            break;
+        }
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) continue;
+        if (check_hello(fd, prev_rank, world, token, deadline) == 0)
+            r->prev = fd;
+        else
+            close(fd); /* a stray or stale connection: keep waiting for ours */
+    }
+    close(listen_fd);
+    if (r->next < 0 || r->prev < 0) {
+        ring_close(r);
+        return NULL;
+    }
+    tune(r->prev);
+    return r;
+}
+
+/* One step: sends sn bytes to the next rank while receiving rn bytes from the
+ * previous one.  acc != NULL: the received floats are added into acc (through
+ * r->tmp) as they arrive; else they land in rp.  forward: the bytes to send are
+ * the ones received so far (sp == rp, a broadcast relay). */
+static int pump(ring *r, const char *sp, size_t sn, char *rp, size_t rn, float *acc, bool forward, int timeout_ms, char *err,
+                size_t errlen)
+{
+    size_t sent = 0, got = 0, reduced = 0;
+    char *dst = acc ? (char *)r->tmp : rp;
+    while (sent < sn || got < rn) {
+        struct pollfd p[2];
+        int np = 0, is = -1, ir = -1;
+        size_t can_send = forward ? got : sn;
+        if (sent < can_send) is = np, p[np++] = (struct pollfd){r->next, POLLOUT, 0};
+        if (got < rn) ir = np, p[np++] = (struct pollfd){r->prev, POLLIN, 0};
+        int rc = poll(p, (nfds_t)np, timeout_ms);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc <= 0) {
+            snprintf(err, errlen, "no progress for %d ms (rank %d %s)", timeout_ms,
+                     got < rn ? (r->rank + r->world - 1) % r->world : (r->rank + 1) % r->world,
+                     got < rn ? "(previous) sent nothing" : "(next) took nothing");
+            return -1;
+        }
+        if (is >= 0 && p[is].revents) {
+            size_t n = can_send - sent < RING_SEGMENT ? can_send - sent : RING_SEGMENT;
+            ssize_t k = send(r->next, sp + sent, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (k < 0 && errno != EAGAIN && errno != EINTR) {
+                snprintf(err, errlen, "rank %d (next) is gone: %s", (r->rank + 1) % r->world, strerror(errno));
+                return -1;
+            }
+            if (k > 0) sent += (size_t)k, r->sent += (unsigned long long)k;
+        }
+        if (ir >= 0 && p[ir].revents) {
+            size_t n = rn - got < RING_SEGMENT ? rn - got : RING_SEGMENT;
+            ssize_t k = recv(r->prev, dst + got, n, MSG_DONTWAIT);
+            if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
+                snprintf(err, errlen, "rank %d (previous) closed the connection%s%s", (r->rank + r->world - 1) % r->world,
+                         k < 0 ? ": " : "", k < 0 ? strerror(errno) : "");
+                return -1;
+            }
+            if (k > 0) got += (size_t)k;
+            if (acc) { /* reduce the whole floats that arrived */
+                size_t upto = got / sizeof(float);
+                for (size_t i = reduced; i < upto; i++)
+                    acc[i] += r->tmp[i];
+                reduced = upto;
+            }
+        }
+    }
+    return 0;
+}
+
+static int fail(ring *r, const char *what, char *err, size_t errlen)
+{
+    char why[400];
+    snprintf(why, sizeof(why), "%s", err);
+    snprintf(err, errlen, "%s: %s", what, why);
+    r->broken = true;
+    return -1;
+}
+
+/* chunk c of n floats over w: sizes differ by at most one */
+static void chunk(size_t n, int w, int c, size_t *off, size_t *len)
+{
+    size_t q = n / (size_t)w, rem = n % (size_t)w, cc = (size_t)c;
+    *off = cc * q + (cc < rem ? cc : rem);
+    *len = q + (cc < rem ? 1 : 0);
+}
+
+int ring_allreduce(ring *r, float *buf, size_t n, int timeout_ms, char *err, size_t errlen)
+{
+    if (r->broken) {
+        snprintf(err, errlen, "all-reduce: the ring is broken by an earlier error");
+        return -1;
+    }
+    int w = r->world;
+    if (w == 1 || n == 0) return 0;
+    size_t maxc = n / (size_t)w + 1;
+    if (r->tmp_n < maxc) {
+        float *t = realloc(r->tmp, maxc * sizeof(float));
+        if (!t) {
+            snprintf(err, errlen, "all-reduce: out of memory");
+            return -1;
+        }
+        r->tmp = t, r->tmp_n = maxc;
+    }
+    /* reduce-scatter: after w-1 steps rank r holds the sum of chunk r+1 */
+    for (int s = 0; s < w - 1; s++) {
+        size_t so, sl, ro, rl;
+        chunk(n, w, ((r->rank - s) % w + w) % w, &so, &sl);
+        chunk(n, w, ((r->rank - s - 1) % w + w) % w, &ro, &rl);
+        if (pump(r, (const char *)(buf + so), sl * sizeof(float), NULL, rl * sizeof(float), buf + ro, false, timeout_ms, err,
+                 errlen))
+            return fail(r, "all-reduce", err, errlen);
+    }
+    /* all-gather: the summed chunks travel once around the ring */
+    for (int s = 0; s < w - 1; s++) {
+        size_t so, sl, ro, rl;
+        chunk(n, w, ((r->rank + 1 - s) % w + w) % w, &so, &sl);
+        chunk(n, w, ((r->rank - s) % w + w) % w, &ro, &rl);
+        if (pump(r, (const char *)(buf + so), sl * sizeof(float), (char *)(buf + ro), rl * sizeof(float), NULL, false, timeout_ms,
+                 err, errlen))
+            return fail(r, "all-reduce", err, errlen);
+    }
+    return 0;
+}
+
+int ring_broadcast(ring *r, void *buf, size_t bytes, int root, int timeout_ms, char *err, size_t errlen)
+{
+    if (r->broken) {
+        snprintf(err, errlen, "broadcast: the ring is broken by an earlier error");
+        return -1;
+    }
+    int w = r->world;
+    if (w == 1 || bytes == 0) return 0;
+    bool is_root = r->rank == root, is_last = (r->rank + 1) % w == root;
+    int rc = is_root   ? pump(r, buf, bytes, NULL, 0, NULL, false, timeout_ms, err, errlen)
+             : is_last ? pump(r, NULL, 0, buf, bytes, NULL, false, timeout_ms, err, errlen)
+                       : pump(r, buf, bytes, buf, bytes, NULL, true, timeout_ms, err, errlen);
+    return rc ? fail(r, "broadcast", err, errlen) : 0;
+}
+
+int ring_rank(const ring *r)
+{
+    return r->rank;
+}
+
+int ring_world(const ring *r)
+{
+    return r->world;
+}
+
+unsigned long long ring_bytes_sent(const ring *r)
+{
+    return r->sent;
+}
+
+void ring_close(ring *r)
+{
+    if (!r) return;
+    if (r->next >= 0) close(r->next);
+    if (r->prev >= 0) close(r->prev);
+    free(r->tmp);
+    free(r);
+}

@@ -116,3 +116,17 @@ def test_gang_member_killed_mid_epoch_resumes_from_checkpoint():
         pts = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
         after = [p["step"] for p in pts if p["ts"] > killed_at * 1000 + 500]
         assert after and min(after) > 300, after[:5]
+
+
+def test_gang_cancel_stops_every_member():
+    """cancelling a 2-worker job stops both members at the same step; nothing is requeued and
+    both workers are free again"""
+    with Stack(workers=2) as s:
+        _, tok = s.tenant("dp-cancel")
+        jid = s.submit(tok, gang_job(2, 100000))
+        wait_until("training started", lambda: s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"], 60)
+        assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200
+        wait_until("both workers idle", lambda: [w["state"] for w in s.workers()] == ["idle", "idle"], 20)
+        job = s.job(tok, jid)
+        assert job["state"] == "cancelled"
+        assert not [e for e in s.events(tok, jid) if e["state"] == "queued" and e["reason"] != "accepted"]

@@ -23,6 +23,12 @@
  *   gantry:retry:<job>:<attempt> STRING set NX by whoever requeues that attempt (a lost worker, a
  *                              preempted or failed gang member): a gang requeues its job once
  *   gantry:rdv:<job>:<gen>     HASH the rendezvous of a gang's generation (workers/rendezvous.h)
+ * Inference (server/infer.c <-> workers/serve_io.c)
+ *   gantry:infer:q:<job>       LIST of requests "<id> <reply stream> <OIP body>"; the server LPUSHes
+ *                              (refused past the job's queue_limit), replicas BRPOP/RPOP batches
+ *   gantry:infer:replies:<srv> STREAM of replies "<id> <status> <body>" to the server that asked
+ *   gantry:infer:stats:<job>   HASH arrivals, drops (server, per request) and <worker> -> replica
+ *                              stats JSON (served, batches, busy_s, ts), read by the autoscaler
  *   gantry:tenants             HASH tenant id -> {"weight","max_slots"} written by the server
  *   gantry:leader              the active scheduler's lease (SET NX PX, renewed by its holder)
  *   gantry:epoch               set once by the server; its absence after a reconnect means Redis
@@ -46,6 +52,9 @@
 #define K_PREEMPT_PREFIX "gantry:preempt:"
 #define K_RETRY_PREFIX "gantry:retry:"
 #define K_RDV_PREFIX "gantry:rdv:"
+#define K_INFER_QUEUE_PREFIX "gantry:infer:q:"
+#define K_INFER_REPLIES_PREFIX "gantry:infer:replies:"
+#define K_INFER_STATS_PREFIX "gantry:infer:stats:"
 #define K_TENANTS_HASH "gantry:tenants"
 #define K_LEADER "gantry:leader"
 #define K_EPOCH "gantry:epoch"

@@ -73,3 +73,19 @@ int redis_uv_attach(redisAsyncContext *ac, uv_loop_t *loop)
     ac->ev.cleanup = cleanup;
     return REDIS_OK;
 }
+
+redisAsyncContext *redis_uv_connect(uv_loop_t *loop, const char *host, int port, const char *password,
+                                    redisConnectCallback *on_connect, redisDisconnectCallback *on_disconnect, void *data)
+{
+    redisAsyncContext *ac = redisAsyncConnect(host, port);
+    if (!ac) return NULL;
+    if (ac->err || redis_uv_attach(ac, loop) != REDIS_OK) {
+        redisAsyncFree(ac);
+        return NULL;
+    }
+    ac->data = data;
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    if (password && password[0]) redisAsyncCommand(ac, NULL, NULL, "AUTH %s", password);
+    return ac;
+}

@@ -15,4 +15,10 @@
 
 int redis_uv_attach(redisAsyncContext *ac, uv_loop_t *loop);
 
+/* Starts an async connection on the loop with both callbacks and ac->data set,
+ * AUTH queued first when password is not empty.  NULL when it cannot even start
+ * (the caller retries from a timer). */
+redisAsyncContext *redis_uv_connect(uv_loop_t *loop, const char *host, int port, const char *password,
+                                    redisConnectCallback *on_connect, redisDisconnectCallback *on_disconnect, void *data);
+
 #endif

@@ -29,5 +29,8 @@ void api_job_get(http_ctx *c);
 void api_job_cancel(http_ctx *c);
 void api_job_events(http_ctx *c);
 void api_job_metrics(http_ctx *c);
+void api_infer_ready(http_ctx *c);
+void api_infer_metadata(http_ctx *c);
+void api_infer(http_ctx *c);
 
 #endif

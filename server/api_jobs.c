@@ -10,6 +10,7 @@
 #include "server/bus.h"
 #include "server/db.h"
 #include "server/jobs.h"
+#include "server/models.h"
 #include "server/spec.h"
 #include "server/sse.h"
 
@@ -130,6 +131,23 @@ void api_job_submit(http_ctx *c)
         char *canon = json_dumps(c->body, JSON_COMPACT | JSON_SORT_KEYS);
         auth_hash(canon ? canon : "", canon ? strlen(canon) : 0, op->job.body_sha256);
         free(canon);
+    }
+    if (strcmp(op->job.type, "inference") == 0) { /* which artifact to serve, fixed at submission */
+        json_t *resolved = NULL;
+        json_t *version = json_object_get(op->job.spec, "version");
+        const char *model = json_string_value(json_object_get(op->job.spec, "model"));
+        int rc = models_resolve(c->srv->db, c->auth.tenant_id, model, version ? (int)json_integer_value(version) : 0, &resolved);
+        if (rc != 0) {
+            free(op);
+            if (rc < 0)
+                http_error(c, GERR_INTERNAL, NULL, "could not read the model registry");
+            else
+                http_error(c, GERR_INVALID_FIELD, version ? "spec.version" : "spec.model",
+                           "no model '%s'%s in your registry (GET /v1/models lists them)", model,
+                           version ? " with this version" : "");
+            return;
+        }
+        json_object_set_new(op->job.spec, "resolved", resolved);
     }
     snprintf(op->job.tenant_id, sizeof(op->job.tenant_id), "%s", c->auth.tenant_id);
     op->spec = json_incref(op->job.spec);

@@ -41,17 +41,7 @@ static void sweep(bus *b, int64_t before_ms);
 
 static redisAsyncContext *connect_one(bus *b, redisConnectCallback *on_connect)
 {
-    redisAsyncContext *ac = redisAsyncConnect(b->host, b->port);
-    if (!ac) return NULL;
-    if (ac->err || redis_uv_attach(ac, b->srv->loop) != REDIS_OK) {
-        redisAsyncFree(ac);
-        return NULL;
-    }
-    ac->data = b;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    if (b->password[0]) redisAsyncCommand(ac, NULL, NULL, "AUTH %s", b->password);
-    return ac;
+    return redis_uv_connect(b->srv->loop, b->host, b->port, b->password, on_connect, on_disconnect, b);
 }
 
 static void ignore_reply(redisAsyncContext *ac, void *r, void *priv)

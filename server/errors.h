@@ -17,7 +17,8 @@
     X(UNPROCESSABLE, 422, "unprocessable", "the request conflicts with an earlier one")                                            \
     X(RATE_LIMITED, 429, "rate_limited", "too many requests")                                                                      \
     X(INTERNAL, 500, "internal", "internal error")                                                                                 \
-    X(UNAVAILABLE, 503, "unavailable", "the service is not ready")
+    X(UNAVAILABLE, 503, "unavailable", "the service is not ready")                                                                 \
+    X(TIMEOUT, 504, "timeout", "the request took longer than allowed")
 
 typedef enum {
 #define X(name, status, code, msg) GERR_##name,

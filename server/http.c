@@ -50,6 +50,8 @@ static const char *reason_phrase(int status)
         return "Too Many Requests";
     case 503:
         return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
     default:
         return status < 400 ? "OK" : "Error";
     }
@@ -282,6 +284,10 @@ static int parse_body(http_ctx *c)
         return -1;
     }
     if (req->entity.len == 0 || req->entity.base == NULL) {
+        if (c->route->body == BODY_RAW) {
+            http_error(c, GERR_INVALID_JSON, NULL, "a JSON body is required");
+            return -1;
+        }
         c->body = json_object();
         return 0;
     }
@@ -295,6 +301,7 @@ static int parse_body(http_ctx *c)
         http_error(c, GERR_INVALID_JSON, NULL, "JSON nesting depth %d exceeds the limit of %d", depth, c->srv->json_max_depth);
         return -1;
     }
+    if (c->route->body == BODY_RAW) return 0;
     json_error_t jerr;
     c->body = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES, &jerr);
     if (!c->body) {

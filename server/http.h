@@ -20,7 +20,9 @@
 typedef struct http_ctx http_ctx;
 typedef void (*route_fn)(http_ctx *c);
 
-enum { BODY_NONE = 0, BODY_JSON = 1, BODY_JSON_LARGE = 2 };
+/* BODY_RAW: size, type and nesting are checked but the body is not parsed (it is
+ * forwarded as is: inference requests, parsed by the replica) */
+enum { BODY_NONE = 0, BODY_JSON = 1, BODY_JSON_LARGE = 2, BODY_RAW = 3 };
 
 typedef struct {
     const char *method;

@@ -325,22 +325,43 @@ static int set_progress(sqlite3 *db, const event_msg *e)
     return rc;
 }
 
-static int insert_metrics(sqlite3 *db, const event_msg *e)
+int jobs_add_metrics(sqlite3 *db, const char *job_id, const char *event_id, int64_t ts, const json_t *metrics)
 {
-    char *data = json_dumps(e->metrics, JSON_COMPACT);
+    char *data = json_dumps(metrics, JSON_COMPACT);
     sqlite3_stmt *st;
     if (!data || prep(db, "INSERT OR IGNORE INTO job_metrics (job_id, event_id, ts, data) VALUES (?,?,?,?)", &st) != 0) {
         free(data);
         return -1;
     }
-    sqlite3_bind_text(st, 1, e->job_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, e->id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, e->ts);
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, event_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, ts);
     sqlite3_bind_text(st, 4, data, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     free(data);
     return rc;
+}
+
+json_t *jobs_serving(sqlite3 *db, const char *tenant_id, const char *model)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT id, state, spec FROM jobs WHERE tenant_id = ? AND type = 'inference' AND state IN ('queued', "
+             "'scheduled', 'running') AND json_extract(spec, '$.model') = ? ORDER BY (state = 'running') DESC, seq DESC "
+             "LIMIT 1",
+             &st) != 0)
+        return NULL;
+    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, model, -1, SQLITE_STATIC);
+    json_t *o = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        json_t *spec = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
+        o = json_pack("{s:s, s:s, s:o}", "id", (const char *)sqlite3_column_text(st, 0), "state",
+                      (const char *)sqlite3_column_text(st, 1), "spec", spec ? spec : json_object());
+    }
+    db_release(st);
+    return o;
 }
 
 int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *tenant_out)
@@ -363,7 +384,7 @@ int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *t
         return 0;
     }
     *res = APPLY_RECORDED;
-    if (e->metrics && !job_state_terminal(cur) && insert_metrics(db, e) != 0) return -1;
+    if (e->metrics && !job_state_terminal(cur) && jobs_add_metrics(db, e->job_id, e->id, e->ts, e->metrics) != 0) return -1;
     job_state to = job_state_parse(e->state);
     if (e->state[0] && job_state_can_move(cur, to)) {
         if (move_job(db, e, to) != 0) return -1;

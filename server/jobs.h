@@ -44,6 +44,11 @@ json_t *jobs_list_json(sqlite3 *db, const job_filter *f);
 json_t *jobs_events_json(sqlite3 *db, const char *job_id);
 /* {"job_id","points":[{"ts":ms, ...metrics}]} oldest first, thinned evenly to max_points (the last kept) */
 json_t *jobs_metrics_json(sqlite3 *db, const char *job_id, int max_points);
+/* stores one progress point (once per event_id); 0 or -1 */
+int jobs_add_metrics(sqlite3 *db, const char *job_id, const char *event_id, int64_t ts, const json_t *metrics);
+/* the tenant's live inference job serving `model` (a running one first, then the newest):
+ * {"id","state","spec"}, NULL when none */
+json_t *jobs_serving(sqlite3 *db, const char *tenant_id, const char *model);
 
 typedef enum { APPLY_DUPLICATE, APPLY_UNKNOWN_JOB, APPLY_RECORDED, APPLY_MOVED } apply_result;
 /* Persists a stream event once (by event id) and moves the job when the transition is legal.

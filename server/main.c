@@ -3,6 +3,7 @@
 #include "common/log.h"
 #include "server/auth.h"
 #include "server/bus.h"
+#include "server/infer.h"
 #include "server/db.h"
 #include "server/http.h"
 #include "server/metrics.h"
@@ -110,6 +111,7 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_close((uv_handle_t *)&srv.listener, NULL);
     store_close(srv.store);
     bus_close(srv.bus);
+    infer_close(srv.infer);
     sse_close(srv.sse);
     uv_signal_stop(&sigterm);
     uv_signal_stop(&sigint);
@@ -241,6 +243,7 @@ int main(int argc, char **argv)
     srv.metrics = metrics_create(routes_count);
     srv.ratelimit = ratelimit_create(strtod(OPT("rate-limit"), NULL), strtod(OPT("rate-burst"), NULL));
     srv.bus = bus_create(&srv, rhost, rport, OPT("redis-password"), OPT("consumer"));
+    srv.infer = infer_create(&srv, rhost, rport, OPT("redis-password"));
     if (setup_tls(OPT("tls-cert"), OPT("tls-key")) != 0 || setup_http(OPT("listen")) != 0) return 1;
 
     uv_signal_init(srv.loop, &sigterm);

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 #include "server/bus.h"
+#include "server/infer.h"
 #include "server/db.h"
 #include "server/http.h"
 #include "server/jobs.h"
@@ -126,4 +127,5 @@ void metrics_render(metrics *m, server *srv, FILE *out)
             "# TYPE gantry_sse_streams gauge\ngantry_sse_streams %d\n",
             store_commits(srv->store), store_writes(srv->store), sse_count(srv->sse));
     bus_render_metrics(srv->bus, out);
+    if (srv->infer) infer_render_metrics(srv->infer, out);
 }

@@ -95,3 +95,27 @@ json_t *models_get_json(sqlite3 *db, const char *tenant_id, const char *name)
     }
     return json_pack("{s:s, s:o}", "name", name, "versions", versions);
 }
+
+int models_resolve(sqlite3 *db, const char *tenant_id, const char *name, int version, json_t **resolved)
+{
+    *resolved = NULL;
+    sqlite3_stmt *st = db_stmt(db, version > 0 ? "SELECT version, architecture, artifact FROM models WHERE tenant_id = ? AND "
+                                                 "name = ? AND version = ?"
+                                               : "SELECT version, architecture, artifact FROM models WHERE tenant_id = ? AND "
+                                                 "name = ? ORDER BY version DESC LIMIT 1");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    if (version > 0) sqlite3_bind_int(st, 3, version);
+    int rc = 1;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 2) > 0) {
+        json_t *arch = parsed(st, 1);
+        json_t *input = json_object_get(arch, "input");
+        *resolved = json_pack("{s:I, s:s, s:O}", "version", (json_int_t)sqlite3_column_int64(st, 0), "artifact",
+                              (const char *)sqlite3_column_text(st, 2), "input", input ? input : json_null());
+        json_decref(arch);
+        rc = *resolved ? 0 : -1;
+    }
+    db_release(st);
+    return rc;
+}

@@ -15,4 +15,9 @@ json_t *models_list_json(sqlite3 *db, const char *tenant_id);
 /* {"name","versions":[{"version","job_id","architecture","metrics","artifact","created_at"}]}, NULL when unknown */
 json_t *models_get_json(sqlite3 *db, const char *tenant_id, const char *name);
 
+/* The artifact an inference job serves: version 0 means the latest.  0 with
+ * *resolved = {"version","artifact","input"}, 1 when there is no such model (or it
+ * has no artifact), -1 on a database error. */
+int models_resolve(sqlite3 *db, const char *tenant_id, const char *name, int version, json_t **resolved);
+
 #endif

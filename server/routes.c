@@ -28,6 +28,11 @@ const route routes[] = {
     {"GET", "/v1/cluster/timeline", ROLE_VIEWER, BODY_NONE, api_cluster_timeline, "busy intervals per worker"},
     {"GET", "/v1/models", ROLE_VIEWER, BODY_NONE, api_models, "the tenant's registered models"},
     {"GET", "/v1/models/{name}", ROLE_VIEWER, BODY_NONE, api_model_get, "a model's versions, metrics and artifact"},
+    {"GET", "/v2/models/{name}", ROLE_VIEWER, BODY_NONE, api_infer_metadata, "Open Inference Protocol: model metadata"},
+    {"GET", "/v2/models/{name}/ready", ROLE_VIEWER, BODY_NONE, api_infer_ready,
+     "Open Inference Protocol: 200 when an inference job serves the model, 503 while it starts"},
+    {"POST", "/v2/models/{name}/infer", ROLE_MEMBER, BODY_RAW, api_infer,
+     "Open Inference Protocol: predictions (429 queue full, 504 timeout)"},
 };
 
 const int routes_count = sizeof(routes) / sizeof(routes[0]);

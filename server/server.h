@@ -17,6 +17,7 @@ typedef struct bus bus;
 typedef struct sse_hub sse_hub;
 typedef struct metrics metrics;
 typedef struct ratelimit ratelimit;
+typedef struct infer_gw infer_gw;
 
 typedef struct server {
     uv_loop_t *loop;
@@ -26,6 +27,7 @@ typedef struct server {
     sse_hub *sse;
     metrics *metrics;
     ratelimit *ratelimit; /* per token */
+    infer_gw *infer;      /* inference requests and replies (server/infer.h) */
 
     /* settings */
     const char *web_dir;

@@ -3,6 +3,7 @@
 #include "common/utf8.h"
 #include "common/paths.h"
 #include "workers/place/place.h"
+#include "workers/serve/serve.h"
 #include "workers/train/train.h"
 
 #include <stdio.h>
@@ -67,8 +68,17 @@ static int validate(json_t *body, job_new *out, char *field, size_t flen, char *
         if (w) out->slots = (int)json_integer_value(w);
         return 0;
     }
+    if (strcmp(out->type, "inference") == 0) {
+        if (serve_spec_validate(spec, field, flen, msg, mlen) != 0) return -1;
+        if (json_object_get(spec, "resolved")) return fail(field, flen, msg, mlen, "spec.resolved", "is set by the server");
+        serve_settings s;
+        serve_settings_get(spec, &s);
+        out->slots = s.min_replicas; /* the replicas start together; the autoscaler adds more */
+        return 0;
+    }
     snprintf(field, flen, "type");
-    snprintf(msg, mlen, "job type '%s' is not available in this version of gantry yet (placement and training are)", out->type);
+    snprintf(msg, mlen, "job type '%s' is not available in this version of gantry yet (placement, training and inference are)",
+             out->type);
     return -1;
 }
 

@@ -5,6 +5,7 @@
 static const executor executors[] = {
     {"placement", exec_placement},
     {"training", exec_training},
+    {"inference", exec_inference},
 };
 
 const executor *executor_find(const char *type)

@@ -2,7 +2,8 @@
  *
  * An executor is a function from a task (type, spec) to a result JSON object.
  * It reports progress and polls for cancellation through its context; it never
- * touches Redis itself.  The table in executor.c maps job types to executors:
+ * touches Redis itself (an inference replica moves its requests through ctx->redis
+ * with workers/serve_io.c).  The table in executor.c maps job types to executors:
  * training, inference and federated executors slot in beside placement. */
 #ifndef GANTRY_EXECUTOR_H
 #define GANTRY_EXECUTOR_H
@@ -24,6 +25,8 @@ typedef struct exec_ctx {
     int (*rendezvous)(struct exec_ctx *ctx, int world, const char *addr, int timeout_ms, rdv_members *out, char *err,
                       size_t errlen);
     const char *advertise_host; /* where other workers reach this one (the ring all-reduce listens there) */
+    rs_conn *redis;             /* inference replicas only: their requests and replies travel through Redis */
+    const char *worker_id;
     void *opaque;
 } exec_ctx;
 
@@ -44,5 +47,6 @@ const executor *executor_find(const char *type);
 
 int exec_placement(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
+int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 
 #endif

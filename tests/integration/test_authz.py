@@ -18,6 +18,8 @@ SUCCESS = {
     ("POST", "/v1/jobs/{id}/cancel"): 200, ("GET", "/v1/jobs/{id}/events"): 200,
     ("GET", "/v1/jobs/{id}/metrics"): 200,
     ("GET", "/v1/events"): 200, ("GET", "/v1/workers"): 200, ("GET", "/v1/models"): 200, ("GET", "/v1/models/{name}"): 404,
+    ("GET", "/v2/models/{name}"): 404, ("GET", "/v2/models/{name}/ready"): 404,
+    ("POST", "/v2/models/{name}/infer"): 404,
     ("GET", "/v1/cluster"): 200, ("GET", "/v1/cluster/timeline"): 200,
 }
 RANK = {"viewer": 1, "member": 2, "admin": 3}

@@ -1087,7 +1087,11 @@ static void test_spec_types_not_available(void **state)
     (void)state;
     /* training is validated by its library (the field names what is missing) */
     expect_invalid("{\"type\":\"training\",\"spec\":{}}", "spec.model");
-    expect_invalid("{\"type\":\"inference\",\"spec\":{}}", "type");
+    expect_invalid("{\"type\":\"inference\",\"spec\":{}}", "spec.model");
+    expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"replicas\":{\"min\":3,\"max\":2}}}", "spec.replicas.max");
+    expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"slo\":{\"percentile\":100}}}", "spec.slo.percentile");
+    expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"max_batch\":0}}", "spec.max_batch");
+    expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"resolved\":{}}}", "spec.resolved");
     expect_invalid("{\"type\":\"federated\",\"spec\":{}}", "type");
 }
 

@@ -1,0 +1,85 @@
+/* api_infer.c - the Open Inference Protocol v2 endpoints, scoped to the caller's
+ * tenant: model metadata and readiness from the registry and the jobs table,
+ * predictions through the inference gateway (server/infer.h). */
+#include "server/api.h"
+#include "server/infer.h"
+#include "server/jobs.h"
+#include "server/models.h"
+#include "server/server.h"
+#include "workers/serve/serve.h"
+
+#include <string.h>
+
+/* the live job serving {name} for the caller's tenant, or an error reply (NULL) */
+static json_t *serving(http_ctx *c, const char *name)
+{
+    json_t *job = jobs_serving(c->srv->db, c->auth.tenant_id, name);
+    if (!job) {
+        json_t *m = models_get_json(c->srv->db, c->auth.tenant_id, name);
+        http_error(c, GERR_NOT_FOUND, "name",
+                   m ? "model '%s' is registered but no inference job serves it (submit one)" : "no model '%s' in your registry",
+                   name);
+        json_decref(m);
+    }
+    return job;
+}
+
+void api_infer_ready(http_ctx *c)
+{
+    const char *name = http_param(c, 0);
+    json_t *job = serving(c, name);
+    if (!job) return;
+    const char *state = json_string_value(json_object_get(job, "state"));
+    int ready = strcmp(state, "running") == 0;
+    json_t *o = json_pack("{s:s, s:b, s:s, s:s}", "name", name, "ready", ready, "job_id",
+                          json_string_value(json_object_get(job, "id")), "state", state);
+    json_decref(job);
+    if (!ready) http_add_header(c, "retry-after", "1");
+    http_reply_json(c, ready ? 200 : 503, o);
+}
+
+void api_infer_metadata(http_ctx *c)
+{
+    const char *name = http_param(c, 0);
+    json_t *m = models_get_json(c->srv->db, c->auth.tenant_id, name);
+    if (!m) {
+        http_error(c, GERR_NOT_FOUND, "name", "no model '%s' in your registry", name);
+        return;
+    }
+    json_t *versions = json_array(), *latest = json_array_get(json_object_get(m, "versions"), 0);
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(m, "versions"), i, v)
+        json_array_append_new(versions, json_sprintf("%lld", (long long)json_integer_value(json_object_get(v, "version"))));
+    json_t *input = json_object_get(json_object_get(latest, "architecture"), "input");
+    json_t *shape = json_array();
+    json_array_append_new(shape, json_integer(-1));
+    json_array_foreach(input, i, v) json_array_append(shape, v);
+    json_t *o =
+        json_pack("{s:s, s:o, s:s, s:[{s:s, s:s, s:o}], s:[{s:s, s:s, s:[i,i]}, {s:s, s:s, s:[i]}]}", "name", name, "versions",
+                  versions, "platform", "gantry", "inputs", "name", "input", "datatype", "FP32", "shape", shape, "outputs", "name",
+                  "probabilities", "datatype", "FP32", "shape", -1, -1, "name", "label", "datatype", "INT64", "shape", -1);
+    json_decref(m);
+    http_reply_json(c, 200, o);
+}
+
+void api_infer(http_ctx *c)
+{
+    const char *name = http_param(c, 0);
+    json_t *job = serving(c, name);
+    if (!job) return;
+    if (strcmp(json_string_value(json_object_get(job, "state")), "running") != 0) {
+        http_add_header(c, "retry-after", "1");
+        http_error(c, GERR_UNAVAILABLE, NULL, "model '%s' is not ready: its inference job %s is %s", name,
+                   json_string_value(json_object_get(job, "id")), json_string_value(json_object_get(job, "state")));
+        json_decref(job);
+        return;
+    }
+    serve_settings s;
+    serve_settings_get(json_object_get(job, "spec"), &s);
+    infer_target t = {.queue_limit = s.queue_limit, .timeout_ms = s.timeout_ms, .slo_ms = s.slo_ms, .slo_q = s.slo_q};
+    snprintf(t.job_id, sizeof(t.job_id), "%s", json_string_value(json_object_get(job, "id")));
+    snprintf(t.tenant, sizeof(t.tenant), "%s", c->auth.tenant_id);
+    json_decref(job);
+    infer_forward(c->srv->infer, c, &t, c->req->entity.base, c->req->entity.len);
+}

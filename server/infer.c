@@ -1,0 +1,426 @@
+#include "server/infer.h"
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/redis_uv.h"
+#include "server/jobs.h"
+#include "server/server.h"
+#include "server/sse.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PEND_CAP 65536 /* requests in flight per server (a power of two) */
+#define MAX_JOBS 1024
+#define NBUCKETS 80 /* latency histogram: bucket i holds latencies up to 0.05 ms x 1.2^i (the last: everything above) */
+#define REPLY_BATCH 1000
+
+/* KEYS: queue, stats.  ARGV: queue limit, request.  1 queued, 0 full (counted as a drop). */
+static const char enqueue_script[] = "if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[1]) then "
+                                     "  redis.call('HINCRBY', KEYS[2], 'drops', 1) return 0 end "
+                                     "redis.call('LPUSH', KEYS[1], ARGV[2]) "
+                                     "redis.call('HINCRBY', KEYS[2], 'arrivals', 1) "
+                                     "return 1";
+
+typedef struct {
+    unsigned long long n, ok, slo_ok, drops, timeouts, errors;
+    unsigned long long hist[NBUCKETS];
+    double sum_ms;
+} counts;
+
+typedef struct {
+    char job_id[48], tenant[48];
+    double slo_ms, slo_q;
+    counts win, total; /* since the last flush, since the start */
+    int64_t win_start_ms;
+} jstats;
+
+typedef struct pend {
+    infer_gw *g;
+    uint64_t seq;
+    http_defer *defer;
+    jstats *js;
+    int64_t t0_us;
+    uv_timer_t timer;
+} pend;
+
+struct infer_gw {
+    server *srv;
+    char host[256], password[256], sid[32], replies[96];
+    int port;
+    redisAsyncContext *tx, *rx;
+    int tx_ready, rx_ready, reading;
+    char last_id[64];
+    uint64_t seq;
+    pend *slots[PEND_CAP];
+    jstats *jobs[MAX_JOBS];
+    int njobs;
+    uv_timer_t tick;
+    int64_t last_flush_ms;
+};
+
+static double bucket_ms(int i)
+{
+    return 0.05 * pow(1.2, i);
+}
+
+static int bucket_of(double ms)
+{
+    int i = ms <= 0.05 ? 0 : (int)ceil(log(ms / 0.05) / log(1.2));
+    return i < 0 ? 0 : i >= NBUCKETS ? NBUCKETS - 1 : i;
+}
+
+static double percentile(const counts *c, double q)
+{
+    unsigned long long n = 0;
+    for (int i = 0; i < NBUCKETS; i++)
+        n += c->hist[i];
+    if (n == 0) return 0;
+    unsigned long long want = (unsigned long long)ceil(q * (double)n), cum = 0;
+    for (int i = 0; i < NBUCKETS; i++)
+        if ((cum += c->hist[i]) >= want) return bucket_ms(i);
+    return bucket_ms(NBUCKETS - 1);
+}
+
+static jstats *stats_for(infer_gw *g, const infer_target *t)
+{
+    for (int i = 0; i < g->njobs; i++)
+        if (strcmp(g->jobs[i]->job_id, t->job_id) == 0) return g->jobs[i];
+    if (g->njobs == MAX_JOBS) { /* forget the quietest (oldest) entry */
+        free(g->jobs[0]);
+        memmove(g->jobs, g->jobs + 1, sizeof(g->jobs[0]) * (MAX_JOBS - 1));
+        g->njobs--;
+    }
+    jstats *js = calloc(1, sizeof(*js));
+    snprintf(js->job_id, sizeof(js->job_id), "%s", t->job_id);
+    snprintf(js->tenant, sizeof(js->tenant), "%s", t->tenant);
+    js->slo_ms = t->slo_ms, js->slo_q = t->slo_q;
+    js->win_start_ms = clock_now_ms();
+    g->jobs[g->njobs++] = js;
+    return js;
+}
+
+/* outcome of one request: status 200 with its latency, 400 (the client's fault), 429 dropped, 504 timed out, 503 */
+static void record(jstats *js, int status, double ms)
+{
+    counts *cs[2] = {&js->win, &js->total};
+    for (int k = 0; k < 2; k++) {
+        counts *c = cs[k];
+        c->n++;
+        if (status == 200) {
+            c->ok++;
+            c->hist[bucket_of(ms)]++;
+            c->sum_ms += ms;
+            if (ms <= js->slo_ms) c->slo_ok++;
+        } else if (status == 429) {
+            c->drops++;
+        } else if (status == 504) {
+            c->timeouts++;
+        } else {
+            c->errors++;
+        }
+    }
+}
+
+static void free_pend(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+/* answers the request (if its client is still there) and forgets it */
+static void finish(pend *p, int status, const char *body, size_t len)
+{
+    infer_gw *g = p->g;
+    g->slots[p->seq & (PEND_CAP - 1)] = NULL;
+    record(p->js, status, (double)(clock_mono_us() - p->t0_us) / 1000.0);
+    http_ctx *c = http_defer_ctx(p->defer);
+    if (c) {
+        if (status == 429) http_add_header(c, "retry-after", "1");
+        http_reply_text(c, status, "application/json", body, len);
+    }
+    http_defer_end(p->defer);
+    uv_timer_stop(&p->timer);
+    uv_close((uv_handle_t *)&p->timer, free_pend);
+}
+
+static void finish_error(pend *p, gerr e, const char *msg)
+{
+    json_t *o = json_pack("{s:{s:s, s:s}}", "error", "code",
+                          e == GERR_TIMEOUT        ? "timeout"
+                          : e == GERR_RATE_LIMITED ? "queue_full"
+                                                   : "unavailable",
+                          "message", msg);
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    finish(p, gerr_status(e), s ? s : "{}", s ? strlen(s) : 2);
+    free(s);
+}
+
+static pend *lookup(infer_gw *g, uint64_t seq)
+{
+    pend *p = g->slots[seq & (PEND_CAP - 1)];
+    return p && p->seq == seq ? p : NULL;
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    pend *p = t->data;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "no reply from the model's replicas within %" PRId64 " ms (the job's timeout_ms)",
+             (clock_mono_us() - p->t0_us) / 1000);
+    finish_error(p, GERR_TIMEOUT, msg);
+}
+
+static void on_enqueued(redisAsyncContext *ac, void *r, void *priv)
+{
+    infer_gw *g = ac->data;
+    redisReply *rep = r;
+    pend *p = lookup(g, (uint64_t)(uintptr_t)priv);
+    if (!p) return; /* already answered (timed out) */
+    if (!rep || rep->type != REDIS_REPLY_INTEGER)
+        finish_error(p, GERR_UNAVAILABLE, "the request could not be queued (Redis unreachable); retry");
+    else if (rep->integer == 0)
+        finish_error(p, GERR_RATE_LIMITED, "the model's request queue is full (the job's queue_limit); retry later");
+}
+
+void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *body, size_t len)
+{
+    if (!g->tx_ready) {
+        http_error(c, GERR_UNAVAILABLE, NULL, "the inference gateway is not connected to Redis; retry");
+        return;
+    }
+    uint64_t seq = ++g->seq;
+    if (g->slots[seq & (PEND_CAP - 1)]) {
+        http_error(c, GERR_UNAVAILABLE, NULL, "too many inference requests in flight on this server (%d); retry", PEND_CAP);
+        return;
+    }
+    pend *p = calloc(1, sizeof(*p));
+    p->g = g, p->seq = seq, p->js = stats_for(g, t), p->t0_us = clock_mono_us();
+    p->defer = http_defer_begin(c);
+    uv_timer_init(g->srv->loop, &p->timer);
+    p->timer.data = p;
+    uv_timer_start(&p->timer, on_timeout, (uint64_t)t->timeout_ms, 0);
+    g->slots[seq & (PEND_CAP - 1)] = p;
+
+    char head[160], queue[128], stats[128], limit[24];
+    int hl = snprintf(head, sizeof(head), "%" PRIu64 " %s ", seq, g->replies);
+    char *req = malloc((size_t)hl + len);
+    memcpy(req, head, (size_t)hl);
+    memcpy(req + hl, body, len);
+    snprintf(queue, sizeof(queue), "%s%s", K_INFER_QUEUE_PREFIX, t->job_id);
+    snprintf(stats, sizeof(stats), "%s%s", K_INFER_STATS_PREFIX, t->job_id);
+    snprintf(limit, sizeof(limit), "%d", t->queue_limit);
+    const char *argv[] = {"EVAL", enqueue_script, "2", queue, stats, limit, req};
+    size_t lens[] = {4, sizeof(enqueue_script) - 1, 1, strlen(queue), strlen(stats), strlen(limit), (size_t)hl + len};
+    redisAsyncCommandArgv(g->tx, on_enqueued, (void *)(uintptr_t)seq, 7, argv, lens);
+    free(req);
+}
+
+/* ---- replies ---- */
+
+static void read_replies(infer_gw *g);
+
+static void on_replies(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    infer_gw *g = ac->data;
+    redisReply *rep = r;
+    g->reading = 0;
+    if (!rep) return; /* disconnected: the tick reconnects */
+    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
+        redisReply *entries = rep->element[0]->element[1];
+        for (size_t i = 0; i < entries->elements; i++) {
+            redisReply *e = entries->element[i], *fields = e->element[1];
+            snprintf(g->last_id, sizeof(g->last_id), "%s", e->element[0]->str);
+            if (fields->elements < 2) continue;
+            const char *v = fields->element[1]->str;
+            size_t vlen = fields->element[1]->len;
+            char *end;
+            uint64_t seq = strtoull(v, &end, 10);
+            long status = *end == ' ' ? strtol(end + 1, &end, 10) : 0;
+            pend *p = *end == ' ' ? lookup(g, seq) : NULL;
+            if (p) finish(p, status >= 200 && status < 600 ? (int)status : 500, end + 1, vlen - (size_t)(end + 1 - v));
+        }
+    }
+    read_replies(g);
+}
+
+static void read_replies(infer_gw *g)
+{
+    if (!g->rx_ready || g->reading || g->srv->stopping) return;
+    g->reading = 1;
+    redisAsyncCommand(g->rx, on_replies, NULL, "XREAD COUNT %d BLOCK 1000 STREAMS %s %s", REPLY_BATCH, g->replies, g->last_id);
+}
+
+/* ---- connections and the periodic flush ---- */
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    (void)status;
+    infer_gw *g = ac->data;
+    if (ac == g->tx) g->tx = NULL, g->tx_ready = 0;
+    if (ac == g->rx) g->rx = NULL, g->rx_ready = 0, g->reading = 0;
+}
+
+static void on_tx_connect(const redisAsyncContext *ac, int status)
+{
+    infer_gw *g = ac->data;
+    if (status != REDIS_OK) {
+        g->tx = NULL;
+        return;
+    }
+    g->tx_ready = 1;
+}
+
+static void on_rx_connect(const redisAsyncContext *ac, int status)
+{
+    infer_gw *g = ac->data;
+    if (status != REDIS_OK) {
+        g->rx = NULL;
+        return;
+    }
+    g->rx_ready = 1;
+    read_replies(g);
+}
+
+typedef struct {
+    char job_id[48], event_id[48];
+    int64_t ts;
+    json_t *metrics;
+} point_op;
+
+static int apply_point(sqlite3 *db, void *arg)
+{
+    point_op *op = arg;
+    return jobs_add_metrics(db, op->job_id, op->event_id, op->ts, op->metrics);
+}
+
+static void point_done(void *arg, int ok)
+{
+    point_op *op = arg;
+    (void)ok;
+    json_decref(op->metrics);
+    free(op);
+}
+
+static void ignore(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)ac, (void)r, (void)priv;
+}
+
+/* one metrics point per job that had traffic since the last flush */
+static void flush(infer_gw *g, int64_t now)
+{
+    for (int i = 0; i < g->njobs; i++) {
+        jstats *js = g->jobs[i];
+        counts *w = &js->win;
+        double dt = (double)(now - js->win_start_ms) / 1000.0;
+        if (w->n == 0 || dt <= 0) continue;
+        unsigned long long judged = w->ok + w->drops + w->timeouts;
+        json_t *m =
+            json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f}", "requests", (json_int_t)w->n, "rate", (double)w->n / dt,
+                      "p50_ms", percentile(w, 0.50), "p95_ms", percentile(w, 0.95), "p99_ms", percentile(w, 0.99), "slo_attainment",
+                      judged ? (double)w->slo_ok / (double)judged : 1.0, "drops", (json_int_t)w->drops, "timeouts",
+                      (json_int_t)w->timeouts, "errors", (json_int_t)w->errors, "slo_ms", js->slo_ms);
+        char *s = json_dumps(m, JSON_COMPACT);
+        if (s && g->tx_ready) /* for the autoscaler: the latest window as seen by this server */
+            redisAsyncCommand(g->tx, ignore, NULL, "HSET %s%s server:%s %s", K_INFER_STATS_PREFIX, js->job_id, g->sid, s);
+        json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:I, s:n, s:O}", "job_id", js->job_id, "state", "", "reason", "serving",
+                               "source", "server", "ts", (json_int_t)now, "progress", "metrics", m);
+        char *evs = json_dumps(ev, JSON_COMPACT);
+        if (evs) sse_publish(g->srv->sse, js->tenant, "job", evs);
+        free(evs);
+        json_decref(ev);
+        free(s);
+        point_op *op = calloc(1, sizeof(*op));
+        snprintf(op->job_id, sizeof(op->job_id), "%s", js->job_id);
+        id_random("m", 10, op->event_id, sizeof(op->event_id));
+        op->ts = now, op->metrics = m;
+        store_submit(g->srv->store, apply_point, point_done, op);
+        memset(w, 0, sizeof(*w));
+        js->win_start_ms = now;
+    }
+    if (g->tx_ready && g->last_id[0] && strcmp(g->last_id, "0") != 0) /* replies already read */
+        redisAsyncCommand(g->tx, ignore, NULL, "XTRIM %s MINID %s", g->replies, g->last_id);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    infer_gw *g = t->data;
+    if (g->srv->stopping) return;
+    if (!g->tx) g->tx = redis_uv_connect(g->srv->loop, g->host, g->port, g->password, on_tx_connect, on_disconnect, g);
+    if (!g->rx) g->rx = redis_uv_connect(g->srv->loop, g->host, g->port, g->password, on_rx_connect, on_disconnect, g);
+    int64_t now = clock_now_ms();
+    if (now - g->last_flush_ms >= INFER_FLUSH_MS) {
+        flush(g, now);
+        g->last_flush_ms = now;
+    }
+}
+
+infer_gw *infer_create(server *srv, const char *host, int port, const char *password)
+{
+    infer_gw *g = calloc(1, sizeof(*g));
+    g->srv = srv;
+    snprintf(g->host, sizeof(g->host), "%s", host);
+    snprintf(g->password, sizeof(g->password), "%s", password ? password : "");
+    g->port = port;
+    id_random("s", 8, g->sid, sizeof(g->sid));
+    snprintf(g->replies, sizeof(g->replies), "%s%s", K_INFER_REPLIES_PREFIX, g->sid);
+    snprintf(g->last_id, sizeof(g->last_id), "0");
+    g->last_flush_ms = clock_now_ms();
+    uv_timer_init(srv->loop, &g->tick);
+    g->tick.data = g;
+    uv_timer_start(&g->tick, on_tick, 0, 200);
+    return g;
+}
+
+void infer_render_metrics(infer_gw *g, FILE *out)
+{
+    fprintf(out, "# HELP gantry_inference_requests_total Inference requests by job and outcome.\n"
+                 "# TYPE gantry_inference_requests_total counter\n");
+    for (int i = 0; i < g->njobs; i++) {
+        counts *c = &g->jobs[i]->total;
+        const char *job = g->jobs[i]->job_id;
+        fprintf(out, "gantry_inference_requests_total{job=\"%s\",outcome=\"ok\"} %llu\n", job, c->ok);
+        fprintf(out, "gantry_inference_requests_total{job=\"%s\",outcome=\"dropped\"} %llu\n", job, c->drops);
+        fprintf(out, "gantry_inference_requests_total{job=\"%s\",outcome=\"timeout\"} %llu\n", job, c->timeouts);
+        fprintf(out, "gantry_inference_requests_total{job=\"%s\",outcome=\"error\"} %llu\n", job, c->errors);
+    }
+    fprintf(out, "# HELP gantry_inference_slo_met_total Inference requests answered within their job's SLO latency.\n"
+                 "# TYPE gantry_inference_slo_met_total counter\n");
+    for (int i = 0; i < g->njobs; i++)
+        fprintf(out, "gantry_inference_slo_met_total{job=\"%s\"} %llu\n", g->jobs[i]->job_id, g->jobs[i]->total.slo_ok);
+    fprintf(out, "# HELP gantry_inference_latency_seconds Latency of answered inference requests (server side).\n"
+                 "# TYPE gantry_inference_latency_seconds histogram\n");
+    for (int i = 0; i < g->njobs; i++) {
+        counts *c = &g->jobs[i]->total;
+        unsigned long long cum = 0;
+        for (int b = 0; b < NBUCKETS - 1; b += 4) { /* every fourth bucket keeps the label set small */
+            for (int k = b; k < b + 4 && k < NBUCKETS - 1; k++)
+                cum += c->hist[k];
+            int top = b + 3 < NBUCKETS - 1 ? b + 3 : NBUCKETS - 2;
+            fprintf(out, "gantry_inference_latency_seconds_bucket{job=\"%s\",le=\"%.6g\"} %llu\n", g->jobs[i]->job_id,
+                    bucket_ms(top) / 1000.0, cum);
+        }
+        fprintf(out, "gantry_inference_latency_seconds_bucket{job=\"%s\",le=\"+Inf\"} %llu\n", g->jobs[i]->job_id, c->ok);
+        fprintf(out, "gantry_inference_latency_seconds_sum{job=\"%s\"} %.6f\n", g->jobs[i]->job_id, c->sum_ms / 1000.0);
+        fprintf(out, "gantry_inference_latency_seconds_count{job=\"%s\"} %llu\n", g->jobs[i]->job_id, c->ok);
+    }
+}
+
+void infer_close(infer_gw *g)
+{
+    if (!g) return;
+    uv_timer_stop(&g->tick);
+    uv_close((uv_handle_t *)&g->tick, NULL);
+    for (int i = 0; i < PEND_CAP; i++)
+        if (g->slots[i]) finish_error(g->slots[i], GERR_UNAVAILABLE, "the server is stopping");
+    if (g->tx) redisAsyncFree(g->tx);
+    if (g->rx) redisAsyncFree(g->rx);
+    for (int i = 0; i < g->njobs; i++)
+        free(g->jobs[i]);
+    /* g itself is freed by the caller after the loop closed the handles */
+}

@@ -1,0 +1,39 @@
+/* infer.h - the inference gateway: the server's side of serving.
+ *
+ * An Open Inference Protocol request for a running inference job is queued in
+ * Redis for the job's replicas (gantry:infer:q:<job>, refused atomically past
+ * the job's queue_limit) with the name of this server's reply stream; a
+ * replica's answer comes back on that stream (one blocking XREAD for many
+ * replies) and is sent to the waiting client.  Nothing waits forever: a request
+ * without an answer after the job's timeout_ms gets 504, a full queue 429, an
+ * unreachable Redis 503.
+ *
+ * Latency is measured here, where the client waits (queueing, batching and the
+ * forward pass included).  Every INFER_FLUSH_MS each job with traffic gets a
+ * metrics point (rate, p50/p95/p99, SLO attainment, drops, timeouts) in
+ * job_metrics, on the SSE stream, and in gantry:infer:stats:<job> for the
+ * autoscaler; /metrics has the running totals. */
+#ifndef GANTRY_INFER_H
+#define GANTRY_INFER_H
+
+#include <stdio.h>
+
+#include "server/http.h"
+
+#define INFER_FLUSH_MS 2000
+
+typedef struct infer_gw infer_gw;
+
+typedef struct {
+    char job_id[48], tenant[48];
+    int queue_limit, timeout_ms;
+    double slo_ms, slo_q; /* q in (0,1) */
+} infer_target;
+
+infer_gw *infer_create(server *srv, const char *host, int port, const char *password);
+/* Answers c later: the replica's reply, or 429 / 503 / 504 as above. */
+void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *body, size_t len);
+void infer_render_metrics(infer_gw *g, FILE *out);
+void infer_close(infer_gw *g);
+
+#endif

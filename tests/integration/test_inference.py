@@ -1,0 +1,133 @@
+"""Inference jobs through the real stack: a model trained by a training job is served by
+replicas on CPU workers behind the Open Inference Protocol v2 (ready, metadata, infer);
+predictions match the labels; client mistakes get clear 4xx; a full queue gives 429 and a
+stalled replica 504, never a hang; latency and SLO attainment are recorded per job."""
+
+import concurrent.futures
+import gzip
+import json
+import os
+import time
+
+from harness import Stack, wait_until
+from test_training import training_job
+
+FMNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def fmnist_samples(n):
+    """the first n Fashion-MNIST test images (scaled to [0,1], as in training) and labels"""
+    with gzip.open(os.path.join(FMNIST, "t10k-images-idx3-ubyte.gz")) as f:
+        img = f.read(16 + n * 784)[16:]
+    with gzip.open(os.path.join(FMNIST, "t10k-labels-idx1-ubyte.gz")) as f:
+        lab = list(f.read(8 + n)[8:])
+    return [b / 255.0 for b in img], lab
+
+
+def infer_body(data, n):
+    return {"id": "req-1", "inputs": [{"name": "input", "shape": [n, 1, 28, 28], "datatype": "FP32", "data": data}]}
+
+
+def serve_job(model, **spec):
+    s = {"model": model, "slo": {"latency_ms": 250, "percentile": 99}, "replicas": 1}
+    s.update(spec)
+    return {"type": "inference", "name": f"serve-{model}", "spec": s}
+
+
+def trained_model(s, tok, name="fmnist"):
+    jid = s.submit(tok, training_job(name=name, steps=400))
+    s.wait_state(tok, jid, "succeeded", timeout=240)
+
+
+def test_serving_predictions_errors_and_metrics():
+    with Stack(workers=3) as s:
+        _, tok = s.tenant("serving")
+        trained_model(s, tok)
+        r = s.post("/v1/jobs", tok, serve_job("nope"))
+        assert r.status == 400 and r.json["error"]["field"] == "spec.model", r
+        r = s.post("/v1/jobs", tok, serve_job("fmnist", slo={"latency_ms": -1}))
+        assert r.status == 400 and r.json["error"]["field"] == "spec.slo.latency_ms", r
+        r = s.post("/v1/jobs", tok, serve_job("fmnist", resolved={}))
+        assert r.status == 400 and r.json["error"]["field"] == "spec.resolved", r
+        assert s.get("/v2/models/fmnist/ready", tok).status == 404  # registered, not served yet
+        jid = s.submit(tok, serve_job("fmnist", replicas={"min": 2, "max": 3}, max_batch=16))
+        s.wait_state(tok, jid, "running", timeout=60)
+        assert s.job(tok, jid)["spec"]["resolved"]["version"] == 1
+        wait_until("ready", lambda: s.get("/v2/models/fmnist/ready", tok).status == 200, 30)
+        meta = s.get("/v2/models/fmnist", tok).json
+        assert meta["inputs"][0]["shape"] == [-1, 1, 28, 28] and meta["versions"] == ["1"], meta
+
+        data, labels = fmnist_samples(64)
+        r = s.post("/v2/models/fmnist/infer", tok, infer_body(data, 64))
+        assert r.status == 200, r
+        out = {o["name"]: o for o in r.json["outputs"]}
+        assert r.json["model_name"] == "fmnist" and r.json["id"] == "req-1"
+        assert out["probabilities"]["shape"] == [64, 10] and out["label"]["shape"] == [64]
+        probs = out["probabilities"]["data"]
+        assert all(abs(sum(probs[i * 10:(i + 1) * 10]) - 1) < 1e-3 for i in range(64))
+        correct = sum(p == y for p, y in zip(out["label"]["data"], labels))
+        assert correct >= 45, f"{correct}/64 right"
+
+        # many concurrent single-sample requests: every answer is the one for its own input
+        def one(i):
+            rr = s.post("/v2/models/fmnist/infer", tok, infer_body(data[i * 784:(i + 1) * 784], 1))
+            return rr.status, rr.json["outputs"][1]["data"][0] if rr.status == 200 else rr.json
+        with concurrent.futures.ThreadPoolExecutor(16) as ex:
+            res = list(ex.map(one, range(64)))
+        assert all(st == 200 for st, _ in res), res[:3]
+        assert [lab for _, lab in res] == out["label"]["data"]
+
+        # the client's mistakes: clear 4xx, and the replicas keep serving
+        r = s.post("/v2/models/fmnist/infer", tok, infer_body(data[:700], 1))
+        assert r.status == 400 and "inputs[0]" in r.json["error"], r
+        r = s.post("/v2/models/fmnist/infer", tok, {"inputs": [{"shape": [1, 1, 27, 28], "data": [0] * 756}]})
+        assert r.status == 400 and "784" in r.json["error"], r
+        r = s.request("POST", "/v2/models/fmnist/infer", tok, raw=b"{not json", headers={"Content-Type": "application/json"})
+        assert r.status == 400, r
+        assert s.post("/v2/models/other/infer", tok, infer_body(data[:784], 1)).status == 404
+        assert s.post("/v2/models/fmnist/infer", tok, infer_body(data[:784], 1)).status == 200
+
+        # latency and SLO attainment, recorded by the server
+        pts = wait_until("serving metrics", lambda: [p for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+                                                     if p.get("requests")], 10)
+        assert sum(p["requests"] for p in pts) >= 66, pts
+        assert all(0 <= p["slo_attainment"] <= 1 and p["p99_ms"] > 0 for p in pts), pts
+        text = s.get("/metrics").raw
+        assert f'gantry_inference_requests_total{{job="{jid}",outcome="ok"}}' in text
+
+        assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200
+        wait_until("replicas stopped", lambda: all(w["state"] == "idle" for w in s.workers()), 20)
+        assert s.post("/v2/models/fmnist/infer", tok, infer_body(data[:784], 1)).status == 404
+
+
+def test_full_queue_429_and_stalled_replica_504():
+    with Stack(workers=2) as s:
+        _, tok = s.tenant("serving-limits")
+        trained_model(s, tok, "small")
+        jid = s.submit(tok, serve_job("small", queue_limit=2, timeout_ms=700))
+        s.wait_state(tok, jid, "running", timeout=60)
+        wait_until("ready", lambda: s.get("/v2/models/small/ready", tok).status == 200, 30)
+        data, _ = fmnist_samples(1)
+        assert s.post("/v2/models/small/infer", tok, infer_body(data, 1)).status == 200
+        replica = next(e["source"].split(":", 1)[1] for e in s.events(tok, jid) if e["state"] == "running")
+        name = "worker" + replica[len("w_test"):]
+        s.pause(name)  # a stalled replica: requests wait in the queue
+        try:
+            t0 = time.time()
+            with concurrent.futures.ThreadPoolExecutor(5) as ex:
+                res = list(ex.map(lambda _: s.post("/v2/models/small/infer", tok, infer_body(data, 1)), range(5)))
+            codes = sorted(r.status for r in res)
+            # two wait in the queue (queue_limit 2), perhaps one more in the stalled replica's pending pop
+            timeouts = codes.count(504)
+            assert set(codes) == {429, 504} and timeouts in (2, 3), codes
+            assert time.time() - t0 < 5, "a stalled replica must not hold requests past timeout_ms"
+            full = next(r for r in res if r.status == 429)
+            assert full.headers.get("retry-after") == "1" and "queue" in full.json["error"]["message"]
+        finally:
+            s.resume(name)
+        # the replica wakes up, answers the stale requests (dropped by the server) and serves again
+        wait_until("serving again", lambda: s.post("/v2/models/small/infer", tok, infer_body(data, 1)).status == 200, 20)
+        every = wait_until("drops and timeouts recorded",
+                           lambda: (pts := s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]) and
+                           sum(p["drops"] + p["timeouts"] for p in pts) == 5 and pts, 10)
+        assert sum(p["drops"] for p in every) == 5 - timeouts and sum(p["timeouts"] for p in every) == timeouts, every

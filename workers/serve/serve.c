@@ -1,0 +1,299 @@
+#include "workers/serve/serve.h"
+
+#include "workers/train/ckpt.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bad(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
+{
+    snprintf(field, fl, "%s", f);
+    snprintf(msg, ml, "%s", m);
+    return -1;
+}
+
+/* absent, or an integer in [lo, hi] */
+static int int_in(const json_t *o, const char *key, long lo, long hi)
+{
+    json_t *v = json_object_get(o, key);
+    return !v || (json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi) ? 0 : -1;
+}
+
+int serve_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
+{
+    if (!json_is_object(spec)) return bad(field, fl, msg, ml, "spec", "must be an object");
+    json_t *model = json_object_get(spec, "model");
+    if (!json_is_string(model) || json_string_length(model) == 0 || json_string_length(model) > 200)
+        return bad(field, fl, msg, ml, "spec.model", "required: the name of a registered model (1 to 200 characters)");
+    if (int_in(spec, "version", 1, 1000000000L))
+        return bad(field, fl, msg, ml, "spec.version", "must be a positive integer (default: the latest version)");
+    json_t *slo = json_object_get(spec, "slo");
+    if (slo && !json_is_object(slo)) return bad(field, fl, msg, ml, "spec.slo", "must be an object {latency_ms, percentile}");
+    json_t *lat = json_object_get(slo, "latency_ms"), *pct = json_object_get(slo, "percentile");
+    if (lat && (!json_is_number(lat) || !(json_number_value(lat) > 0) || json_number_value(lat) > 3600000))
+        return bad(field, fl, msg, ml, "spec.slo.latency_ms", "must be a positive number of milliseconds");
+    if (pct && (!json_is_number(pct) || !(json_number_value(pct) >= 50) || !(json_number_value(pct) < 100)))
+        return bad(field, fl, msg, ml, "spec.slo.percentile", "must be a number in [50, 100), e.g. 99");
+    json_t *rep = json_object_get(spec, "replicas");
+    if (json_is_object(rep)) {
+        if (int_in(rep, "min", 1, SERVE_MAX_REPLICAS))
+            return bad(field, fl, msg, ml, "spec.replicas.min", "must be an integer in [1, 64]");
+        if (int_in(rep, "max", 1, SERVE_MAX_REPLICAS))
+            return bad(field, fl, msg, ml, "spec.replicas.max", "must be an integer in [1, 64]");
+        json_t *mn = json_object_get(rep, "min"), *mx = json_object_get(rep, "max");
+        if (mn && mx && json_integer_value(mx) < json_integer_value(mn))
+            return bad(field, fl, msg, ml, "spec.replicas.max", "must not be below replicas.min");
+    } else if (rep && (!json_is_integer(rep) || json_integer_value(rep) < 1 || json_integer_value(rep) > SERVE_MAX_REPLICAS)) {
+        return bad(field, fl, msg, ml, "spec.replicas", "must be an integer in [1, 64] or {\"min\",\"max\"}");
+    }
+    json_t *w = json_object_get(spec, "weight");
+    if (w && (!json_is_number(w) || !(json_number_value(w) > 0) || json_number_value(w) > 1000))
+        return bad(field, fl, msg, ml, "spec.weight", "must be a positive number (at most 1000)");
+    if (int_in(spec, "max_batch", 1, SERVE_MAX_SAMPLES))
+        return bad(field, fl, msg, ml, "spec.max_batch", "must be an integer in [1, 1024]");
+    if (int_in(spec, "batch_delay_ms", 0, 1000))
+        return bad(field, fl, msg, ml, "spec.batch_delay_ms", "must be an integer in [0, 1000]");
+    if (int_in(spec, "queue_limit", 1, 1000000))
+        return bad(field, fl, msg, ml, "spec.queue_limit", "must be an integer in [1, 1000000]");
+    if (int_in(spec, "timeout_ms", 1, 600000))
+        return bad(field, fl, msg, ml, "spec.timeout_ms", "must be an integer in [1, 600000]");
+    if (json_object_get(spec, "resolved") && !json_is_object(json_object_get(spec, "resolved")))
+        return bad(field, fl, msg, ml, "spec.resolved", "is set by the server");
+    return 0;
+}
+
+static double num(const json_t *o, const char *key, double def)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : def;
+}
+
+void serve_settings_get(const json_t *spec, serve_settings *s)
+{
+    json_t *slo = json_object_get(spec, "slo"), *rep = json_object_get(spec, "replicas"), *res = json_object_get(spec, "resolved");
+    s->model = json_string_value(json_object_get(spec, "model"));
+    s->version = (int)num(res, "version", num(spec, "version", 1));
+    s->slo_ms = num(slo, "latency_ms", 100);
+    s->slo_q = num(slo, "percentile", 99) / 100.0;
+    s->min_replicas = json_is_integer(rep) ? (int)json_integer_value(rep) : (int)num(rep, "min", 1);
+    s->max_replicas = json_is_integer(rep) ? s->min_replicas : (int)num(rep, "max", s->min_replicas);
+    if (s->max_replicas < s->min_replicas) s->max_replicas = s->min_replicas;
+    s->weight = num(spec, "weight", 1);
+    s->max_batch = (int)num(spec, "max_batch", 32);
+    s->batch_delay_ms = (int)num(spec, "batch_delay_ms", 2);
+    s->queue_limit = (int)num(spec, "queue_limit", 1000);
+    s->timeout_ms = (int)num(spec, "timeout_ms", 5000);
+}
+
+struct serve_model {
+    train_model *m;
+    int cap;
+    float *x;     /* cap x in */
+    float *probs; /* scratch for one row of softmax */
+};
+
+serve_model *serve_model_load(const char *path, int max_samples, char *err, size_t el)
+{
+    json_t *arch = train_ckpt_arch(path, err, el);
+    if (!arch) return NULL;
+    serve_model *s = calloc(1, sizeof(*s));
+    s->cap = max_samples;
+    s->m = train_model_create(arch, train_backend_cpu(), 1, max_samples, err, el);
+    json_decref(arch);
+    train_ckpt_state st;
+    if (!s->m || train_ckpt_load(path, s->m, NULL, &st, err, el) != 0) {
+        serve_model_free(s);
+        return NULL;
+    }
+    s->x = malloc(sizeof(float) * (size_t)max_samples * train_model_in_size(s->m));
+    s->probs = malloc(sizeof(float) * train_model_out_size(s->m));
+    if (!s->x || !s->probs) {
+        snprintf(err, el, "out of memory for a batch of %d samples", max_samples);
+        serve_model_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void serve_model_free(serve_model *s)
+{
+    if (!s) return;
+    if (s->m) train_model_free(s->m);
+    free(s->x);
+    free(s->probs);
+    free(s);
+}
+
+size_t serve_model_in_size(const serve_model *s)
+{
+    return train_model_in_size(s->m);
+}
+
+size_t serve_model_out_size(const serve_model *s)
+{
+    return train_model_out_size(s->m);
+}
+
+/* ---- request parsing ---- */
+
+/* flattens nested arrays of numbers into out (at most cap); -1 on a non-number or overflow */
+static int flatten(const json_t *v, float *out, size_t cap, size_t *n, int depth)
+{
+    if (json_is_number(v)) {
+        if (*n >= cap) return -1;
+        double d = json_number_value(v);
+        if (!isfinite(d)) return -1;
+        out[(*n)++] = (float)d;
+        return 0;
+    }
+    if (!json_is_array(v) || depth > 8) return -1;
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) if (flatten(e, out, cap, n, depth + 1)) return -1;
+    return 0;
+}
+
+typedef struct {
+    json_t *doc;
+    int samples;
+    size_t offset; /* first sample in the batch */
+} parsed;
+
+static int fail(serve_request *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(serve_request *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof(r->err), fmt, ap);
+    va_end(ap);
+    r->status = 400;
+    return -1;
+}
+
+/* parses and checks r's JSON and shape; 0 with p->samples set */
+static int parse_doc(serve_model *s, serve_request *r, parsed *p)
+{
+    json_error_t jerr;
+    p->doc = json_loadb(r->body, r->len, 0, &jerr);
+    if (!p->doc) return fail(r, "the body is not valid JSON: %s", jerr.text);
+    json_t *inputs = json_object_get(p->doc, "inputs");
+    if (!json_is_array(inputs) || json_array_size(inputs) != 1)
+        return fail(r, "inputs: must be an array with one tensor {name, shape, datatype, data}");
+    json_t *in = json_array_get(inputs, 0), *shape = json_object_get(in, "shape");
+    const char *dt = json_string_value(json_object_get(in, "datatype"));
+    if (dt && strcmp(dt, "FP32") != 0 && strcmp(dt, "FP64") != 0)
+        return fail(r, "inputs[0].datatype: must be FP32 (or FP64), not %s", dt);
+    if (!json_is_array(shape) || json_array_size(shape) < 1 || !json_is_integer(json_array_get(shape, 0)))
+        return fail(r, "inputs[0].shape: must be [batch, ...] integers");
+    size_t per = serve_model_in_size(s), prod = 1;
+    json_int_t n = json_integer_value(json_array_get(shape, 0));
+    for (size_t i = 1; i < json_array_size(shape); i++) {
+        json_t *d = json_array_get(shape, i);
+        if (!json_is_integer(d) || json_integer_value(d) < 1 || json_integer_value(d) > (json_int_t)per)
+            return fail(r, "inputs[0].shape[%zu]: must be a positive integer", i);
+        prod *= (size_t)json_integer_value(d);
+    }
+    if (prod != per) return fail(r, "inputs[0].shape: each sample must have %zu values (the model's input), not %zu", per, prod);
+    if (n < 1 || n > s->cap) return fail(r, "inputs[0].shape[0]: must be in [1, %d] samples per request", s->cap);
+    p->samples = (int)n;
+    return 0;
+}
+
+/* copies the samples into x */
+static int fill(serve_model *s, serve_request *r, const parsed *p, float *x)
+{
+    size_t per = serve_model_in_size(s), got = 0;
+    json_t *data = json_object_get(json_array_get(json_object_get(p->doc, "inputs"), 0), "data");
+    if (flatten(data, x, (size_t)p->samples * per, &got, 0) != 0 || got != (size_t)p->samples * per)
+        return fail(r, "inputs[0].data: must hold %d x %zu finite numbers", p->samples, per);
+    return 0;
+}
+
+/* ---- response text ---- */
+
+typedef struct {
+    char *b;
+    size_t len, cap;
+} buf;
+
+static void put(buf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(buf *o, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
+        va_end(ap);
+        if (k >= 0 && o->len + (size_t)k < o->cap) {
+            o->len += (size_t)k;
+            return;
+        }
+        o->cap = o->cap * 2 + (size_t)(k > 0 ? k : 64);
+        o->b = realloc(o->b, o->cap);
+    }
+}
+
+static char *reply(serve_model *s, const char *name, int version, const parsed *p, const float *logits)
+{
+    size_t k = serve_model_out_size(s);
+    buf o = {malloc(4096), 0, 4096};
+    json_t *idj = json_object_get(p->doc, "id");
+    char *nm = json_dumps(json_string(name), JSON_ENCODE_ANY); /* escaped */
+    put(&o, "{\"model_name\":%s,\"model_version\":\"%d\"", nm ? nm : "\"\"", version);
+    free(nm);
+    if (json_is_string(idj)) {
+        char *id = json_dumps(idj, JSON_ENCODE_ANY);
+        put(&o, ",\"id\":%s", id ? id : "\"\"");
+        free(id);
+    }
+    put(&o, ",\"outputs\":[{\"name\":\"probabilities\",\"shape\":[%d,%zu],\"datatype\":\"FP32\",\"data\":[", p->samples, k);
+    int64_t *labels = malloc(sizeof(int64_t) * (size_t)p->samples);
+    for (int i = 0; i < p->samples; i++) {
+        const float *z = logits + (p->offset + (size_t)i) * k;
+        size_t arg = 0;
+        for (size_t j = 1; j < k; j++)
+            if (z[j] > z[arg]) arg = j;
+        double sum = 0;
+        for (size_t j = 0; j < k; j++)
+            sum += exp((double)z[j] - z[arg]);
+        for (size_t j = 0; j < k; j++)
+            put(&o, "%s%.6g", i || j ? "," : "", exp((double)z[j] - z[arg]) / sum);
+        labels[i] = (int64_t)arg;
+    }
+    put(&o, "]},{\"name\":\"label\",\"shape\":[%d],\"datatype\":\"INT64\",\"data\":[", p->samples);
+    for (int i = 0; i < p->samples; i++)
+        put(&o, "%s%lld", i ? "," : "", (long long)labels[i]);
+    put(&o, "]}]}");
+    free(labels);
+    return o.b;
+}
+
+void serve_batch(serve_model *s, const char *name, int version, serve_request *reqs, int n)
+{
+    size_t per = serve_model_in_size(s);
+    parsed *ps = calloc((size_t)n, sizeof(parsed));
+    for (int i = 0; i < n; i++) {
+        reqs[i].reply = NULL, reqs[i].status = 200, reqs[i].err[0] = '\0';
+        parse_doc(s, &reqs[i], &ps[i]);
+    }
+    /* as many requests per forward pass as fit in the model's capacity */
+    int first = 0, used = 0;
+    for (int i = 0; i <= n; i++) {
+        if ((i == n || (reqs[i].status == 200 && used + ps[i].samples > s->cap)) && used > 0) {
+            const float *logits = train_model_forward(s->m, s->x, used, false);
+            for (int j = first; j < i; j++)
+                if (reqs[j].status == 200) reqs[j].reply = reply(s, name, version, &ps[j], logits);
+            used = 0, first = i;
+        }
+        if (i == n) break;
+        if (reqs[i].status != 200) continue;
+        ps[i].offset = (size_t)used;
+        if (fill(s, &reqs[i], &ps[i], s->x + (size_t)used * per) == 0) used += ps[i].samples;
+    }
+    for (int i = 0; i < n; i++)
+        json_decref(ps[i].doc);
+    free(ps);
+}

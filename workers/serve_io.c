@@ -1,0 +1,123 @@
+#include "workers/serve_io.h"
+#include "common/keys.h"
+#include "common/log.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* splits "<id> <reply> <body>" in place; 0 or -1 */
+static int split(serve_msg *m, char *raw, size_t len)
+{
+    char *a = memchr(raw, ' ', len);
+    char *b = a ? memchr(a + 1, ' ', len - (size_t)(a + 1 - raw)) : NULL;
+    if (!a || !b) return -1;
+    *a = *b = '\0';
+    m->raw = raw, m->id = raw, m->reply_to = a + 1;
+    m->req.body = b + 1;
+    m->req.len = len - (size_t)(b + 1 - raw);
+    return 0;
+}
+
+/* appends the strings of an RPOP/BRPOP reply; returns how many were taken */
+static int take(redisReply *rep, serve_msg *out, int room)
+{
+    int n = 0;
+    if (!rep) return 0;
+    if (rep->type == REDIS_REPLY_STRING) { /* RPOP without count (unused) */
+        char *raw = malloc(rep->len + 1);
+        memcpy(raw, rep->str, rep->len + 1);
+        if (split(&out[n], raw, rep->len) == 0)
+            n++;
+        else
+            free(raw);
+        return n;
+    }
+    if (rep->type != REDIS_REPLY_ARRAY) return 0;
+    for (size_t i = 0; i < rep->elements && n < room; i++) {
+        redisReply *e = rep->element[i];
+        if (e->type != REDIS_REPLY_STRING) continue;
+        char *raw = malloc(e->len + 1);
+        memcpy(raw, e->str, e->len + 1);
+        if (split(&out[n], raw, e->len) == 0)
+            n++;
+        else {
+            log_warn("dropping a malformed inference request");
+            free(raw);
+        }
+    }
+    return n;
+}
+
+int serve_io_pop(rs_conn *r, const char *job_id, int max, int wait_ms, int delay_ms, serve_msg *out)
+{
+    char q[160];
+    snprintf(q, sizeof(q), "%s%s", K_INFER_QUEUE_PREFIX, job_id);
+    redisReply *rep = rs_command(r, "BRPOP %s %.3f", q, wait_ms / 1000.0);
+    if (!rep) return -1;
+    int n = 0;
+    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) { /* [key, value] */
+        redisReply *v = rep->element[1];
+        char *raw = malloc(v->len + 1);
+        memcpy(raw, v->str, v->len + 1);
+        if (split(&out[0], raw, v->len) == 0)
+            n = 1;
+        else
+            free(raw);
+    }
+    freeReplyObject(rep);
+    if (n == 0) return 0;
+    /* the rest of the batch: what is there now, then once more after the delay */
+    for (int round = 0; round < 2 && n < max; round++) {
+        if (round == 1) {
+            if (delay_ms <= 0) break;
+            usleep((useconds_t)delay_ms * 1000);
+        }
+        rep = rs_command(r, "RPOP %s %d", q, max - n);
+        n += take(rep, out + n, max - n);
+        freeReplyObject(rep);
+    }
+    return n;
+}
+
+void serve_io_reply(rs_conn *r, serve_msg *msgs, int n)
+{
+    if (!rs_ensure(r)) {
+        for (int i = 0; i < n; i++)
+            free(msgs[i].raw), free(msgs[i].req.reply);
+        return;
+    }
+    int sent = 0;
+    for (int i = 0; i < n; i++) {
+        serve_request *q = &msgs[i].req;
+        char *body = q->reply;
+        if (!body) { /* a client error: the OIP error body */
+            json_t *e = json_pack("{s:s}", "error", q->err);
+            body = json_dumps(e, JSON_COMPACT);
+            json_decref(e);
+        }
+        size_t blen = body ? strlen(body) : 0, vlen = strlen(msgs[i].id) + blen + 16;
+        char *val = body ? malloc(vlen) : NULL;
+        if (val) vlen = (size_t)snprintf(val, vlen, "%s %d %s", msgs[i].id, q->reply ? 200 : q->status, body);
+        if (val && redisAppendCommand(r->c, "XADD %s MAXLEN ~ 100000 * r %b", msgs[i].reply_to, val, vlen) == REDIS_OK) sent++;
+        free(val);
+        free(body);
+        free(msgs[i].raw);
+        q->reply = NULL;
+    }
+    for (int i = 0; i < sent; i++) {
+        redisReply *rep = NULL;
+        if (redisGetReply(r->c, (void **)&rep) != REDIS_OK) {
+            rs_close(r);
+            break;
+        }
+        freeReplyObject(rep);
+    }
+}
+
+void serve_io_stats(rs_conn *r, const char *job_id, const char *worker_id, const char *stats_json)
+{
+    freeReplyObject(rs_command(r, "HSET %s%s %s %s", K_INFER_STATS_PREFIX, job_id, worker_id, stats_json));
+}

@@ -1,0 +1,29 @@
+/* serve_io.h - the Redis side of an inference replica (keys in common/keys.h).
+ *
+ * Requests wait in gantry:infer:q:<job> as "<id> <reply stream> <body>"; a replica
+ * takes up to max_batch of them (blocking for the first, then waiting at most
+ * batch_delay for the batch to fill) and answers each on the stream its server
+ * named, "<id> <status> <body>", all in one pipeline.  A request whose server
+ * already gave up (timeout) is answered anyway: the server drops unknown ids. */
+#ifndef GANTRY_SERVE_IO_H
+#define GANTRY_SERVE_IO_H
+
+#include "common/redis_sync.h"
+#include "workers/serve/serve.h"
+
+typedef struct {
+    char *raw; /* owned */
+    const char *id, *reply_to;
+    serve_request req; /* body points into raw */
+} serve_msg;
+
+/* Takes up to max requests; waits up to wait_ms for the first and then at most
+ * delay_ms for more.  Returns how many (malformed entries are dropped), -1 when
+ * Redis is unreachable. */
+int serve_io_pop(rs_conn *r, const char *job_id, int max, int wait_ms, int delay_ms, serve_msg *out);
+/* sends every reply (200 with the body, or 400 with {"error":...}) and frees the messages */
+void serve_io_reply(rs_conn *r, serve_msg *msgs, int n);
+/* publishes this replica's counters in gantry:infer:stats:<job> */
+void serve_io_stats(rs_conn *r, const char *job_id, const char *worker_id, const char *stats_json);
+
+#endif

@@ -66,6 +66,11 @@ void api_infer_metadata(http_ctx *c)
 void api_infer(http_ctx *c)
 {
     const char *name = http_param(c, 0);
+    const infer_target *cached = infer_cached(c->srv->infer, c->auth.tenant_id, name);
+    if (cached) {
+        infer_forward(c->srv->infer, c, cached, c->req->entity.base, c->req->entity.len);
+        return;
+    }
     json_t *job = serving(c, name);
     if (!job) return;
     if (strcmp(json_string_value(json_object_get(job, "state")), "running") != 0) {
@@ -81,5 +86,6 @@ void api_infer(http_ctx *c)
     snprintf(t.job_id, sizeof(t.job_id), "%s", json_string_value(json_object_get(job, "id")));
     snprintf(t.tenant, sizeof(t.tenant), "%s", c->auth.tenant_id);
     json_decref(job);
+    infer_cache_put(c->srv->infer, c->auth.tenant_id, name, &t);
     infer_forward(c->srv->infer, c, &t, c->req->entity.base, c->req->entity.len);
 }

@@ -17,6 +17,8 @@
 #define MAX_JOBS 1024
 #define NBUCKETS 80 /* latency histogram: bucket i holds latencies up to 0.05 ms x 1.2^i (the last: everything above) */
 #define REPLY_BATCH 1000
+#define CACHE_SIZE 256
+#define CACHE_TTL_MS 500 /* how long a (tenant, model) -> running job lookup is reused */
 
 /* KEYS: queue, stats.  ARGV: queue limit, request.  1 queued, 0 full (counted as a drop). */
 static const char enqueue_script[] = "if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[1]) then "
@@ -47,8 +49,16 @@ typedef struct pend {
     uv_timer_t timer;
 } pend;
 
+typedef struct {
+    char tenant[48], model[208];
+    int64_t until_ms;
+    infer_target t;
+} cache_entry;
+
 struct infer_gw {
     server *srv;
+    cache_entry cache[CACHE_SIZE];
+    char sha[48]; /* of enqueue_script, once loaded */
     char host[256], password[256], sid[32], replies[96];
     int port;
     redisAsyncContext *tx, *rx;
@@ -180,6 +190,7 @@ static void on_enqueued(redisAsyncContext *ac, void *r, void *priv)
     redisReply *rep = r;
     pend *p = lookup(g, (uint64_t)(uintptr_t)priv);
     if (!p) return; /* already answered (timed out) */
+    if (rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0) g->sha[0] = '\0'; /* Redis restarted */
     if (!rep || rep->type != REDIS_REPLY_INTEGER)
         finish_error(p, GERR_UNAVAILABLE, "the request could not be queued (Redis unreachable); retry");
     else if (rep->integer == 0)
@@ -213,10 +224,37 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     snprintf(queue, sizeof(queue), "%s%s", K_INFER_QUEUE_PREFIX, t->job_id);
     snprintf(stats, sizeof(stats), "%s%s", K_INFER_STATS_PREFIX, t->job_id);
     snprintf(limit, sizeof(limit), "%d", t->queue_limit);
-    const char *argv[] = {"EVAL", enqueue_script, "2", queue, stats, limit, req};
-    size_t lens[] = {4, sizeof(enqueue_script) - 1, 1, strlen(queue), strlen(stats), strlen(limit), (size_t)hl + len};
+    const char *argv[] = {g->sha[0] ? "EVALSHA" : "EVAL", g->sha[0] ? g->sha : enqueue_script, "2", queue, stats, limit, req};
+    size_t lens[] = {strlen(argv[0]), strlen(argv[1]), 1, strlen(queue), strlen(stats), strlen(limit), (size_t)hl + len};
     redisAsyncCommandArgv(g->tx, on_enqueued, (void *)(uintptr_t)seq, 7, argv, lens);
     free(req);
+}
+
+/* ---- the (tenant, model) -> serving job cache ---- */
+
+static unsigned cache_slot(const char *tenant, const char *model)
+{
+    unsigned h = 2166136261u;
+    for (const char *p = tenant; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    for (const char *p = model; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % CACHE_SIZE;
+}
+
+const infer_target *infer_cached(infer_gw *g, const char *tenant, const char *model)
+{
+    cache_entry *e = &g->cache[cache_slot(tenant, model)];
+    return e->until_ms > clock_now_ms() && !strcmp(e->tenant, tenant) && !strcmp(e->model, model) ? &e->t : NULL;
+}
+
+void infer_cache_put(infer_gw *g, const char *tenant, const char *model, const infer_target *t)
+{
+    cache_entry *e = &g->cache[cache_slot(tenant, model)];
+    snprintf(e->tenant, sizeof(e->tenant), "%s", tenant);
+    snprintf(e->model, sizeof(e->model), "%s", model);
+    e->t = *t;
+    e->until_ms = clock_now_ms() + CACHE_TTL_MS;
 }
 
 /* ---- replies ---- */
@@ -265,6 +303,14 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     if (ac == g->rx) g->rx = NULL, g->rx_ready = 0, g->reading = 0;
 }
 
+static void on_loaded(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    infer_gw *g = ac->data;
+    redisReply *rep = r;
+    if (rep && rep->type == REDIS_REPLY_STRING) snprintf(g->sha, sizeof(g->sha), "%s", rep->str);
+}
+
 static void on_tx_connect(const redisAsyncContext *ac, int status)
 {
     infer_gw *g = ac->data;
@@ -273,6 +319,8 @@ static void on_tx_connect(const redisAsyncContext *ac, int status)
         return;
     }
     g->tx_ready = 1;
+    g->sha[0] = '\0';
+    redisAsyncCommand(g->tx, on_loaded, NULL, "SCRIPT LOAD %s", enqueue_script);
 }
 
 static void on_rx_connect(const redisAsyncContext *ac, int status)

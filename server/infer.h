@@ -33,6 +33,11 @@ typedef struct {
 infer_gw *infer_create(server *srv, const char *host, int port, const char *password);
 /* Answers c later: the replica's reply, or 429 / 503 / 504 as above. */
 void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *body, size_t len);
+/* A short-lived cache of which running job serves (tenant, model): NULL when
+ * unknown or older than half a second (a cancelled job stops receiving requests
+ * within that time). */
+const infer_target *infer_cached(infer_gw *g, const char *tenant, const char *model);
+void infer_cache_put(infer_gw *g, const char *tenant, const char *model, const infer_target *t);
 void infer_render_metrics(infer_gw *g, FILE *out);
 void infer_close(infer_gw *g);
 

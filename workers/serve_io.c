@@ -69,10 +69,11 @@ int serve_io_pop(rs_conn *r, const char *job_id, int max, int wait_ms, int delay
     }
     freeReplyObject(rep);
     if (n == 0) return 0;
-    /* the rest of the batch: what is there now, then once more after the delay */
+    /* the rest of the batch: what is there now; only when others were waiting too
+     * (there is load) is it worth waiting batch_delay for the batch to fill */
     for (int round = 0; round < 2 && n < max; round++) {
         if (round == 1) {
-            if (delay_ms <= 0) break;
+            if (delay_ms <= 0 || n == 1) break;
             usleep((useconds_t)delay_ms * 1000);
         }
         rep = rs_command(r, "RPOP %s %d", q, max - n);

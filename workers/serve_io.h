@@ -1,8 +1,9 @@
 /* serve_io.h - the Redis side of an inference replica (keys in common/keys.h).
  *
  * Requests wait in gantry:infer:q:<job> as "<id> <reply stream> <body>"; a replica
- * takes up to max_batch of them (blocking for the first, then waiting at most
- * batch_delay for the batch to fill) and answers each on the stream its server
+ * takes up to max_batch of them (blocking for the first, taking what else is
+ * there, and only when that was something, i.e. under load, waiting batch_delay
+ * for the batch to fill) and answers each on the stream its server
  * named, "<id> <status> <body>", all in one pipeline.  A request whose server
  * already gave up (timeout) is answered anyway: the server drops unknown ids. */
 #ifndef GANTRY_SERVE_IO_H

@@ -1,5 +1,6 @@
 #include "workers/serve/serve.h"
 
+#include "workers/serve/scan.h"
 #include "workers/train/ckpt.h"
 
 #include <math.h>
@@ -157,9 +158,10 @@ static int flatten(const json_t *v, float *out, size_t cap, size_t *n, int depth
 }
 
 typedef struct {
-    json_t *doc;
+    json_t *doc; /* without inputs[0].data when data_end > 0 */
     int samples;
-    size_t offset; /* first sample in the batch */
+    size_t offset;               /* first sample in the batch */
+    size_t data_start, data_end; /* the byte range of inputs[0].data in the body (scan.h), or 0 */
 } parsed;
 
 static int fail(serve_request *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -177,7 +179,19 @@ static int fail(serve_request *r, const char *fmt, ...)
 static int parse_doc(serve_model *s, serve_request *r, parsed *p)
 {
     json_error_t jerr;
-    p->doc = json_loadb(r->body, r->len, 0, &jerr);
+    size_t ds, de;
+    p->data_end = 0;
+    if (scan_data(r->body, r->len, &ds, &de) == 0) { /* the numbers are read later, straight into the batch */
+        char *rest = malloc(r->len + 3);
+        memcpy(rest, r->body, ds);
+        memcpy(rest + ds, "[]", 2);
+        memcpy(rest + ds + 2, r->body + de, r->len - de);
+        p->doc = json_loadb(rest, ds + 2 + (r->len - de), 0, &jerr);
+        free(rest);
+        p->data_start = ds, p->data_end = de;
+    } else {
+        p->doc = json_loadb(r->body, r->len, 0, &jerr);
+    }
     if (!p->doc) return fail(r, "the body is not valid JSON: %s", jerr.text);
     json_t *inputs = json_object_get(p->doc, "inputs");
     if (!json_is_array(inputs) || json_array_size(inputs) != 1)
@@ -193,7 +207,7 @@ static int parse_doc(serve_model *s, serve_request *r, parsed *p)
     for (size_t i = 1; i < json_array_size(shape); i++) {
         json_t *d = json_array_get(shape, i);
         if (!json_is_integer(d) || json_integer_value(d) < 1 || json_integer_value(d) > (json_int_t)per)
-            return fail(r, "inputs[0].shape[%zu]: must be a positive integer", i);
+            return fail(r, "inputs[0].shape[%zu]: must be a positive integer (the model takes %zu values per sample)", i, per);
         prod *= (size_t)json_integer_value(d);
     }
     if (prod != per) return fail(r, "inputs[0].shape: each sample must have %zu values (the model's input), not %zu", per, prod);
@@ -205,10 +219,11 @@ static int parse_doc(serve_model *s, serve_request *r, parsed *p)
 /* copies the samples into x */
 static int fill(serve_model *s, serve_request *r, const parsed *p, float *x)
 {
-    size_t per = serve_model_in_size(s), got = 0;
+    size_t per = serve_model_in_size(s), got = 0, want = (size_t)p->samples * per;
     json_t *data = json_object_get(json_array_get(json_object_get(p->doc, "inputs"), 0), "data");
-    if (flatten(data, x, (size_t)p->samples * per, &got, 0) != 0 || got != (size_t)p->samples * per)
-        return fail(r, "inputs[0].data: must hold %d x %zu finite numbers", p->samples, per);
+    int rc = p->data_end ? scan_numbers(r->body + p->data_start, p->data_end - p->data_start, x, want, &got)
+                         : flatten(data, x, want, &got, 0);
+    if (rc != 0 || got != want) return fail(r, "inputs[0].data: must hold %d x %zu finite numbers", p->samples, per);
     return 0;
 }
 
@@ -241,7 +256,9 @@ static char *reply(serve_model *s, const char *name, int version, const parsed *
     size_t k = serve_model_out_size(s);
     buf o = {malloc(4096), 0, 4096};
     json_t *idj = json_object_get(p->doc, "id");
-    char *nm = json_dumps(json_string(name), JSON_ENCODE_ANY); /* escaped */
+    json_t *namej = json_string(name);
+    char *nm = json_dumps(namej, JSON_ENCODE_ANY); /* escaped */
+    json_decref(namej);
     put(&o, "{\"model_name\":%s,\"model_version\":\"%d\"", nm ? nm : "\"\"", version);
     free(nm);
     if (json_is_string(idj)) {

@@ -5,9 +5,9 @@
  *
  * Each rank is a process (as the training workers are).  For every world size:
  *   raw ring TCP: every rank streams to the next rank, at the same time, the
- *     bytes an all-reduce moves per link (2(n-1)/n x size), with plain
- *     send/recv over nonblocking sockets and no reduction: the ceiling of any
- *     ring algorithm on this machine;
+ *     bytes an all-reduce moves per link (2(n-1)/n x size), from one buffer of
+ *     that size into another, with plain send/recv over nonblocking sockets and
+ *     no reduction: the ceiling of any ring algorithm on this machine;
  *   all-reduce: ring_allreduce on `size` bytes of floats; bus bandwidth =
  *     2(n-1)/n x size / time (the NCCL-tests definition).
  * Times are the slowest rank's, median of the reps.  Prints a markdown table. */
@@ -52,12 +52,12 @@ static void raw_exchange(int next, int prev, char *sbuf, char *rbuf, size_t byte
             exit(1);
         }
         if (p[0].revents & POLLOUT) {
-            ssize_t k = send(next, sbuf + sent % (bytes < (1 << 20) ? bytes : (1 << 20)),
-                             bytes - sent < (256 << 10) ? bytes - sent : (256 << 10), MSG_DONTWAIT | MSG_NOSIGNAL);
+            ssize_t k =
+                send(next, sbuf + sent, bytes - sent < (256 << 10) ? bytes - sent : (256 << 10), MSG_DONTWAIT | MSG_NOSIGNAL);
             if (k > 0) sent += (size_t)k;
         }
         if (p[1].revents & POLLIN) {
-            ssize_t k = recv(prev, rbuf, bytes - got < (256 << 10) ? bytes - got : (256 << 10), MSG_DONTWAIT);
+            ssize_t k = recv(prev, rbuf + got, bytes - got < (256 << 10) ? bytes - got : (256 << 10), MSG_DONTWAIT);
             if (k == 0) exit(1);
             if (k > 0) got += (size_t)k;
         }
@@ -102,7 +102,10 @@ static void rank_main(int r, int w, int lfd_ring, const int *ring_ports, int lfd
     int nxt = tcp_dial(raw_ports[(r + 1) % w]), prv = accept(lfd_raw, NULL, NULL);
     size_t n = bytes / sizeof(float), link = (size_t)(2.0 * (w - 1) / w * (double)bytes);
     float *buf = malloc(n * sizeof(float));
-    char *rbuf = malloc(256 << 10), *sbuf = calloc(1, 1 << 20);
+    /* the raw stream moves the same amount of memory as the all-reduce: from and into
+     * buffers as large as the link's bytes, not a small cache-hot one */
+    char *rbuf = malloc(link), *sbuf = malloc(link);
+    memset(rbuf, 1, link), memset(sbuf, 2, link);
     double times[2 * MAXREPS];
     for (size_t i = 0; i < n; i++)
         buf[i] = 1.0f;

@@ -1,0 +1,214 @@
+#include "scheduler/autoscale/faro.h"
+#include "scheduler/autoscale/latency.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EPS 1e-9
+#define SHRINK_LOSS 1e-4
+
+double faro_utility(const faro_job *j, int x)
+{
+    int nh = j->nh < 1 ? 1 : j->nh > FARO_HORIZON ? FARO_HORIZON : j->nh;
+    double sum = 0;
+    for (int h = 0; h < nh; h++) {
+        int c = h == 0 && x > j->current ? j->current : x; /* new replicas are still starting in the first minute */
+        if (c < 1) continue;                               /* nothing serves: utility 0 */
+        double l = as_latency(j->rate[h], j->p, c, j->q);
+        sum += l <= j->slo_s ? 1.0 : j->slo_s / l;
+    }
+    return sum / nh;
+}
+
+typedef struct {
+    const faro_job *jobs;
+    int n;
+    faro_objective obj;
+    double **memo; /* memo[i][x]: utility, NAN when not computed */
+    int *cap;      /* the largest x memoised per job */
+    int *x;
+    double *u;
+    double sum_u, sum_wu;
+    int lo[3], hi[3]; /* indices of the 3 smallest and 3 largest utilities */
+} state;
+
+static double util(state *s, int i, int x)
+{
+    if (x < 0) return 0;
+    if (x > s->cap[i]) x = s->cap[i];
+    double *m = &s->memo[i][x];
+    if (isnan(*m)) *m = faro_utility(&s->jobs[i], x);
+    return *m;
+}
+
+static void rank_extremes(state *s)
+{
+    for (int k = 0; k < 3; k++)
+        s->lo[k] = s->hi[k] = -1;
+    for (int i = 0; i < s->n; i++) {
+        double v = s->u[i];
+        for (int k = 0; k < 3; k++)
+            if (s->lo[k] < 0 || v < s->u[s->lo[k]]) {
+                memmove(&s->lo[k + 1], &s->lo[k], sizeof(int) * (size_t)(2 - k));
+                s->lo[k] = i;
+                break;
+            }
+        for (int k = 0; k < 3; k++)
+            if (s->hi[k] < 0 || v > s->u[s->hi[k]]) {
+                memmove(&s->hi[k + 1], &s->hi[k], sizeof(int) * (size_t)(2 - k));
+                s->hi[k] = i;
+                break;
+            }
+    }
+}
+
+static void refresh(state *s)
+{
+    s->sum_u = s->sum_wu = 0;
+    for (int i = 0; i < s->n; i++) {
+        s->u[i] = util(s, i, s->x[i]);
+        s->sum_u += s->u[i];
+        s->sum_wu += s->jobs[i].weight * s->u[i];
+    }
+    rank_extremes(s);
+}
+
+/* the objective if job a had utility ua and job b had ub (b may be -1) */
+static double score(const state *s, int a, double ua, int b, double ub)
+{
+    double su = s->sum_u - s->u[a] + ua, swu = s->sum_wu - s->jobs[a].weight * (s->u[a] - ua);
+    if (b >= 0) su += ub - s->u[b], swu -= s->jobs[b].weight * (s->u[b] - ub);
+    if (s->obj == FARO_SUM) return swu;
+    double mn = ua, mx = ua;
+    if (b >= 0) mn = fmin(mn, ub), mx = fmax(mx, ub);
+    for (int k = 0; k < 3; k++) /* the smallest / largest among the unchanged jobs */
+        if (s->lo[k] >= 0 && s->lo[k] != a && s->lo[k] != b) {
+            mn = fmin(mn, s->u[s->lo[k]]);
+            break;
+        }
+    for (int k = 0; k < 3; k++)
+        if (s->hi[k] >= 0 && s->hi[k] != a && s->hi[k] != b) {
+            mx = fmax(mx, s->u[s->hi[k]]);
+            break;
+        }
+    if (s->obj == FARO_FAIR) return -(mx - mn) + 1e-6 * su;
+    return su + s->n * (mn - mx);
+}
+
+static double current_score(const state *s)
+{
+    return score(s, 0, s->u[0], -1, 0);
+}
+
+static double used(const state *s)
+{
+    double t = 0;
+    for (int i = 0; i < s->n; i++)
+        t += s->jobs[i].cost * s->x[i];
+    return t;
+}
+
+double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj, int *x)
+{
+    if (n <= 0) return 0;
+    state s = {jobs,
+               n,
+               obj,
+               calloc((size_t)n, sizeof(double *)),
+               calloc((size_t)n, sizeof(int)),
+               x,
+               calloc((size_t)n, sizeof(double)),
+               0,
+               0,
+               {0},
+               {0}};
+    for (int i = 0; i < n; i++) {
+        int hi = jobs[i].max;
+        double fit = jobs[i].cost > 0 ? floor(budget / jobs[i].cost + EPS) : hi;
+        if (fit < hi) hi = (int)fit;
+        if (hi < jobs[i].min) hi = jobs[i].min;
+        s.cap[i] = hi;
+        s.memo[i] = malloc(sizeof(double) * (size_t)(hi + 1));
+        for (int k = 0; k <= hi; k++)
+            s.memo[i][k] = NAN;
+        int c = jobs[i].current;
+        x[i] = c < jobs[i].min ? jobs[i].min : c > hi ? hi : c;
+    }
+    refresh(&s);
+    /* 1. over budget (capacity shrank): remove the replicas that hurt least */
+    while (used(&s) > budget + EPS) {
+        int best = -1;
+        double bv = -INFINITY;
+        for (int i = 0; i < n; i++)
+            if (x[i] > jobs[i].min) {
+                double v = score(&s, i, util(&s, i, x[i] - 1), -1, 0);
+                if (v > bv) bv = v, best = i;
+            }
+        if (best < 0) break; /* the minimums alone exceed the budget */
+        x[best]--;
+        refresh(&s);
+    }
+    /* 2. add the most useful replica while the budget lasts and it helps */
+    for (;;) {
+        double free_slots = budget - used(&s), base = current_score(&s), bv = base + EPS;
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (x[i] < s.cap[i] && jobs[i].cost <= free_slots + EPS) {
+                double v = score(&s, i, util(&s, i, x[i] + 1), -1, 0);
+                if (v > bv) bv = v, best = i;
+            }
+        if (best < 0) break;
+        x[best]++;
+        refresh(&s);
+    }
+    /* 3. move single replicas between jobs while that helps */
+    for (int iter = 0; iter < 4 * n + 64; iter++) {
+        double free_slots = budget - used(&s), base = current_score(&s), bv = base + EPS;
+        int bi = -1, bj = -1;
+        for (int j = 0; j < n; j++) {
+            if (x[j] <= jobs[j].min) continue;
+            double uj = util(&s, j, x[j] - 1);
+            for (int i = 0; i < n; i++) {
+                if (i == j || x[i] >= s.cap[i] || jobs[i].cost > free_slots + jobs[j].cost + EPS) continue;
+                double v = score(&s, i, util(&s, i, x[i] + 1), j, uj);
+                if (v > bv) bv = v, bi = i, bj = j;
+            }
+        }
+        if (bi < 0) break;
+        x[bi]++, x[bj]--;
+        refresh(&s);
+    }
+    /* 4. shrink: drop replicas that buy (almost) nothing */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < n; i++)
+            if (x[i] > jobs[i].min && current_score(&s) - score(&s, i, util(&s, i, x[i] - 1), -1, 0) <= SHRINK_LOSS) {
+                x[i]--;
+                refresh(&s);
+                changed = 1;
+            }
+    }
+    /* 5. leftovers: one at a time to the job with the most load per replica (headroom against
+     *    prediction errors) */
+    for (;;) {
+        double free_slots = budget - used(&s), worst = -1;
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            if (x[i] >= s.cap[i] || jobs[i].cost > free_slots + EPS) continue;
+            double peak = 0;
+            for (int h = 0; h < (jobs[i].nh < 1 ? 1 : jobs[i].nh); h++)
+                peak = fmax(peak, jobs[i].rate[h]);
+            double load = peak * jobs[i].p / (x[i] > 0 ? x[i] : 0.5);
+            if (load > worst) worst = load, best = i;
+        }
+        if (best < 0 || worst <= 0) break;
+        x[best]++;
+        refresh(&s);
+    }
+    double v = current_score(&s);
+    for (int i = 0; i < n; i++)
+        free(s.memo[i]);
+    free(s.memo), free(s.cap), free(s.u);
+    return v;
+}

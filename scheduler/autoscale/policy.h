@@ -1,0 +1,75 @@
+/* policy.h - the autoscaling policies behind one interface, pure.
+ *
+ * The scheduler (live) and gantry-autoscale-sim (offline) run the same code:
+ * create a policy for a set of inference jobs, then call as_policy_tick every
+ * tick (AS_TICK_S) with what was observed since the previous tick and the
+ * capacity this tier may use (the slots that higher-priority work leaves); it
+ * writes a target replica count per job, always within [min, max] and, in
+ * total, within the capacity (when the minimums alone exceed it, the
+ * minimums).  Actuation (start replicas, drain before removing, count warm-up)
+ * is the caller's.
+ *
+ * Policies (as_policy_names):
+ *   faro-fairsum, faro-sum, faro-fair  Faro: every control period (300 s) a
+ *       probabilistic forecast of the next 7 minutes at quantile `quantile`
+ *       and the cluster-wide solve of faro.h; between rounds a reactive loop:
+ *       +1 replica for a job whose observed latency stayed above its SLO for
+ *       30 s (when a slot is free).
+ *   fairshare  capacity / N to each job.
+ *   oneshot    Kubernetes HPA on latency: x <- ceil(x L / T) after 30 s above
+ *              the SLO, or after 600 s below it.
+ *   hpa        Kubernetes HPA with its defaults on the latency metric: every
+ *              15 s x <- ceil(x L / T) unless within 10% of the target; up at
+ *              once, down only to the largest recommendation of the last 300 s.
+ *   aiad       +1 after 30 s above the SLO, -1 after 600 s below half of it.
+ *   mark       MArk/Cocktail-like: every 300 s, ceil(max point forecast * p / T)
+ *              (and at least the load), plus the reactive +1.
+ *   ray-serve  Ray Serve: ongoing requests (queued + in service) averaged over
+ *              30 s / target_ongoing_requests (2); up after 30 s, down after 600 s.
+ *   kpa        Knative KPA: a 2 s tick, concurrency per replica target 1 at 70%,
+ *              60 s stable and 6 s panic windows, panic when the panic window
+ *              wants >= 2x the ready replicas (no scale-down while panicking).
+ */
+#ifndef GANTRY_AUTOSCALE_POLICY_H
+#define GANTRY_AUTOSCALE_POLICY_H
+
+#define AS_TICK_S 2.0 /* every policy is called this often; each keeps its own slower clocks */
+
+typedef struct {
+    double p;      /* mean processing time of one request on one replica (s) */
+    double slo_s;  /* latency target (s) */
+    double slo_q;  /* at this percentile, e.g. 0.99 */
+    double weight; /* Faro-Sum weight (1) */
+    double cost;   /* slots per replica (1) */
+    int min, max;  /* replica bounds */
+} as_job;
+
+/* what happened to one job since the previous tick */
+typedef struct {
+    double arrivals;  /* requests that arrived */
+    int ready;        /* replicas serving */
+    int starting;     /* replicas warming up (cold start) */
+    int queued;       /* requests waiting now */
+    int in_service;   /* requests being served now */
+    double latency_s; /* latency at the job's percentile over the last 30 s of completions (0: none) */
+} as_obs;
+
+typedef struct {
+    double quantile;  /* Faro's forecast quantile (0.8) */
+    int period_min;   /* seasonal period of the load in minutes (0: none) */
+    double control_s; /* Faro / MArk control period (300) */
+} as_params;
+
+typedef struct as_policy as_policy;
+
+extern const char *const as_policy_names[]; /* NULL-terminated */
+
+/* NULL when the name is unknown */
+as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, const as_params *params);
+/* now_s: seconds since any fixed origin, increasing by about AS_TICK_S */
+void as_policy_tick(as_policy *p, double now_s, double capacity, const as_obs *obs, int *target);
+/* time spent in the solver (Faro) or decision (others) of each tick, ms */
+double as_policy_last_ms(const as_policy *p);
+void as_policy_free(as_policy *p);
+
+#endif

@@ -1,0 +1,73 @@
+#include "scheduler/autoscale/predict.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void pred_init(predictor *p, int period)
+{
+    memset(p, 0, sizeof(*p));
+    p->alpha = 0.5, p->beta = 0.1;
+    p->period = period > 0 && period <= PRED_SEASON_MAX ? period : 0;
+}
+
+static double season_at(const predictor *p, long minute)
+{
+    /* the value one period before `minute`, when it was observed */
+    long back = minute - p->period;
+    if (!p->period || back < 0 || back < p->n - PRED_SEASON_MAX) return -1;
+    return p->history[back % PRED_SEASON_MAX];
+}
+
+void pred_point(const predictor *p, int nh, double *out)
+{
+    for (int h = 1; h <= nh; h++) {
+        double f = p->level + h * p->trend;
+        double s = season_at(p, p->n - 1 + h), s0 = season_at(p, p->n - 1);
+        if (s >= 0 && s0 >= 0) f = 0.5 * f + 0.5 * (s + (p->level - s0)); /* last period's shape, today's level */
+        out[h - 1] = f > 0 ? f : 0;
+    }
+}
+
+void pred_observe(predictor *p, double rate)
+{
+    /* errors of the forecasts made for this minute */
+    for (int h = 1; h <= PRED_HORIZON && p->n >= h; h++) {
+        double f = p->pending[(p->n - h) % PRED_HORIZON][h - 1];
+        p->err[h - 1][p->ierr[h - 1]] = rate - f;
+        p->ierr[h - 1] = (p->ierr[h - 1] + 1) % PRED_ERRORS;
+        if (p->nerr[h - 1] < PRED_ERRORS) p->nerr[h - 1]++;
+    }
+    if (p->n == 0) {
+        p->level = rate, p->trend = 0;
+    } else {
+        double prev = p->level;
+        p->level = p->alpha * rate + (1 - p->alpha) * (p->level + p->trend);
+        p->trend = p->beta * (p->level - prev) + (1 - p->beta) * p->trend;
+    }
+    p->history[p->n % PRED_SEASON_MAX] = rate;
+    p->n++;
+    pred_point(p, PRED_HORIZON, p->pending[(p->n - 1) % PRED_HORIZON]);
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void pred_forecast(const predictor *p, double q, int nh, double *out)
+{
+    pred_point(p, nh, out);
+    double tmp[PRED_ERRORS];
+    for (int h = 0; h < nh; h++) {
+        int m = p->nerr[h];
+        if (m < 5) continue; /* not enough history: the point forecast */
+        memcpy(tmp, p->err[h], sizeof(double) * (size_t)m);
+        qsort(tmp, (size_t)m, sizeof(double), cmp);
+        double pos = q * (m - 1);
+        int k = (int)pos;
+        double e = k + 1 < m ? tmp[k] + (pos - k) * (tmp[k + 1] - tmp[k]) : tmp[m - 1];
+        out[h] += e;
+        if (out[h] < 0) out[h] = 0;
+    }
+}

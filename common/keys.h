@@ -27,6 +27,10 @@
  *   gantry:infer:q:<job>       LIST of requests "<id> <reply stream> <OIP body>"; the server LPUSHes
  *                              (refused past the job's queue_limit), replicas BRPOP/RPOP batches
  *   gantry:infer:replies:<srv> STREAM of replies "<id> <status> <body>" to the server that asked
+ *   gantry:infer:jobs          HASH job id -> its task, for every dispatched inference job (set by the
+ *                              dispatch script; the autoscaler adds replicas with it, and drops
+ *                              the entry when the job is cancelled)
+ *   gantry:infer:drain:<job>:<worker> STRING: that replica finishes its batch and stops (scale-down)
  *   gantry:infer:stats:<job>   HASH arrivals, drops (server, per request) and <worker> -> replica
  *                              stats JSON (served, batches, busy_s, ts), read by the autoscaler
  *   gantry:tenants             HASH tenant id -> {"weight","max_slots"} written by the server
@@ -55,6 +59,8 @@
 #define K_INFER_QUEUE_PREFIX "gantry:infer:q:"
 #define K_INFER_REPLIES_PREFIX "gantry:infer:replies:"
 #define K_INFER_STATS_PREFIX "gantry:infer:stats:"
+#define K_INFER_JOBS "gantry:infer:jobs"
+#define K_INFER_DRAIN_PREFIX "gantry:infer:drain:"
 #define K_TENANTS_HASH "gantry:tenants"
 #define K_LEADER "gantry:leader"
 #define K_EPOCH "gantry:epoch"

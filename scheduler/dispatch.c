@@ -7,18 +7,23 @@
 #include <string.h>
 
 /* KEYS: claim, jobs stream, events stream, cancel key, task list of each worker...
- * ARGV: task, entry id, group, event, maxlen, first worker id */
-static const char script[] = "if redis.call('EXISTS', KEYS[4]) == 1 then "
-                             "  redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) return 2 "
-                             "end "
-                             "if redis.call('SET', KEYS[1], ARGV[6], 'NX', 'EX', 604800) then "
-                             "  for i = 5, #KEYS do redis.call('LPUSH', KEYS[i], ARGV[1]) end "
-                             "  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'event', ARGV[4]) "
-                             "  redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) "
-                             "  return 1 "
-                             "end "
-                             "redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) "
-                             "return 0";
+ * ARGV: task, entry id, group, event, maxlen, first worker id.  An inference job is
+ * also registered in gantry:infer:jobs for the autoscaler, in the same step. */
+static const char script[] =
+    "if redis.call('EXISTS', KEYS[4]) == 1 then "
+    "  redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) return 2 "
+    "end "
+    "if redis.call('SET', KEYS[1], ARGV[6], 'NX', 'EX', 604800) then "
+    "  for i = 5, #KEYS do redis.call('LPUSH', KEYS[i], ARGV[1]) end "
+    "  if string.find(ARGV[1], '\"type\":\"inference\"', 1, true) then "
+    "    redis.call('HSET', '" K_INFER_JOBS "', string.match(ARGV[1], '\"job_id\":\"([^\"]+)\"'), ARGV[1]) "
+    "  end "
+    "  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'event', ARGV[4]) "
+    "  redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) "
+    "  return 1 "
+    "end "
+    "redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) "
+    "return 0";
 
 int dispatch_send(rs_conn *r, const sched_entry *e, const char *const *worker_ids, int n)
 {

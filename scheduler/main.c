@@ -14,6 +14,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/redis_sync.h"
+#include "scheduler/autoscaler.h"
 #include "scheduler/dispatch.h"
 #include "scheduler/policy.h"
 #include "scheduler/queue.h"
@@ -33,6 +34,13 @@ static config_opt opts[] = {
     CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
     CONFIG_OPT("name", "this scheduler's name in logs and in the leader lease (default: generated)", ""),
     CONFIG_OPT("max-attempts", "how many times a job may run when the workers running it die", "3"),
+    CONFIG_OPT("autoscaler",
+               "inference autoscaling policy: faro-fairsum, faro-sum, faro-fair, fairshare, oneshot, hpa, aiad, "
+               "mark, ray-serve or kpa",
+               "faro-fairsum"),
+    CONFIG_OPT("autoscale-quantile", "Faro: the quantile of the predicted load it provisions for", "0.8"),
+    CONFIG_OPT("autoscale-control-s", "Faro / MArk: seconds between optimisation rounds (a reactive loop runs between)", "300"),
+    CONFIG_OPT("autoscale-period-min", "seasonal period of request rates in minutes for the predictor (0: none)", "1440"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -290,6 +298,12 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    as_params asp = {atof(OPT("autoscale-quantile")), atoi(OPT("autoscale-period-min")), atof(OPT("autoscale-control-s"))};
+    autoscaler *as = autoscaler_create(OPT("autoscaler"), &asp);
+    if (!as) {
+        log_error("--autoscaler: unknown policy '%s'", OPT("autoscaler"));
+        return 2;
+    }
     static registry reg;
     reg.max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
     sched_queue q;
@@ -323,6 +337,7 @@ int main(int argc, char **argv)
         }
         schedule(&r, &q, &reg);
         if (q.len == 0) registry_refresh(&r, &reg); /* lost workers are noticed even when idle */
+        autoscaler_tick(as, &r, &reg, (double)clock_mono_us() / 1e6);
     }
     if (leader)
         freeReplyObject(rs_command(&r, "EVAL %s 1 %s %s",
@@ -331,6 +346,7 @@ int main(int argc, char **argv)
                                    K_LEADER, name));
     log_info("stopped (%zu jobs left unplaced, still pending in the stream)", q.len);
     sq_free(&q);
+    autoscaler_free(as);
     rs_close(&r);
     return 0;
 }

@@ -9,11 +9,12 @@
 #include <string.h>
 
 /* fills what a busy worker runs from the task at the head of one of its lists */
-static void read_task(reg_worker *w, redisReply *list)
+static void read_task(reg_worker *w, redisReply *list, bool started)
 {
     if (list->type != REDIS_REPLY_ARRAY || list->elements == 0) return;
     w->free = false;
     if (w->job_id[0]) return;
+    w->started = started;
     task_msg t;
     if (msg_task_decode(list->element[0]->str, &t) != 0) return;
     snprintf(w->job_id, sizeof(w->job_id), "%s", t.job_id);
@@ -32,8 +33,8 @@ static void fill(reg_worker *w, const char *id, redisReply *info, redisReply *in
     snprintf(w->kind, sizeof(w->kind), "%s", kind ? kind : "cpu");
     json_decref(j);
     w->free = true;
-    read_task(w, inflight);
-    read_task(w, tasks);
+    read_task(w, inflight, true);
+    read_task(w, tasks, false);
 }
 
 int registry_refresh(rs_conn *r, registry *reg)

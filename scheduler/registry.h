@@ -16,7 +16,8 @@ typedef struct {
     char id[64];
     char kind[8]; /* cpu | gpu */
     bool free;
-    /* what it runs (when not free) */
+    /* what it runs (when not free): started when the task is in its in-flight list, not only queued for it */
+    bool started;
     char job_id[48];
     char tenant[48];
     int priority;

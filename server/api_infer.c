@@ -6,7 +6,7 @@
 #include "server/jobs.h"
 #include "server/models.h"
 #include "server/server.h"
-#include "workers/serve/serve.h"
+#include "workers/serve/spec.h"
 
 #include <string.h>
 

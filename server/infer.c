@@ -373,6 +373,7 @@ static void flush(infer_gw *g, int64_t now)
                       "p50_ms", percentile(w, 0.50), "p95_ms", percentile(w, 0.95), "p99_ms", percentile(w, 0.99), "slo_attainment",
                       judged ? (double)w->slo_ok / (double)judged : 1.0, "drops", (json_int_t)w->drops, "timeouts",
                       (json_int_t)w->timeouts, "errors", (json_int_t)w->errors, "slo_ms", js->slo_ms);
+        json_object_set_new(m, "ts", json_integer(now));
         char *s = json_dumps(m, JSON_COMPACT);
         if (s && g->tx_ready) /* for the autoscaler: the latest window as seen by this server */
             redisAsyncCommand(g->tx, ignore, NULL, "HSET %s%s server:%s %s", K_INFER_STATS_PREFIX, js->job_id, g->sid, s);

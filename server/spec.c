@@ -3,7 +3,7 @@
 #include "common/utf8.h"
 #include "common/paths.h"
 #include "workers/place/place.h"
-#include "workers/serve/serve.h"
+#include "workers/serve/spec.h"
 #include "workers/train/train.h"
 
 #include <stdio.h>

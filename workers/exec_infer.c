@@ -17,11 +17,17 @@
 #define CONTROL_EVERY_MS 500 /* cancel / superseded checks */
 #define STATS_EVERY_MS 1000
 
-/* the job was requeued as a newer generation (a replica was lost): this one steps aside */
+/* the job was requeued as a newer generation (a replica was lost), or the autoscaler
+ * drains this replica: it steps aside */
 static bool superseded(exec_ctx *ctx)
 {
-    redisReply *rep = rs_command(ctx->redis, "EXISTS %s%s:%d", K_RETRY_PREFIX, ctx->task->job_id, ctx->task->attempt);
-    bool yes = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+    char drain[192];
+    snprintf(drain, sizeof(drain), "%s%s:%s", K_INFER_DRAIN_PREFIX, ctx->task->job_id, ctx->worker_id);
+    redisReply *rep = rs_command(ctx->redis, "EVAL %s 2 %s%s:%d %s",
+                                 "local n = redis.call('EXISTS', KEYS[1], KEYS[2]) "
+                                 "redis.call('DEL', KEYS[2]) return n",
+                                 K_RETRY_PREFIX, ctx->task->job_id, ctx->task->attempt, drain);
+    bool yes = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer >= 1;
     freeReplyObject(rep);
     return yes;
 }

@@ -74,6 +74,11 @@ void as_policy_free(as_policy *p)
     free(p);
 }
 
+void as_policy_set_job(as_policy *p, int i, const as_job *job)
+{
+    if (i >= 0 && i < p->n) p->jobs[i] = *job;
+}
+
 double as_policy_last_ms(const as_policy *p)
 {
     return p->last_ms;

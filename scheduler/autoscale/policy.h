@@ -68,6 +68,8 @@ extern const char *const as_policy_names[]; /* NULL-terminated */
 as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, const as_params *params);
 /* now_s: seconds since any fixed origin, increasing by about AS_TICK_S */
 void as_policy_tick(as_policy *p, double now_s, double capacity, const as_obs *obs, int *target);
+/* updates job i's description (e.g. a measured processing time) */
+void as_policy_set_job(as_policy *p, int i, const as_job *job);
 /* time spent in the solver (Faro) or decision (others) of each tick, ms */
 double as_policy_last_ms(const as_policy *p);
 void as_policy_free(as_policy *p);

@@ -67,13 +67,15 @@ class Response:
 
 
 class Stack:
-    def __init__(self, workers=2, redis_persist=True, env=None, server_args=(), tls_ca=None, redis_password=None):
+    def __init__(self, workers=2, redis_persist=True, env=None, server_args=(), tls_ca=None, redis_password=None,
+                 scheduler_args=()):
         self.dir = tempfile.mkdtemp(prefix="gantry-it-")
         self.port = free_port()
         self.rport = free_port()
         self.nworkers = workers
         self.redis_persist = redis_persist
         self.server_args = list(server_args)
+        self.scheduler_args = list(scheduler_args)
         self.tls_ca = tls_ca  # when set, the server speaks HTTPS with a certificate signed by this file
         self.redis_password = redis_password
         self.env = dict(os.environ, **(env or {}))
@@ -110,7 +112,7 @@ class Stack:
         wait_until("server /healthz", lambda: self.get("/healthz").status == 200, 15)
 
     def start_scheduler(self, name="scheduler"):
-        self._spawn(name, [os.path.join(BUILD, "gantry-scheduler"), *self._redis_args(), "--name", name])
+        self._spawn(name, [os.path.join(BUILD, "gantry-scheduler"), *self._redis_args(), "--name", name, *self.scheduler_args])
 
     def start_worker(self, i, labels=""):
         self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args(),

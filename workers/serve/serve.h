@@ -21,23 +21,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "workers/serve/spec.h"
 #include "workers/train/model.h"
-
-#define SERVE_MAX_REPLICAS 64
-#define SERVE_MAX_SAMPLES 1024 /* samples in one request */
-
-/* 0 when valid; else -1 with the field (e.g. "spec.slo.latency_ms") and a message */
-int serve_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
-
-/* settings with their defaults applied */
-typedef struct {
-    const char *model;
-    int version;
-    double slo_ms, slo_q; /* q in (0,1), e.g. 0.99 */
-    int min_replicas, max_replicas, max_batch, batch_delay_ms, queue_limit, timeout_ms;
-    double weight;
-} serve_settings;
-void serve_settings_get(const json_t *spec, serve_settings *out);
 
 typedef struct serve_model serve_model;
 /* loads a model file (train's ".model" format) for batches of up to max_samples; NULL with err */

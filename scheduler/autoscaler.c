@@ -1,0 +1,256 @@
+#include "scheduler/autoscaler.h"
+#include "common/clock.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/msg.h"
+#include "workers/serve/spec.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_JOBS 256
+#define DEFAULT_SERVICE_S 0.01 /* until a replica has measured it */
+#define STALE_MS 10000         /* a server's latency window older than this is ignored */
+#define DRAIN_GRACE_S 5.0      /* a replica told to drain no longer counts, for this long */
+#define MAX_DRAINING 16
+
+typedef struct {
+    char id[48];
+    char *raw; /* the task */
+    as_job spec;
+    double arrivals; /* the servers' counter at the last tick */
+    int have_counter;
+    int last_live, last_target;
+    char draining[MAX_DRAINING][64];
+    double drained_at[MAX_DRAINING];
+} job;
+
+struct autoscaler {
+    char policy[32];
+    as_params prm;
+    as_policy *pol;
+    job jobs[MAX_JOBS];
+    int n;
+    double last_tick;
+};
+
+autoscaler *autoscaler_create(const char *policy, const as_params *params)
+{
+    as_job probe = {0.01, 1, 0.99, 1, 1, 1, 1};
+    as_policy *p = as_policy_create(policy, 1, &probe, params);
+    if (!p) return NULL;
+    as_policy_free(p);
+    autoscaler *a = calloc(1, sizeof(*a));
+    snprintf(a->policy, sizeof(a->policy), "%s", policy);
+    a->prm = *params;
+    a->last_tick = -1e9;
+    return a;
+}
+
+void autoscaler_free(autoscaler *a)
+{
+    if (!a) return;
+    for (int i = 0; i < a->n; i++)
+        free(a->jobs[i].raw);
+    as_policy_free(a->pol);
+    free(a);
+}
+
+static int cmp_id(const void *x, const void *y)
+{
+    return strcmp(((const job *)x)->id, ((const job *)y)->id);
+}
+
+static bool exists(rs_conn *r, const char *fmt, const char *a, int b)
+{
+    redisReply *rep = b >= 0 ? rs_command(r, fmt, a, b) : rs_command(r, fmt, a);
+    bool yes = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+    freeReplyObject(rep);
+    return yes;
+}
+
+/* re-reads the registered jobs; recreates the policy when the set changed (its state is per job) */
+static int load_jobs(autoscaler *a, rs_conn *r)
+{
+    redisReply *rep = rs_command(r, "HGETALL %s", K_INFER_JOBS);
+    if (!rep || rep->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(rep);
+        return -1;
+    }
+    job fresh[MAX_JOBS];
+    int n = 0;
+    for (size_t i = 0; i + 1 < rep->elements && n < MAX_JOBS; i += 2) {
+        const char *id = rep->element[i]->str, *raw = rep->element[i + 1]->str;
+        task_msg t;
+        if (msg_task_decode(raw, &t) != 0) continue;
+        if (exists(r, "EXISTS " K_CANCEL_PREFIX "%s", id, -1)) { /* cancelled: out of the loop, its queue emptied */
+            freeReplyObject(rs_command(r, "HDEL %s %s", K_INFER_JOBS, id));
+            freeReplyObject(rs_command(r, "DEL %s%s", K_INFER_QUEUE_PREFIX, id));
+            log_info("autoscaler: job %s cancelled; no longer scaled", id);
+        } else if (!exists(r, "EXISTS " K_RETRY_PREFIX "%s:%d", id, t.attempt)) { /* not a generation being replaced */
+            job *j = &fresh[n++];
+            memset(j, 0, sizeof(*j));
+            snprintf(j->id, sizeof(j->id), "%s", id);
+            j->raw = strdup(raw);
+            serve_settings s;
+            serve_settings_get(t.spec, &s);
+            json_t *hint = json_object_get(t.spec, "service_ms");
+            j->spec = (as_job){json_is_number(hint) ? json_number_value(hint) / 1000 : DEFAULT_SERVICE_S,
+                               s.slo_ms / 1000,
+                               s.slo_q,
+                               s.weight,
+                               1,
+                               s.min_replicas,
+                               s.max_replicas};
+        }
+        msg_task_clear(&t);
+    }
+    freeReplyObject(rep);
+    qsort(fresh, (size_t)n, sizeof(job), cmp_id);
+    int same = n == a->n && a->pol;
+    for (int i = 0; same && i < n; i++)
+        same = strcmp(fresh[i].id, a->jobs[i].id) == 0;
+    for (int i = 0; i < n; i++) { /* keep what we knew about the jobs that stay */
+        for (int k = 0; k < a->n; k++)
+            if (strcmp(a->jobs[k].id, fresh[i].id) == 0) {
+                fresh[i].arrivals = a->jobs[k].arrivals, fresh[i].have_counter = a->jobs[k].have_counter;
+                fresh[i].last_live = a->jobs[k].last_live, fresh[i].last_target = a->jobs[k].last_target;
+                memcpy(fresh[i].draining, a->jobs[k].draining, sizeof(fresh[i].draining));
+                memcpy(fresh[i].drained_at, a->jobs[k].drained_at, sizeof(fresh[i].drained_at));
+                if (a->jobs[k].spec.p != DEFAULT_SERVICE_S) fresh[i].spec.p = a->jobs[k].spec.p;
+            }
+    }
+    for (int i = 0; i < a->n; i++)
+        free(a->jobs[i].raw);
+    memcpy(a->jobs, fresh, sizeof(job) * (size_t)n);
+    a->n = n;
+    if (!same) {
+        as_policy_free(a->pol);
+        as_job specs[MAX_JOBS];
+        for (int i = 0; i < n; i++)
+            specs[i] = a->jobs[i].spec;
+        a->pol = as_policy_create(a->policy, n, specs, &a->prm);
+    }
+    return 0;
+}
+
+/* arrivals, queue, latency window and measured service time of one job */
+static void observe(autoscaler *a, rs_conn *r, job *j, int idx, as_obs *o)
+{
+    redisReply *q = rs_command(r, "LLEN %s%s", K_INFER_QUEUE_PREFIX, j->id);
+    o->queued = q && q->type == REDIS_REPLY_INTEGER ? (int)q->integer : 0;
+    freeReplyObject(q);
+    redisReply *h = rs_command(r, "HGETALL %s%s", K_INFER_STATS_PREFIX, j->id);
+    double busy = 0, served = 0, lat = 0;
+    int64_t now = clock_now_ms();
+    for (size_t i = 0; h && h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2) {
+        const char *f = h->element[i]->str, *v = h->element[i + 1]->str;
+        if (strcmp(f, "arrivals") == 0) {
+            double c = atof(v);
+            o->arrivals = j->have_counter && c >= j->arrivals ? c - j->arrivals : 0;
+            j->arrivals = c, j->have_counter = 1;
+            continue;
+        }
+        json_t *s = json_loads(v, 0, NULL);
+        if (strncmp(f, "server:", 7) == 0) {
+            json_t *ts = json_object_get(s, "ts");
+            if (json_is_integer(ts) && now - json_integer_value(ts) < STALE_MS)
+                lat = fmax(lat, json_number_value(json_object_get(s, "p99_ms")) / 1000);
+        } else if (strcmp(f, "drops") != 0) { /* a replica: w_<id> -> {served, busy_s} */
+            served += json_number_value(json_object_get(s, "served"));
+            busy += json_number_value(json_object_get(s, "busy_s"));
+        }
+        json_decref(s);
+    }
+    freeReplyObject(h);
+    o->latency_s = lat;
+    if (served >= 20) { /* the replicas' measured time per request (a batch shares its time) */
+        j->spec.p = busy / served;
+        as_policy_set_job(a->pol, idx, &j->spec);
+    }
+}
+
+static bool is_draining(job *j, const char *worker, double now)
+{
+    for (int k = 0; k < MAX_DRAINING; k++)
+        if (j->draining[k][0] && strcmp(j->draining[k], worker) == 0 && now - j->drained_at[k] < DRAIN_GRACE_S) return true;
+    return false;
+}
+
+static void note(rs_conn *r, const job *j, const char *reason, int live, int target)
+{
+    task_msg t;
+    if (msg_task_decode(j->raw, &t) != 0) return;
+    event_msg e;
+    msg_event_init(&e, j->id, "scheduler");
+    snprintf(e.reason, sizeof(e.reason), "%s", reason);
+    e.metrics = json_pack("{s:i, s:i}", "replicas", live, "target", target);
+    char *s = msg_event_encode(&e);
+    if (s) freeReplyObject(rs_command(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s));
+    free(s);
+    msg_event_clear(&e);
+    msg_task_clear(&t);
+}
+
+void autoscaler_tick(autoscaler *a, rs_conn *r, const registry *reg, double now)
+{
+    if (now - a->last_tick < AS_TICK_S) return;
+    a->last_tick = now;
+    if (load_jobs(a, r) != 0 || a->n == 0 || !a->pol) return;
+    as_obs obs[MAX_JOBS];
+    int target[MAX_JOBS];
+    bool taken[REG_MAX_WORKERS] = {false};
+    double capacity = 0;
+    for (int w = 0; w < reg->n; w++) { /* the inference tier: every worker not running other work */
+        bool ours = reg->w[w].free;
+        for (int i = 0; !ours && i < a->n; i++)
+            ours = strcmp(reg->w[w].job_id, a->jobs[i].id) == 0;
+        capacity += ours;
+    }
+    for (int i = 0; i < a->n; i++) {
+        memset(&obs[i], 0, sizeof(obs[i]));
+        for (int w = 0; w < reg->n; w++)
+            if (strcmp(reg->w[w].job_id, a->jobs[i].id) == 0 && !is_draining(&a->jobs[i], reg->w[w].id, now)) {
+                if (reg->w[w].started)
+                    obs[i].ready++;
+                else
+                    obs[i].starting++;
+            }
+        observe(a, r, &a->jobs[i], i, &obs[i]);
+    }
+    as_policy_tick(a->pol, now, capacity, obs, target);
+    for (int i = 0; i < a->n; i++) {
+        job *j = &a->jobs[i];
+        int live = obs[i].ready + obs[i].starting, want = target[i];
+        char why[200];
+        int added = 0, removed = 0;
+        for (int w = 0; w < reg->n && live + added < want; w++) {
+            if (!reg->w[w].free || taken[w]) continue;
+            redisReply *rep = rs_command(r, "LPUSH %s%s %s", K_TASKS_PREFIX, reg->w[w].id, j->raw);
+            if (rep && rep->type == REDIS_REPLY_INTEGER) taken[w] = true, added++;
+            freeReplyObject(rep);
+        }
+        for (int w = reg->n - 1; w >= 0 && live - removed > want; w--) {
+            const reg_worker *rw = &reg->w[w];
+            if (strcmp(rw->job_id, j->id) != 0 || !rw->started || is_draining(j, rw->id, now)) continue;
+            freeReplyObject(rs_command(r, "SET %s%s:%s 1 EX 600", K_INFER_DRAIN_PREFIX, j->id, rw->id));
+            int slot = 0;
+            for (int k = 1; k < MAX_DRAINING; k++)
+                if (j->drained_at[k] < j->drained_at[slot]) slot = k;
+            snprintf(j->draining[slot], sizeof(j->draining[slot]), "%s", rw->id);
+            j->drained_at[slot] = now;
+            removed++;
+        }
+        if (added || removed || want != j->last_target) {
+            snprintf(why, sizeof(why), "autoscaler (%s): replicas %d -> %d (target %d; %.1f req/s, queue %d, p99 %.0f ms)",
+                     a->policy, live, live + added - removed, want, obs[i].arrivals / AS_TICK_S, obs[i].queued,
+                     obs[i].latency_s * 1000);
+            note(r, j, why, live + added - removed, want);
+            log_info("job %s: %s", j->id, why);
+        }
+        j->last_live = live + added - removed, j->last_target = want;
+    }
+}

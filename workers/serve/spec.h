@@ -1,0 +1,26 @@
+/* spec.h - the inference job spec (see serve.h for the whole format): validation
+ * naming the field, and the settings with their defaults.  No dependencies but
+ * jansson, so the server and the scheduler link it without the model code. */
+#ifndef GANTRY_SERVE_SPEC_H
+#define GANTRY_SERVE_SPEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define SERVE_MAX_REPLICAS 64
+#define SERVE_MAX_SAMPLES 1024 /* samples in one request, and max_batch */
+
+/* 0 when valid; else -1 with the field (e.g. "spec.slo.latency_ms") and a message */
+int serve_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
+
+/* settings with their defaults applied */
+typedef struct {
+    const char *model;
+    int version;
+    double slo_ms, slo_q; /* q in (0,1), e.g. 0.99 */
+    int min_replicas, max_replicas, max_batch, batch_delay_ms, queue_limit, timeout_ms;
+    double weight;
+} serve_settings;
+void serve_settings_get(const json_t *spec, serve_settings *out);
+
+#endif

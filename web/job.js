@@ -4,6 +4,7 @@
 import { api, ApiError, jobPath } from './api.js';
 import { h, replace, notice } from './dom.js';
 import { candidatesTable, devicesTable } from './placement.js';
+import { mountCurves } from './curves.js';
 import {
     badge, timeEl, fmtBytes, fmtMicros, fmtSeconds, fmtPct, progressCell,
     prettyJson, isTerminal,
@@ -28,8 +29,12 @@ export function mount(root, { me, live, params, signal }) {
     const specBox = h('div', {});
     const timelineBox = h('div', {});
     const resultBox = h('div', { 'data-testid': 'result' });
+    const curvesBox = h('div', { 'data-testid': 'curves' });
+    const curvesSec = h('section', { 'aria-labelledby': 'sec-curves', hidden: true }, h('h2', { id: 'sec-curves' }, 'Curves'), curvesBox);
+    let curves = null;
     const body = h('div', { hidden: true },
         h('section', { 'aria-labelledby': 'sec-summary' }, h('h2', { id: 'sec-summary', class: 'visually-hidden' }, 'Summary'), summary),
+        curvesSec,
         h('section', { 'aria-labelledby': 'sec-timeline' }, h('h2', { id: 'sec-timeline' }, 'Timeline'), timelineBox),
         h('section', { 'aria-labelledby': 'sec-result' }, h('h2', { id: 'sec-result' }, 'Result'), resultBox),
         h('section', { 'aria-labelledby': 'sec-spec' }, h('h2', { id: 'sec-spec' }, 'Spec'), specBox));
@@ -81,6 +86,12 @@ export function mount(root, { me, live, params, signal }) {
     }
 
     function render(j, events) {
+        if (!curves && (j.type === 'training' || j.type === 'inference')) {
+            curvesSec.hidden = false;
+            curves = mountCurves(curvesBox, { id, type: j.type, signal });
+        } else if (curves) {
+            curves.update();
+        }
         title.textContent = j.name || j.id;
         document.title = `${j.name || j.id} · gantry`;
         replace(stateBadge, badge(j.state));

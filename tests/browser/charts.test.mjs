@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { buildLanes, firstReaching, barAt } from '../../web/gantt.js';
 import { alignSteps, clockAxis, BYTE_INCRS, CLOCK_INCRS } from '../../web/charts.js';
 import { microsAxis, niceStep } from '../../web/format.js';
+import { series, latest, timeSplit } from '../../web/curves.js';
 
 let checks = 0;
 async function check(name, fn) {
@@ -125,6 +126,16 @@ await check('clockAxis: 24-hour local time, seconds only below a minute step', (
 await check('axis increments: bytes in powers of two, time never below a second', () => {
     assert.ok(BYTE_INCRS.includes(2 ** 30) && BYTE_INCRS.includes(512 * 2 ** 20));
     assert.equal(Math.min(...CLOCK_INCRS), 1);
+});
+
+await check('curves: series sorted by x with nulls for missing keys; latest; time split', () => {
+    const pts = [{ step: 20, loss: 1.5 }, { step: 10, loss: 2, accuracy: 0.5 }, { step: 30, loss: 1, test_accuracy: 0.8 }, { loss: 9 }];
+    assert.deepEqual(series(pts, 'step', ['loss', 'test_accuracy']), [[10, 20, 30], [2, 1.5, 1], [null, null, 0.8]]);
+    assert.deepEqual(series([{ ts: 2000, rate: 1 }], 'ts', ['rate'], 1 / 1000), [[2], [1]]);
+    assert.deepEqual(series(null, 'step', ['loss']), [[], []]);
+    assert.deepEqual(latest(pts, ['loss', 'accuracy', 'test_accuracy', 'nope']), { loss: 9, accuracy: 0.5, test_accuracy: 0.8 });
+    assert.deepEqual(timeSplit({ compute_s: 3, comm_s: 1, data_s: 0 }), [75, 25, 0]);
+    assert.equal(timeSplit({}), null);
 });
 
 console.log(`ok ${checks} checks`);

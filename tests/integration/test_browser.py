@@ -42,6 +42,11 @@ def test_plan_view_in_chromium():
     run_page_test("plan.mjs", "plan.png")
 
 
+def test_training_curves_in_chromium():
+    """a running training job's page: loss, accuracy and throughput charts fill live; test accuracy"""
+    run_page_test("training.mjs", "training.png", timeout=300)
+
+
 def test_dashboard_node_units():
     """the dashboard's chart helpers, in node, no server"""
     r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "charts.test.mjs")], capture_output=True,

@@ -1,0 +1,121 @@
+// The curves of a job, from GET /v1/jobs/{id}/metrics: a training job's loss,
+// accuracy and throughput by step; an inference job's request rate, p99
+// latency against its SLO, and replicas over time. Mounted by job.js for those
+// two types; update() re-reads the points (job.js calls it when the stream
+// reports an event for the job).
+import { api, jobPath } from './api.js';
+import { h, replace, notice } from './dom.js';
+import { loadUplot, widthOf, clockAxis, CLOCK_INCRS } from './charts.js';
+
+const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+
+// Points [{..}] -> uPlot data [xs, ys...] for the given keys: one x per point
+// that has x, in order; a key missing at a point is null there (sparse series
+// such as test accuracy are drawn through their points with spanGaps).
+export function series(points, xKey, keys, xScale = 1) {
+    const pts = (Array.isArray(points) ? points : []).filter((p) => p && isNum(p[xKey]));
+    pts.sort((a, b) => a[xKey] - b[xKey]);
+    const xs = pts.map((p) => p[xKey] * xScale);
+    return [xs, ...keys.map((k) => pts.map((p) => (isNum(p[k]) ? p[k] : null)))];
+}
+
+// The latest value of each key among the points (the last point that has it).
+export function latest(points, keys) {
+    const out = {};
+    for (const p of Array.isArray(points) ? points : [])
+        for (const k of keys) if (p && isNum(p[k])) out[k] = p[k];
+    return out;
+}
+
+// Shares of the time split of a training point, in percent.
+export function timeSplit(p) {
+    const parts = ['compute_s', 'comm_s', 'data_s'].map((k) => (p && isNum(p[k]) ? p[k] : 0));
+    const total = parts.reduce((a, b) => a + b, 0);
+    return total > 0 ? parts.map((v) => (100 * v) / total) : null;
+}
+
+const CHARTS = {
+    training: {
+        x: 'step', xLabel: 'step',
+        charts: [
+            { title: 'Loss', keys: ['loss', 'test_loss'], labels: ['train loss', 'test loss'], colors: ['#2356c2', '#c2410c'] },
+            { title: 'Accuracy', keys: ['accuracy', 'test_accuracy'], labels: ['train accuracy', 'test accuracy'], colors: ['#2356c2', '#c2410c'] },
+            { title: 'Throughput (samples/s)', keys: ['samples_per_s'], labels: ['samples/s'], colors: ['#15803d'] },
+        ],
+        facts: [['step', 'Step'], ['epoch', 'Epoch'], ['loss', 'Loss'], ['accuracy', 'Accuracy'], ['test_accuracy', 'Test accuracy'],
+            ['samples_per_s', 'Samples/s'], ['workers', 'Workers']],
+    },
+    inference: {
+        x: 'ts', xLabel: 'time', time: true,
+        charts: [
+            { title: 'Requests/s', keys: ['rate'], labels: ['rate'], colors: ['#2356c2'] },
+            { title: 'Latency p99 vs SLO (ms)', keys: ['p99_ms', 'slo_ms'], labels: ['p99', 'SLO'], colors: ['#c2410c', '#7b8794'] },
+            { title: 'Replicas', keys: ['replicas', 'target'], labels: ['replicas', 'target'], colors: ['#15803d', '#8a5a00'] },
+        ],
+        facts: [['rate', 'Requests/s'], ['p50_ms', 'p50 ms'], ['p99_ms', 'p99 ms'], ['slo_attainment', 'SLO attainment'],
+            ['replicas', 'Replicas'], ['drops', 'Drops (last window)']],
+    },
+};
+
+const fmt = (k, v) => {
+    if (!isNum(v)) return '—';
+    if (k.includes('accuracy') || k === 'slo_attainment') return `${(100 * v).toFixed(2)}%`;
+    if (k === 'epoch') return v.toFixed(2);
+    if (Number.isInteger(v)) return v.toLocaleString();
+    return v >= 100 ? Math.round(v).toLocaleString() : v.toPrecision(4);
+};
+
+export function mountCurves(root, { id, type, signal }) {
+    const conf = CHARTS[type];
+    if (!conf) return { update() {} };
+    const facts = h('dl', { class: 'summary', 'data-testid': 'curve-facts' });
+    const split = h('div', { class: 'time-split', 'data-testid': 'time-split' });
+    const hosts = conf.charts.map((c) => h('div', { class: 'curve', 'data-testid': `curve-${c.keys[0]}` }));
+    const status = h('div', {});
+    replace(root, status, facts, type === 'training' ? split : '',
+        h('div', { class: 'curves' }, conf.charts.map((c, i) => h('figure', {}, h('figcaption', {}, c.title), hosts[i]))));
+    let uPlot = null, plots = [], points = [], busy = false, again = false;
+    loadUplot().then((u) => { uPlot = u; draw(); }, (e) => replace(status, notice('error', e.message, 'curves-error')));
+    update();
+    return { update };
+
+    async function update() {
+        if (busy) { again = true; return; }
+        busy = true;
+        try {
+            do {
+                again = false;
+                const m = await api(`${jobPath(id)}/metrics`, { signal });
+                points = (m && m.points) || [];
+                draw();
+            } while (again && !signal.aborted);
+        } catch (e) {
+            if (!signal.aborted) replace(status, notice('error', `Could not load the curves: ${e.message}`, 'curves-error'));
+        } finally {
+            busy = false;
+        }
+    }
+
+    function draw() {
+        const last = latest(points, conf.facts.map(([k]) => k));
+        if (points.length === 0) replace(status, notice('info', 'No metrics yet.', 'curves-empty'));
+        else replace(status);
+        replace(facts, conf.facts.map(([k, label]) => h('div', {}, h('dt', {}, label), h('dd', { 'data-testid': `fact-${k}` }, fmt(k, last[k])))));
+        if (type === 'training') {
+            const withSplit = points.filter((p) => timeSplit(p)).pop();
+            const s = timeSplit(withSplit);
+            replace(split, s ? h('span', {}, `Time split of the last window: compute ${s[0].toFixed(0)}% · communication ${s[1].toFixed(0)}% · data ${s[2].toFixed(0)}%`) : '');
+        }
+        if (!uPlot || points.length === 0) return;
+        conf.charts.forEach((c, i) => {
+            const data = series(points, conf.x, c.keys, conf.time ? 1 / 1000 : 1);
+            if (plots[i]) { plots[i].setData(data); return; }
+            plots[i] = new uPlot({
+                width: widthOf(hosts[i], 300), height: 180,
+                scales: { x: { time: !!conf.time } },
+                axes: [conf.time ? { space: 70, incrs: CLOCK_INCRS, values: (u, splits, ai, space, incr) => clockAxis(splits, incr) } : { label: conf.xLabel }, { size: 64 }],
+                series: [{ label: conf.xLabel }, ...c.keys.map((k, j) => ({ label: c.labels[j], stroke: c.colors[j], width: 2, spanGaps: true, points: { show: data[0].length < 60 } }))],
+            }, data, hosts[i]);
+        });
+    }
+}

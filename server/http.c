@@ -362,7 +362,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     if (c->route->role != ROLE_NONE && authenticate(c) != 0) return 0;
-    int wait = c->route->role != ROLE_NONE ? ratelimit_take(srv->ratelimit, c->auth.token_id, c->start_us) : 0;
+    ratelimit *rl = c->route->limiter == LIMIT_INFER ? srv->infer_ratelimit : srv->ratelimit;
+    int wait = c->route->role != ROLE_NONE ? ratelimit_take(rl, c->auth.token_id, c->start_us) : 0;
     if (wait) {
         char retry[16];
         snprintf(retry, sizeof(retry), "%d", wait);

@@ -31,7 +31,10 @@ typedef struct {
     int body;            /* BODY_* */
     route_fn fn;
     const char *summary;
+    int limiter; /* LIMIT_API (the per-token API rate limit) or LIMIT_INFER (the per-token prediction limit) */
 } route;
+
+enum { LIMIT_API = 0, LIMIT_INFER = 1 };
 
 struct http_ctx {
     h2o_req_t *req;

@@ -37,6 +37,11 @@ static config_opt opts[] = {
     CONFIG_OPT("tls-key", "PEM private key of tls-cert", ""),
     CONFIG_OPT("rate-limit", "requests per second per token on average (0: no limit)", "200"),
     CONFIG_OPT("rate-burst", "requests a token may send at once above the average", "400"),
+    CONFIG_OPT("infer-rate-limit",
+               "predictions per second per token on average (0: no limit; the queue_limit of each "
+               "inference job sheds load too)",
+               "20000"),
+    CONFIG_OPT("infer-rate-burst", "predictions a token may send at once above the average", "40000"),
     CONFIG_OPT("consumer", "this server's consumer name in the gantry:events group", "server"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
@@ -242,6 +247,7 @@ int main(int argc, char **argv)
     srv.sse = sse_create(srv.loop);
     srv.metrics = metrics_create(routes_count);
     srv.ratelimit = ratelimit_create(strtod(OPT("rate-limit"), NULL), strtod(OPT("rate-burst"), NULL));
+    srv.infer_ratelimit = ratelimit_create(strtod(OPT("infer-rate-limit"), NULL), strtod(OPT("infer-rate-burst"), NULL));
     srv.bus = bus_create(&srv, rhost, rport, OPT("redis-password"), OPT("consumer"));
     srv.infer = infer_create(&srv, rhost, rport, OPT("redis-password"));
     if (setup_tls(OPT("tls-cert"), OPT("tls-key")) != 0 || setup_http(OPT("listen")) != 0) return 1;

@@ -26,8 +26,9 @@ typedef struct server {
     bus *bus;
     sse_hub *sse;
     metrics *metrics;
-    ratelimit *ratelimit; /* per token */
-    infer_gw *infer;      /* inference requests and replies (server/infer.h) */
+    ratelimit *ratelimit;       /* per token */
+    ratelimit *infer_ratelimit; /* per token, predictions (POST /v2/models/{name}/infer) */
+    infer_gw *infer;            /* inference requests and replies (server/infer.h) */
 
     /* settings */
     const char *web_dir;

@@ -47,6 +47,11 @@ def test_training_curves_in_chromium():
     run_page_test("training.mjs", "training.png", timeout=300)
 
 
+def test_inference_curves_in_chromium():
+    """a served model's page: request rate, p99 against the SLO and replicas, live"""
+    run_page_test("inference.mjs", "inference.png", timeout=300)
+
+
 def test_dashboard_node_units():
     """the dashboard's chart helpers, in node, no server"""
     r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "charts.test.mjs")], capture_output=True,

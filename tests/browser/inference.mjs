@@ -1,0 +1,79 @@
+// Browser test of an inference job's curves on the job page against a running stack.
+//
+//   GANTRY_URL=http://127.0.0.1:18080 GANTRY_ADMIN_TOKEN=... GANTRY_TEST_OUT=dir \
+//     node tests/browser/inference.mjs
+//
+// As a member of a fresh tenant: trains a small model, serves it, sends
+// predictions for a few seconds, and checks that the job page shows the
+// request rate, p99 latency against the SLO and the replica count, filling
+// live. Saves inference.png.
+import { assert, check, http, launch, login, pageProblems, requireEnv, run, screenshot, tenantWithMember, waitJob } from './lib.mjs';
+
+requireEnv('inference.mjs');
+
+async function main() {
+    let tenant, member, serve;
+    await check('admin creates a tenant and a member token', async () => {
+        ({ tenant, token: member } = await tenantWithMember('inference-team'));
+    });
+    await check('a training job registers a model', async () => {
+        const t = await http('POST', '/v1/jobs', member, {
+            type: 'training', name: 'web-mlp',
+            spec: {
+                model: { input: [1, 28, 28], layers: [{ type: 'flatten' }, { type: 'dense', units: 32 }, { type: 'relu' }, { type: 'dense', units: 10 }] },
+                dataset: { name: 'fashion-mnist' }, optimizer: { type: 'adam', lr: 0.001 }, batch_size: 64, steps: 200, seed: 1,
+            },
+        });
+        const done = await waitJob(member, t.id, 120000);
+        assert(done.state === 'succeeded', `training ${done.state}: ${done.error || ''}`);
+    });
+    await check('an inference job serves it', async () => {
+        serve = await http('POST', '/v1/jobs', member, {
+            type: 'inference', name: 'web-serve',
+            spec: { model: 'web-mlp', slo: { latency_ms: 50, percentile: 99 }, replicas: { min: 1, max: 2 } },
+        });
+        const until = Date.now() + 60000;
+        for (;;) {
+            try {
+                await http('GET', '/v2/models/web-mlp/ready', member);
+                break;
+            } catch (e) {
+                if (Date.now() > until) throw e;
+                await new Promise((r) => setTimeout(r, 200));
+            }
+        }
+    });
+    const page = await launch();
+    await check('member logs in and opens the job page', async () => {
+        await login(page, member, tenant.name);
+        await page.evaluate((id) => { location.hash = `#/jobs/${id}`; }, serve.id);
+        await page.waitForSelector('[data-testid="curves"]');
+    });
+    await check('predictions for a few seconds fill the rate, p99 and replicas (live)', async () => {
+        const body = { inputs: [{ name: 'input', shape: [1, 1, 28, 28], datatype: 'FP32', data: new Array(784).fill(0.5) }] };
+        const until = Date.now() + 6000;
+        let n = 0;
+        while (Date.now() < until) {
+            await http('POST', '/v2/models/web-mlp/infer', member, body);
+            n++;
+        }
+        assert(n > 20, `only ${n} predictions`);
+        await page.waitForFunction(() => /\d/.test(document.querySelector('[data-testid="fact-rate"]')?.textContent || ''), null, { timeout: 30000 });
+        await page.waitForFunction(() => /%/.test(document.querySelector('[data-testid="fact-slo_attainment"]')?.textContent || ''), null, { timeout: 30000 });
+        await page.waitForSelector('[data-testid="curve-rate"] canvas');
+        await page.waitForSelector('[data-testid="curve-p99_ms"] canvas');
+        await page.waitForFunction(() => /\d/.test(document.querySelector('[data-testid="fact-replicas"]')?.textContent || ''), null, { timeout: 30000 });
+    });
+    await screenshot('inference.png');
+    await check('cancel stops the job', async () => {
+        await http('POST', `/v1/jobs/${serve.id}/cancel`, member);
+        const j = await waitJob(member, serve.id, 30000);
+        assert(j.state === 'cancelled', j.state);
+    });
+    await check('no uncaught errors or CSP violations in the page', async () => {
+        const problems = await pageProblems();
+        assert(problems.length === 0, problems.join(' | '));
+    });
+}
+
+run(main, 240000);

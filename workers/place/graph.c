@@ -11,6 +11,7 @@
  * index, i.e. the lexicographically smallest order: deterministic, and for a
  * graph listed in execution order it is the listed order. */
 #include "workers/place/graph.h"
+#include "common/utf8.h"
 #include "workers/place/perr.h"
 
 #include <math.h>
@@ -266,7 +267,11 @@ static int edge_end(perr *e, const strmap *names, const json_t *obj, const char 
     if (!json_is_string(v)) return perr_fail(e, suffix, "must be an op name (string)");
     *out = -1;
     if (!memchr(json_string_value(v), '\0', json_string_length(v))) *out = strmap_get(names, json_string_value(v));
-    if (*out < 0) return perr_fail(e, suffix, "no op named '%.200s'", json_string_value(v));
+    if (*out < 0) {
+        char name[201]; /* cut to fit without splitting a character */
+        utf8_copy(name, sizeof(name), json_string_value(v));
+        return perr_fail(e, suffix, "no op named '%s'", name);
+    }
     return 0;
 }
 

@@ -98,7 +98,11 @@ static int parse_algorithms(perr *e, const json_t *spec, int *sel, int *n_sel)
         }
         int k = algo_find(name);
         known_names(known, sizeof known);
-        if (k < 0) return perr_fail(e, field, "unknown algorithm '%.64s' (known: %s)", name, known);
+        if (k < 0) {
+            char cut[65];
+            utf8_copy(cut, sizeof(cut), name);
+            return perr_fail(e, field, "unknown algorithm '%s' (known: %s)", cut, known);
+        }
         select_algo(sel, n_sel, k);
     }
     return 0;

@@ -13,6 +13,7 @@
 #include "common/paths.h"
 #include "workers/comm/ring.h"
 #include "workers/executor.h"
+#include "workers/train/backend.h"
 #include "workers/train/train.h"
 
 #include <errno.h>
@@ -109,6 +110,13 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     int world = (int)spec_long(ctx->task->spec, "workers", 1);
     gang g = {ctx, NULL, (int)spec_long(ctx->task->spec, "collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S) * 1000};
     train_hooks hooks = {.progress = on_metrics, .should_stop = should_stop, .ctx = &g, .rank = 0, .world = 1};
+    if (ctx->worker_kind && strcmp(ctx->worker_kind, "gpu") == 0) { /* a GPU worker trains on its GPU */
+        hooks.backend = train_backend_cuda();
+        if (!hooks.backend) {
+            snprintf(err, errlen, "this GPU worker has no usable CUDA device (or was built without CUDA)");
+            return EXEC_FAILED;
+        }
+    }
     if (world > 1) {
         ctx->progress(ctx, 0.0, "waiting for the other workers of the gang", NULL);
         char why[400];

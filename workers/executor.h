@@ -27,6 +27,7 @@ typedef struct exec_ctx {
     const char *advertise_host; /* where other workers reach this one (the ring all-reduce listens there) */
     rs_conn *redis;             /* inference replicas only: their requests and replies travel through Redis */
     const char *worker_id;
+    const char *worker_kind; /* "cpu" or "gpu": which backend a training job uses */
     void *opaque;
 } exec_ctx;
 

@@ -234,7 +234,7 @@ static void run_task(rs_conn *r, const char *raw)
     }
     set_running(t.job_id);
     run_state st = {r, 0, fence_generation, STOP_NONE, ""};
-    exec_ctx ctx = {&t, on_progress, on_cancelled, state_dir, on_rendezvous, OPT("advertise-host"), r, worker_id, &st};
+    exec_ctx ctx = {&t, on_progress, on_cancelled, state_dir, on_rendezvous, OPT("advertise-host"), r, worker_id, OPT("kind"), &st};
     json_t *result = NULL;
     char err[512] = "";
     int rc = -1;

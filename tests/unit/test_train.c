@@ -905,7 +905,7 @@ static int dp_should_stop(void *ctx)
 static void *dp_thread(void *arg)
 {
     dp_rank *me = arg;
-    train_hooks hooks = {NULL, dp_should_stop, me, me->rank, me->s->world, dp_allreduce};
+    train_hooks hooks = {NULL, dp_should_stop, me, me->rank, me->s->world, dp_allreduce, NULL};
     json_t *res = NULL;
     me->rc = train_run(me->spec, me->ckpt, &hooks, &res, me->err, sizeof me->err);
     json_t *m = json_object_get(res, "metrics");

@@ -43,5 +43,10 @@ typedef struct train_backend {
 } train_backend;
 
 const train_backend *train_backend_cpu(void);
+/* The GPU backend (backend_cuda.cu: cuBLAS plus our kernels, on CUDA managed
+ * memory so that host code may read weights between calls; every call ends
+ * with a device synchronisation).  NULL when this build has no CUDA or no
+ * device is usable. */
+const train_backend *train_backend_cuda(void);
 
 #endif

@@ -184,7 +184,7 @@ static int layer_build(train_model *m, train_layer *l, const json_t *L, train_rn
         l->size = (int)v;
         l->out_h = l->in_h / l->size, l->out_w = l->in_w / l->size;
         size_t out = (size_t)l->out_c * l->out_h * l->out_w;
-        if (!(l->arg = calloc((size_t)m->cap * out, sizeof(int32_t)))) return -1;
+        if (!(l->arg = (int32_t *)be->alloc((size_t)m->cap * out))) return -1; /* int32 and float have one size */
     } else {
         l->type = TRAIN_FLATTEN;
         l->out_c = (int)in, l->out_h = 1, l->out_w = 1;
@@ -242,7 +242,7 @@ void train_model_free(train_model *m)
         train_layer *l = &m->layers[i];
         m->be->free(l->W.w), m->be->free(l->W.g), m->be->free(l->b.w), m->be->free(l->b.g);
         m->be->free(l->y), m->be->free(l->dx), m->be->free(l->col), m->be->free(l->mask);
-        free(l->arg);
+        if (l->arg) m->be->free(l->arg);
     }
     free(m->layers);
     json_decref(m->arch);

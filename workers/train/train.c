@@ -214,9 +214,12 @@ static int evaluate(loop *L, double *loss, double *acc)
     long correct = 0;
     for (size_t i = lo; i < hi; i += (size_t)L->batch) {
         int b = (int)(hi - i < (size_t)L->batch ? hi - i : (size_t)L->batch);
-        const float *logits = train_model_forward(L->m, L->te.x + i * dim, b, false);
+        /* through the batch buffers: the backend's memory (a GPU's) may not reach the dataset's */
+        memcpy(L->xb, L->te.x + i * dim, sizeof(float) * (size_t)b * dim);
+        memcpy(L->yb, L->te.y + i, sizeof(int32_t) * (size_t)b);
+        const float *logits = train_model_forward(L->m, L->xb, b, false);
         int c;
-        sum += L->m->be->softmax_ce(b, k, logits, L->te.y + i, NULL, &c) * b;
+        sum += L->m->be->softmax_ce(b, k, logits, L->yb, NULL, &c) * b;
         correct += c;
     }
     float tot[2] = {(float)sum, (float)correct};
@@ -383,7 +386,8 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
     L.eval_every = get_long(spec, "eval_every_steps", 0);
     L.ckpt_every = get_long(spec, "checkpoint_every_steps", 0);
     L.progress_every = get_long(spec, "progress_every_steps", PROGRESS_EVERY);
-    L.m = train_model_create(json_object_get(spec, "model"), train_backend_cpu(), L.seed, (int)L.batch, err, el);
+    const train_backend *be = hooks && hooks->backend ? hooks->backend : train_backend_cpu();
+    L.m = train_model_create(json_object_get(spec, "model"), be, L.seed, (int)L.batch, err, el);
     if (!L.m) return -1;
     if (!(L.o = train_optim_create(json_object_get(spec, "optimizer"), L.m))) {
         snprintf(err, el, "out of memory");
@@ -394,9 +398,9 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
     L.spe = (long)((L.tr.n + (size_t)L.batch - 1) / (size_t)L.batch);
     L.total = json_object_get(spec, "steps") ? get_long(spec, "steps", 1) : get_long(spec, "epochs", 1) * L.spe;
     L.order = malloc(sizeof(size_t) * L.tr.n);
-    L.xb = malloc(sizeof(float) * (size_t)L.batch * L.tr.dim);
-    L.yb = malloc(sizeof(int32_t) * (size_t)L.batch);
-    L.dlogits = malloc(sizeof(float) * (size_t)L.batch * train_model_out_size(L.m));
+    L.xb = L.m->be->alloc((size_t)L.batch * L.tr.dim);
+    L.yb = (int32_t *)L.m->be->alloc((size_t)L.batch);
+    L.dlogits = L.m->be->alloc((size_t)L.batch * train_model_out_size(L.m));
     L.nred = train_model_param_count(L.m) + RED_TAIL;
     if (L.world > 1) L.red = malloc(sizeof(float) * L.nred);
     if (!L.order || !L.xb || !L.yb || !L.dlogits || (L.world > 1 && !L.red)) {
@@ -453,7 +457,12 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
                             (json_int_t)L.st.step, "samples_per_s", el_s > 0 ? L.run_samples / el_s : 0.0, "model", "architecture",
                             L.m->arch, "parameters", (json_int_t)train_model_param_count(L.m));
 out:
-    free(L.order), free(L.xb), free(L.yb), free(L.dlogits), free(L.red);
+    free(L.order), free(L.red);
+    if (L.m) {
+        if (L.xb) L.m->be->free(L.xb);
+        if (L.yb) L.m->be->free(L.yb);
+        if (L.dlogits) L.m->be->free(L.dlogits);
+    }
     train_data_free(&L.tr), train_data_free(&L.te);
     if (L.o) train_optim_free(L.o, L.m->be);
     train_model_free(L.m);

@@ -30,6 +30,8 @@ typedef struct {
      * 0, or -1 with err when a peer is lost or too slow).  world 0 or 1: alone. */
     int rank, world;
     int (*allreduce)(void *ctx, float *buf, size_t n, char *err, size_t err_len);
+    /* the math: NULL for the CPU backend; train_backend_cuda() on a GPU worker */
+    const struct train_backend *backend;
 } train_hooks;
 
 /* 0 when the spec is valid; else -1 with field (e.g. "spec.optimizer.lr") and message */

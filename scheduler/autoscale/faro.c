@@ -212,3 +212,55 @@ double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj
     free(s.memo), free(s.cap), free(s.u);
     return v;
 }
+
+static double load_of(const faro_job *j)
+{
+    double peak = 0;
+    for (int h = 0; h < (j->nh < 1 ? 1 : j->nh); h++)
+        peak = fmax(peak, j->rate[h]);
+    return peak * j->p;
+}
+
+static int by_load(const void *a, const void *b, void *arg)
+{
+    const faro_job *jobs = arg;
+    double x = load_of(&jobs[*(const int *)a]), y = load_of(&jobs[*(const int *)b]);
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void faro_solve_grouped(const faro_job *jobs, int n, double budget, faro_objective obj, int group_size, int *x)
+{
+    if (group_size < 2 || n <= group_size) {
+        faro_solve(jobs, n, budget, obj, x);
+        return;
+    }
+    int *order = malloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    qsort_r(order, (size_t)n, sizeof(int), by_load, (void *)jobs);
+    int groups = (n + group_size - 1) / group_size;
+    /* deal the jobs round-robin by load, so every group holds a mix of heavy and light jobs */
+    faro_job *g = malloc(sizeof(faro_job) * (size_t)group_size);
+    int *gx = malloc(sizeof(int) * (size_t)group_size), *member = malloc(sizeof(int) * (size_t)group_size);
+    double total_load = 0, mins = 0;
+    for (int i = 0; i < n; i++)
+        total_load += load_of(&jobs[i]), mins += jobs[i].cost * jobs[i].min;
+    double spare = budget - mins, left = budget;
+    for (int k = 0; k < groups; k++) {
+        int m = 0;
+        double gl = 0, gm = 0;
+        for (int r = k; r < n; r += groups) {
+            member[m] = order[r], g[m] = jobs[order[r]];
+            gl += load_of(&g[m]), gm += g[m].cost * g[m].min;
+            m++;
+        }
+        double share = gm + (spare > 0 ? spare * (total_load > 0 ? gl / total_load : 1.0 / groups) : 0);
+        if (k == groups - 1 || share > left) share = left; /* the last group takes what the others left */
+        faro_solve(g, m, share, obj, gx);
+        for (int i = 0; i < m; i++) {
+            x[member[i]] = gx[i];
+            left -= g[i].cost * gx[i];
+        }
+    }
+    free(order), free(g), free(gx), free(member);
+}

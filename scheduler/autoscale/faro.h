@@ -36,4 +36,10 @@ double faro_utility(const faro_job *j, int x);
  * objective value reached. */
 double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj, int *x);
 
+/* Hierarchical: above group_size jobs, the jobs are cut into groups of similar
+ * load, the budget is split between groups in proportion to their predicted
+ * load (each group first gets its minimums), and each group is solved alone;
+ * slots a group leaves go to the others.  At most group_size jobs: faro_solve. */
+void faro_solve_grouped(const faro_job *jobs, int n, double budget, faro_objective obj, int group_size, int *x);
+
 #endif

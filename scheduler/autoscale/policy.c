@@ -8,6 +8,7 @@
 #include <time.h>
 
 #define WINDOW 64        /* ticks of history kept per job (128 s) */
+#define FARO_GROUP 32    /* jobs per group of the hierarchical solve */
 #define UP_DELAY_S 30    /* sustained before scaling up */
 #define DOWN_DELAY_S 600 /* sustained before scaling down */
 #define HPA_SYNC_S 15    /* Kubernetes HPA: sync period, tolerance, scale-down stabilisation */
@@ -144,7 +145,7 @@ static void faro_round(as_policy *p, double capacity, const as_obs *obs, int *t)
                 fj[i].rate[h] = s->last_rate;
         }
     }
-    faro_solve(fj, p->n, capacity, objs[p->k], t);
+    faro_solve_grouped(fj, p->n, capacity, objs[p->k], FARO_GROUP, t);
     free(fj);
 }
 

@@ -119,6 +119,21 @@ static void test_utility_and_solver(void **state)
     for (int i = 0; i < 100; i++)
         total += xm[i];
     assert_true(total <= 400);
+    /* the hierarchical solve (groups of 20) stays within budget and close to the flat one */
+    int xg[100];
+    faro_solve(many, 100, 300, FARO_SUM, xm);
+    faro_solve_grouped(many, 100, 300, FARO_SUM, 20, xg);
+    double flat = 0, grouped = 0;
+    total = 0;
+    for (int i = 0; i < 100; i++) {
+        flat += faro_utility(&many[i], xm[i]);
+        grouped += faro_utility(&many[i], xg[i]);
+        total += xg[i];
+        assert_true(xg[i] >= many[i].min);
+    }
+    printf("100 jobs, 300 slots: flat utility %.2f, grouped %.2f\n", flat, grouped);
+    assert_true(total <= 300);
+    assert_true(grouped >= 0.97 * flat);
 }
 
 static void test_predictor(void **state)

@@ -5,12 +5,15 @@
  *
  * A job with spec.workers = N > 1 runs as a gang: the scheduler gives the same
  * task to N workers; each joins the rendezvous of the task's generation, forms
- * the TCP ring (workers/comm/ring.h) and runs train_run as its rank.  Rank 0
+ * the TCP ring (workers/comm/ring.h), or on GPU workers an NCCL communicator from
+ * rank 0's id shared through the rendezvous (workers/comm/gnccl.h), and runs
+ * train_run as its rank.  Rank 0
  * reports progress and the result; the others end silently.  When a peer is
  * lost or too slow the all-reduce fails within spec.collective_timeout_s and
  * every survivor answers EXEC_RETRY: the job is requeued once (as its next
  * generation) and resumes from the last checkpoint with the workers it gets. */
 #include "common/paths.h"
+#include "workers/comm/gnccl.h"
 #include "workers/comm/ring.h"
 #include "workers/executor.h"
 #include "workers/train/backend.h"
@@ -26,7 +29,9 @@
 
 typedef struct {
     exec_ctx *ctx;
-    ring *ring;
+    ring *ring;  /* CPU gangs */
+    gnccl *nccl; /* GPU gangs */
+    int rank;
     int timeout_ms;
 } gang;
 
@@ -34,7 +39,7 @@ static void on_metrics(void *arg, const json_t *m)
 {
     gang *g = arg;
     exec_ctx *ctx = g->ctx;
-    if (g->ring && ring_rank(g->ring) != 0) return; /* every rank has the same figures: rank 0 reports them */
+    if (g->rank != 0) return; /* every rank has the same figures: rank 0 reports them */
     double epochs = json_number_value(json_object_get(ctx->task->spec, "epochs"));
     double steps = json_number_value(json_object_get(ctx->task->spec, "steps"));
     double epoch = json_number_value(json_object_get(m, "epoch"));
@@ -57,7 +62,8 @@ static int should_stop(void *arg)
 static int on_allreduce(void *arg, float *buf, size_t n, char *err, size_t errlen)
 {
     gang *g = arg;
-    return ring_allreduce(g->ring, buf, n, g->timeout_ms, err, errlen);
+    return g->nccl ? gnccl_allreduce(g->nccl, buf, n, g->timeout_ms, err, errlen)
+                   : ring_allreduce(g->ring, buf, n, g->timeout_ms, err, errlen);
 }
 
 static int copy_file(const char *from, const char *to)
@@ -93,8 +99,24 @@ static int form_gang(exec_ctx *ctx, int world, gang *g, char *err, size_t errlen
         return -1;
     }
     snprintf(token, sizeof(token), "%s:%d", ctx->task->job_id, ctx->task->attempt);
+    g->rank = m.rank;
     g->ring = ring_connect(fd, m.rank, world, m.addrs[(m.rank + 1) % world], token, rdv_ms, err, errlen);
     return g->ring ? 0 : -1;
+}
+
+/* GPU workers: ranks from the rendezvous, rank 0's NCCL id through it, then the communicator */
+static int form_gpu_gang(exec_ctx *ctx, int world, gang *g, char *err, size_t errlen)
+{
+    int rdv_ms = (int)spec_long(ctx->task->spec, "rendezvous_timeout_s", DEFAULT_RENDEZVOUS_TIMEOUT_S) * 1000;
+    rdv_members m;
+    char id[GNCCL_ID_HEX];
+    if (ctx->rendezvous(ctx, world, "nccl", rdv_ms, &m, err, errlen) != 0) return -1;
+    g->rank = m.rank;
+    if (m.rank == 0 ? gnccl_unique_id(id, err, errlen) != 0 || ctx->gang_put(ctx, "nccl_id", id) != 0
+                    : ctx->gang_get(ctx, "nccl_id", rdv_ms, id, sizeof(id), err, errlen) != 0)
+        return -1;
+    g->nccl = gnccl_init(id, m.rank, world, rdv_ms, err, errlen);
+    return g->nccl ? 0 : -1;
 }
 
 int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
@@ -108,7 +130,7 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     snprintf(ckpt, sizeof(ckpt), "%s/checkpoint", dir);
     int world = (int)spec_long(ctx->task->spec, "workers", 1);
-    gang g = {ctx, NULL, (int)spec_long(ctx->task->spec, "collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S) * 1000};
+    gang g = {ctx, NULL, NULL, 0, (int)spec_long(ctx->task->spec, "collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S) * 1000};
     train_hooks hooks = {.progress = on_metrics, .should_stop = should_stop, .ctx = &g, .rank = 0, .world = 1};
     if (ctx->worker_kind && strcmp(ctx->worker_kind, "gpu") == 0) { /* a GPU worker trains on its GPU */
         hooks.backend = train_backend_cuda();
@@ -120,16 +142,19 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     if (world > 1) {
         ctx->progress(ctx, 0.0, "waiting for the other workers of the gang", NULL);
         char why[400];
-        if (form_gang(ctx, world, &g, why, sizeof(why)) != 0) {
+        if ((hooks.backend ? form_gpu_gang : form_gang)(ctx, world, &g, why, sizeof(why)) != 0) {
             snprintf(err, errlen, "could not form the gang of %d workers: %s", world, why);
+            if (g.ring) ring_close(g.ring);
+            if (g.nccl) gnccl_destroy(g.nccl);
             return EXEC_RETRY;
         }
-        hooks.rank = ring_rank(g.ring), hooks.world = world, hooks.allreduce = on_allreduce;
+        hooks.rank = g.rank, hooks.world = world, hooks.allreduce = on_allreduce;
     }
     if (hooks.rank == 0) ctx->progress(ctx, 0.0, world > 1 ? "gang formed; loading data" : "loading data", NULL);
     int rc = train_run(ctx->task->spec, ckpt, &hooks, result, err, errlen);
     int rank = hooks.rank;
     if (g.ring) ring_close(g.ring);
+    if (g.nccl) gnccl_destroy(g.nccl);
     if (rc == 1) { /* stopped: by our own cancel/preempt check, or by a peer's vote (the worker tells which) */
         snprintf(err, errlen, "stopped");
         return world > 1 ? EXEC_RETRY : EXEC_FAILED;

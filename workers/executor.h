@@ -24,6 +24,9 @@ typedef struct exec_ctx {
     /* gangs (task->slots > 1): joins this generation's rendezvous (workers/rendezvous.h) */
     int (*rendezvous)(struct exec_ctx *ctx, int world, const char *addr, int timeout_ms, rdv_members *out, char *err,
                       size_t errlen);
+    /* a value shared by the gang's generation (rank 0's NCCL id): put, or wait for it */
+    int (*gang_put)(struct exec_ctx *ctx, const char *field, const char *value);
+    int (*gang_get)(struct exec_ctx *ctx, const char *field, int timeout_ms, char *out, size_t outlen, char *err, size_t errlen);
     const char *advertise_host; /* where other workers reach this one (the ring all-reduce listens there) */
     rs_conn *redis;             /* inference replicas only: their requests and replies travel through Redis */
     const char *worker_id;

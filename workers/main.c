@@ -217,6 +217,18 @@ static bool rdv_stop(void *arg)
     return ctx->cancelled(ctx);
 }
 
+static int on_gang_put(exec_ctx *ctx, const char *field, const char *value)
+{
+    run_state *st = ctx->opaque;
+    return rdv_put(st->r, ctx->task->job_id, ctx->task->attempt, field, value);
+}
+
+static int on_gang_get(exec_ctx *ctx, const char *field, int timeout_ms, char *out, size_t outlen, char *err, size_t errlen)
+{
+    run_state *st = ctx->opaque;
+    return rdv_get(st->r, ctx->task->job_id, ctx->task->attempt, field, timeout_ms, rdv_stop, ctx, out, outlen, err, errlen);
+}
+
 static int on_rendezvous(exec_ctx *ctx, int world, const char *addr, int timeout_ms, rdv_members *out, char *err, size_t errlen)
 {
     run_state *st = ctx->opaque;
@@ -234,7 +246,8 @@ static void run_task(rs_conn *r, const char *raw)
     }
     set_running(t.job_id);
     run_state st = {r, 0, fence_generation, STOP_NONE, ""};
-    exec_ctx ctx = {&t, on_progress, on_cancelled, state_dir, on_rendezvous, OPT("advertise-host"), r, worker_id, OPT("kind"), &st};
+    exec_ctx ctx = {&t, on_progress, on_cancelled, state_dir, on_rendezvous, on_gang_put, on_gang_get, OPT("advertise-host"),
+                    r,  worker_id,   OPT("kind"),  &st};
     json_t *result = NULL;
     char err[512] = "";
     int rc = -1;

@@ -112,3 +112,40 @@ void rdv_abort(rs_conn *r, const char *job_id, int generation, const char *reaso
     freeReplyObject(rs_command(r, "HSETNX %s abort %s", key, reason));
     freeReplyObject(rs_command(r, "PEXPIRE %s %d", key, RDV_TTL_MS));
 }
+
+int rdv_put(rs_conn *r, const char *job_id, int generation, const char *field, const char *value)
+{
+    char key[192];
+    key_of(key, sizeof(key), job_id, generation);
+    redisReply *rep = rs_command(r, "HSET %s val:%s %s", key, field, value);
+    int ok = rep && rep->type == REDIS_REPLY_INTEGER;
+    freeReplyObject(rep);
+    return ok ? 0 : -1;
+}
+
+int rdv_get(rs_conn *r, const char *job_id, int generation, const char *field, int timeout_ms, bool (*stop)(void *arg),
+            void *stop_arg, char *out, size_t outlen, char *err, size_t errlen)
+{
+    char key[192];
+    key_of(key, sizeof(key), job_id, generation);
+    int64_t deadline = clock_mono_us() + (int64_t)timeout_ms * 1000;
+    for (;;) {
+        redisReply *rep = rs_command(r, "HMGET %s val:%s abort", key, field);
+        int got = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 && rep->element[0]->type == REDIS_REPLY_STRING;
+        int aborted = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 && rep->element[1]->type == REDIS_REPLY_STRING;
+        if (got) snprintf(out, outlen, "%s", rep->element[0]->str);
+        if (aborted) snprintf(err, errlen, "rendezvous aborted by a member: %s", rep->element[1]->str);
+        freeReplyObject(rep);
+        if (got) return 0;
+        if (aborted) return -1;
+        if (stop && stop(stop_arg)) {
+            snprintf(err, errlen, "rendezvous: stopped while waiting for '%s'", field);
+            return -1;
+        }
+        if (clock_mono_us() > deadline) {
+            snprintf(err, errlen, "rendezvous: no '%s' from rank 0 within %d ms", field, timeout_ms);
+            return -1;
+        }
+        usleep(RDV_POLL_US);
+    }
+}

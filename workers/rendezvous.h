@@ -29,6 +29,12 @@ typedef struct {
 int rdv_join(rs_conn *r, const char *job_id, int generation, int world, const char *addr, const char *worker_id, int timeout_ms,
              bool (*stop)(void *arg), void *stop_arg, rdv_members *out, char *err, size_t errlen);
 
+/* A value the members of a generation share (e.g. rank 0's NCCL id): put sets
+ * it, get waits for it until the deadline (or `stop`).  0, or -1 with err. */
+int rdv_put(rs_conn *r, const char *job_id, int generation, const char *field, const char *value);
+int rdv_get(rs_conn *r, const char *job_id, int generation, const char *field, int timeout_ms, bool (*stop)(void *arg),
+            void *stop_arg, char *out, size_t outlen, char *err, size_t errlen);
+
 /* Tells the other members of this generation to give up (a member failed before training). */
 void rdv_abort(rs_conn *r, const char *job_id, int generation, const char *reason);
 

@@ -402,7 +402,7 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
     L.yb = (int32_t *)L.m->be->alloc((size_t)L.batch);
     L.dlogits = L.m->be->alloc((size_t)L.batch * train_model_out_size(L.m));
     L.nred = train_model_param_count(L.m) + RED_TAIL;
-    if (L.world > 1) L.red = malloc(sizeof(float) * L.nred);
+    if (L.world > 1) L.red = L.m->be->alloc(L.nred); /* the backend's memory: NCCL reduces it on the GPU */
     if (!L.order || !L.xb || !L.yb || !L.dlogits || (L.world > 1 && !L.red)) {
         snprintf(err, el, "out of memory");
         goto out;
@@ -457,8 +457,9 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
                             (json_int_t)L.st.step, "samples_per_s", el_s > 0 ? L.run_samples / el_s : 0.0, "model", "architecture",
                             L.m->arch, "parameters", (json_int_t)train_model_param_count(L.m));
 out:
-    free(L.order), free(L.red);
+    free(L.order);
     if (L.m) {
+        if (L.red) L.m->be->free(L.red);
         if (L.xb) L.m->be->free(L.xb);
         if (L.yb) L.m->be->free(L.yb);
         if (L.dlogits) L.m->be->free(L.dlogits);

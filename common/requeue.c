@@ -15,6 +15,14 @@
     "  local job = string.match(raw, '\"job_id\":\"([^\"]+)\"') "                                                                  \
     "  if not job then return 0 end "                                                                                              \
     "  local cur = tonumber(string.match(raw, '\"attempt\":(%d+)') or '0') "                                                       \
+    "  if string.find(raw, '\"type\":\"inference\"', 1, true) and "                                                                \
+    "     redis.call('HEXISTS', '" K_INFER_JOBS "', job) == 1 then "                                                               \
+    "    local note = {id = 'e_' .. job .. '_' .. (ms % 100000000), job_id = job, ts = ms, source = source, "                      \
+    "                  worker = worker, progress = -1, state = '', "                                                               \
+    "                  reason = why .. '; a replica of an inference job: the autoscaler starts another'} "                         \
+    "    redis.call('XADD', '" K_EVENTS_STREAM "', 'MAXLEN', '~', " MAXLEN_STR ", '*', 'event', cjson.encode(note)) "              \
+    "    return 1 "                                                                                                                \
+    "  end "                                                                                                                       \
     "  if not redis.call('SET', '" K_RETRY_PREFIX "' .. job .. ':' .. cur, 'requeued', 'NX', 'EX', " MARKER_TTL_STR ") then "      \
     "    return 0 "                                                                                                                \
     "  end "                                                                                                                       \

@@ -6,7 +6,10 @@
  * event saying why) or, past the attempt limit, fails the job (a "failed"
  * event).  The marker is what lets every member of a gang, the scheduler that
  * saw a member's heartbeat expire and a preempted member all try to requeue the
- * same job: the first one does, the rest do nothing.
+ * same job: the first one does, the rest do nothing.  A lost replica of an
+ * inference job the autoscaler knows (gantry:infer:jobs) is not requeued: an
+ * event says so and the autoscaler starts another replica, while the job's
+ * other replicas keep serving.
  *
  * Callers: the scheduler when a worker's heartbeat expired, a worker that finds
  * it was declared dead (it stops first) or restarts, a preempted worker, and

@@ -209,3 +209,30 @@ def test_autoscaler_follows_a_compressed_trace():
         for _, jid, n in sorted(changes):  # never more replicas at once than workers
             now[jid] = n
             assert sum(now.values()) <= 4, changes
+
+
+def test_lost_replica_is_replaced_while_the_others_serve():
+    """SIGKILL the worker of one of two replicas: the job is not requeued (the other replica keeps
+    answering), and the autoscaler starts a replacement on the free worker"""
+    with Stack(workers=3, scheduler_args=["--autoscale-control-s", "10"]) as s:
+        _, tok = s.tenant("replicas")
+        trained_model(s, tok, "kept")
+        jid = s.submit(tok, serve_job("kept", replicas=2, timeout_ms=2000))
+        s.wait_state(tok, jid, "running", timeout=60)
+        running = wait_until("two replicas", lambda: (w := {e["source"] for e in s.events(tok, jid)
+                                                         if e["reason"].startswith("replica ready")}) and len(w) == 2 and w, 30)
+        data, _ = fmnist_samples(1)
+        victim = sorted(running)[0].split(":", 1)[1]
+        s.kill("worker" + victim[len("w_test"):])
+        t0, codes = time.time(), {}
+        while time.time() - t0 < 12:
+            r = s.post("/v2/models/kept/infer", tok, infer_body(data, 1))
+            codes[r.status] = codes.get(r.status, 0) + 1
+        assert codes.get(200, 0) > 10 and set(codes) <= {200, 504}, codes
+        wait_until("a replacement replica", lambda: len({e["source"] for e in s.events(tok, jid)
+                                                          if e["reason"].startswith("replica ready")}) == 3, 30)
+        ev = s.events(tok, jid)
+        assert s.job(tok, jid)["state"] == "running"
+        assert not [e for e in ev if e["state"] == "queued" and e["reason"] != "accepted"], "the job was requeued"
+        assert any("the autoscaler starts another" in e["reason"] for e in ev), [e["reason"] for e in ev]
+        assert s.post("/v2/models/kept/infer", tok, infer_body(data, 1)).status == 200

@@ -208,29 +208,31 @@ void api_job_get(http_ctx *c)
     http_reply_json(c, 200, job);
 }
 
-void api_job_events(http_ctx *c)
+/* the job of the path, when the caller may see it; else a 404 is sent and NULL returned */
+static const char *visible_job(http_ctx *c)
 {
     const char *id = http_param(c, 0);
     json_t *job = jobs_get_json(c->srv->db, id, scope(c), false);
     if (!job) {
         http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
-        return;
+        return NULL;
     }
     json_decref(job);
-    http_reply_json(c, 200, jobs_events_json(c->srv->db, id));
+    return id;
+}
+
+void api_job_events(http_ctx *c)
+{
+    const char *id = visible_job(c);
+    if (id) http_reply_json(c, 200, jobs_events_json(c->srv->db, id));
 }
 
 #define METRICS_MAX_POINTS 5000
 
 void api_job_metrics(http_ctx *c)
 {
-    const char *id = http_param(c, 0);
-    json_t *job = jobs_get_json(c->srv->db, id, scope(c), false);
-    if (!job) {
-        http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
-        return;
-    }
-    json_decref(job);
+    const char *id = visible_job(c);
+    if (!id) return;
     json_t *m = jobs_metrics_json(c->srv->db, id, METRICS_MAX_POINTS);
     if (!m) {
         http_error(c, GERR_INTERNAL, NULL, "could not read the job's metrics");

@@ -10,7 +10,8 @@
  *     no reduction: the ceiling of any ring algorithm on this machine;
  *   all-reduce: ring_allreduce on `size` bytes of floats; bus bandwidth =
  *     2(n-1)/n x size / time (the NCCL-tests definition).
- * Times are the slowest rank's, median of the reps.  Prints a markdown table. */
+ * The two alternate rep by rep (this VM's loopback throughput swings between
+ * runs).  Times are the slowest rank's, median of the reps.  Prints a markdown table. */
 #include "workers/comm/ring.h"
 
 #include <errno.h>
@@ -112,15 +113,14 @@ static void rank_main(int r, int w, int lfd_ring, const int *ring_ports, int lfd
     /* warm-up, then barrier-like all-reduce of one float before each timed rep */
     ring_allreduce(rg, buf, n, 10000, err, sizeof(err));
     float one = 1;
+    /* raw and all-reduce alternate, so that both meet the same conditions on a noisy machine */
     for (int k = 0; k < reps; k++) {
         ring_allreduce(rg, &one, 1, 10000, err, sizeof(err));
         double t0 = now();
         raw_exchange(nxt, prv, sbuf, rbuf, link);
         times[k] = now() - t0;
-    }
-    for (int k = 0; k < reps; k++) {
         ring_allreduce(rg, &one, 1, 10000, err, sizeof(err));
-        double t0 = now();
+        t0 = now();
         if (ring_allreduce(rg, buf, n, 10000, err, sizeof(err))) {
             fprintf(stderr, "rank %d: %s\n", r, err);
             exit(1);

@@ -315,13 +315,21 @@ static void chunk(size_t n, int w, int c, size_t *off, size_t *len)
     *len = q + (cc < rem ? 1 : 0);
 }
 
+/* The fused schedule.  Rank r sends chunks S_k = (r - k) mod w and receives
+ * R_k = (r - 1 - k) mod w, k = 0 .. 2w-3: the first w-1 chunks received are
+ * added into buf (reduce-scatter), the others overwrite it (all-gather).  Every
+ * chunk sent after the first is the one received just before it, so sending
+ * waits only for what has been received and reduced, segment by segment: the
+ * steps and the two phases overlap instead of waiting for each other.  A chunk
+ * is overwritten only at offsets this rank has already sent (what arrives there
+ * was built from what it sent), so nothing is overwritten before it leaves. */
 int ring_allreduce(ring *r, float *buf, size_t n, int timeout_ms, char *err, size_t errlen)
 {
     if (r->broken) {
         snprintf(err, errlen, "all-reduce: the ring is broken by an earlier error");
         return -1;
     }
-    int w = r->world;
+    int w = r->world, steps = 2 * (w - 1);
     if (w == 1 || n == 0) return 0;
     size_t maxc = n / (size_t)w + 1;
     if (r->tmp_n < maxc) {
@@ -332,23 +340,68 @@ int ring_allreduce(ring *r, float *buf, size_t n, int timeout_ms, char *err, siz
         }
         r->tmp = t, r->tmp_n = maxc;
     }
-    /* reduce-scatter: after w-1 steps rank r holds the sum of chunk r+1 */
-    for (int s = 0; s < w - 1; s++) {
+    int prev = (r->rank + w - 1) % w, next = (r->rank + 1) % w;
+    size_t first_off, first_len;
+    chunk(n, w, r->rank, &first_off, &first_len);
+    int ks = 0, kr = 0;                       /* chunks of the sequences in progress */
+    size_t off_s = 0, off_r = 0, red_r = 0;   /* bytes: sent, received, processed in them */
+    size_t sent = 0, processed = 0;           /* bytes in total */
+    size_t limit = first_len * sizeof(float); /* what may be sent: the first chunk, then what was processed */
+    while (ks < steps || kr < steps) {
         size_t so, sl, ro, rl;
-        chunk(n, w, ((r->rank - s) % w + w) % w, &so, &sl);
-        chunk(n, w, ((r->rank - s - 1) % w + w) % w, &ro, &rl);
-        if (pump(r, (const char *)(buf + so), sl * sizeof(float), NULL, rl * sizeof(float), buf + ro, false, timeout_ms, err,
-                 errlen))
+        chunk(n, w, ((r->rank - ks) % w + w) % w, &so, &sl);
+        chunk(n, w, ((r->rank - 1 - kr) % w + w) % w, &ro, &rl);
+        if (ks < steps && off_s == sl * sizeof(float)) { /* next chunk to send (also skips empty ones) */
+            ks++, off_s = 0;
+            continue;
+        }
+        if (kr < steps && off_r == rl * sizeof(float)) {
+            kr++, off_r = red_r = 0;
+            continue;
+        }
+        struct pollfd p[2];
+        int np = 0, is = -1, ir = -1;
+        if (ks < steps && sent < limit) is = np, p[np++] = (struct pollfd){r->next, POLLOUT, 0};
+        if (kr < steps) ir = np, p[np++] = (struct pollfd){r->prev, POLLIN, 0};
+        int rc = poll(p, (nfds_t)np, timeout_ms);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc <= 0) {
+            snprintf(err, errlen, "no progress for %d ms (rank %d %s)", timeout_ms, kr < steps ? prev : next,
+                     kr < steps ? "(previous) sent nothing" : "(next) took nothing");
             return fail(r, "all-reduce", err, errlen);
-    }
-    /* all-gather: the summed chunks travel once around the ring */
-    for (int s = 0; s < w - 1; s++) {
-        size_t so, sl, ro, rl;
-        chunk(n, w, ((r->rank + 1 - s) % w + w) % w, &so, &sl);
-        chunk(n, w, ((r->rank - s) % w + w) % w, &ro, &rl);
-        if (pump(r, (const char *)(buf + so), sl * sizeof(float), (char *)(buf + ro), rl * sizeof(float), NULL, false, timeout_ms,
-                 err, errlen))
-            return fail(r, "all-reduce", err, errlen);
+        }
+        if (is >= 0 && p[is].revents) {
+            size_t want = sl * sizeof(float) - off_s;
+            if (want > limit - sent) want = limit - sent;
+            if (want > RING_SEGMENT) want = RING_SEGMENT;
+            ssize_t k = send(r->next, (const char *)(buf + so) + off_s, want, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (k < 0 && errno != EAGAIN && errno != EINTR) {
+                snprintf(err, errlen, "rank %d (next) is gone: %s", next, strerror(errno));
+                return fail(r, "all-reduce", err, errlen);
+            }
+            if (k > 0) off_s += (size_t)k, sent += (size_t)k, r->sent += (unsigned long long)k;
+        }
+        if (ir >= 0 && p[ir].revents) {
+            int reduce = kr < w - 1;
+            size_t want = rl * sizeof(float) - off_r;
+            if (want > RING_SEGMENT) want = RING_SEGMENT;
+            char *dst = reduce ? (char *)r->tmp : (char *)(buf + ro);
+            ssize_t k = recv(r->prev, dst + off_r, want, MSG_DONTWAIT);
+            if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
+                snprintf(err, errlen, "rank %d (previous) closed the connection%s%s", prev, k < 0 ? ": " : "",
+                         k < 0 ? strerror(errno) : "");
+                return fail(r, "all-reduce", err, errlen);
+            }
+            if (k > 0) {
+                off_r += (size_t)k;
+                size_t upto = reduce ? off_r / sizeof(float) * sizeof(float) : off_r;
+                if (reduce) /* add the whole floats that arrived */
+                    for (size_t f = red_r / sizeof(float); f < upto / sizeof(float); f++)
+                        buf[ro + f] += r->tmp[f];
+                processed += upto - red_r, red_r = upto;
+                limit = first_len * sizeof(float) + processed;
+            }
+        }
     }
     return 0;
 }

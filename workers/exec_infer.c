@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define POLL_MS 100          /* longest wait for a request before checking for a stop */
 #define CONTROL_EVERY_MS 500 /* cancel / superseded checks */
@@ -76,6 +77,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             next_stats = now + STATS_EVERY_MS;
         }
         int n = serve_io_pop(ctx->redis, ctx->task->job_id, s.max_batch, POLL_MS, s.batch_delay_ms, batch);
+        if (n < 0) usleep(POLL_MS * 1000); /* Redis unreachable: wait as a pop would, do not spin */
         if (n <= 0) continue;
         int64_t t0 = clock_mono_us();
         for (int i = 0; i < n; i++)

@@ -982,6 +982,48 @@ static void test_train_dp_peer_lost_and_stop(void **state)
     json_decref(spec);
 }
 
+/* The data state of elastic training (Tenplex's idea): (seed, epoch, samples consumed, global batch)
+ * decides every sample's place; the world may change at any step.  Property: over random sequences
+ * of resizes every sample is used exactly once per epoch, every step takes one global batch (the last
+ * of an epoch may be short), and the ranks' slices of a step partition it. */
+static void test_data_state_under_resizes(void **state)
+{
+    (void)state;
+    train_rng r = {99};
+    for (int trial = 0; trial < 200; trial++) {
+        size_t n = 1 + train_rng_below(&r, 300), batch = 1 + train_rng_below(&r, 40);
+        size_t *order = malloc(sizeof(size_t) * n);
+        int *seen = calloc(n, sizeof(int));
+        uint64_t seed = train_rng_below(&r, 1000);
+        for (uint64_t epoch = 0; epoch < 3; epoch++) {
+            train_shuffle(order, n, seed, epoch);
+            memset(seen, 0, sizeof(int) * n);
+            size_t pos = 0; /* the data state: samples of the epoch consumed */
+            int world = 1 + (int)train_rng_below(&r, 8);
+            while (pos < n) {
+                if (train_rng_below(&r, 4) == 0) world = 1 + (int)train_rng_below(&r, 8); /* a resize */
+                size_t len = n - pos < batch ? n - pos : batch, covered = 0;
+                if (len < batch) assert_true(pos + len == n); /* only the epoch's last batch is short */
+                for (int rank = 0; rank < world; rank++) {
+                    size_t b, e;
+                    train_shard(len, rank, world, &b, &e);
+                    assert_true(b <= e && e <= len);
+                    assert_int_equal(b, covered); /* slices in rank order, no gap, no overlap */
+                    covered = e;
+                    for (size_t i = b; i < e; i++)
+                        seen[order[pos + i]]++;
+                }
+                assert_int_equal(covered, len);
+                pos += len;
+            }
+            for (size_t i = 0; i < n; i++)
+                if (seen[i] != 1) fail_msg("trial %d epoch %d: sample %zu used %d times", trial, (int)epoch, i, seen[i]);
+        }
+        free(order);
+        free(seen);
+    }
+}
+
 static int cleanup(void **state)
 {
     (void)state;
@@ -1018,6 +1060,7 @@ int main(void)
         cmocka_unit_test(test_train_errors),
         cmocka_unit_test(test_train_data_parallel),
         cmocka_unit_test(test_train_dp_peer_lost_and_stop),
+        cmocka_unit_test(test_data_state_under_resizes),
     };
     return cmocka_run_group_tests(tests, NULL, cleanup);
 }

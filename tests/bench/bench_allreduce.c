@@ -6,12 +6,14 @@
  * Each rank is a process (as the training workers are).  For every world size:
  *   raw ring TCP: every rank streams to the next rank, at the same time, the
  *     bytes an all-reduce moves per link (2(n-1)/n x size), from one buffer of
- *     that size into another, with plain send/recv over nonblocking sockets and
- *     no reduction: the ceiling of any ring algorithm on this machine;
+ *     that size into another, with plain send/recv over nonblocking sockets (calls
+ *     of up to RAW_CALL bytes, its best here) and no reduction: the ceiling of any
+ *     ring algorithm on this machine;
  *   all-reduce: ring_allreduce on `size` bytes of floats; bus bandwidth =
  *     2(n-1)/n x size / time (the NCCL-tests definition).
  * The two alternate rep by rep (this VM's loopback throughput swings between
- * runs).  Times are the slowest rank's, median of the reps.  Prints a markdown table. */
+ * runs).  Times are the slowest rank's, median of the reps.  Prints a markdown table,
+ * after one line for context: a single stream between two processes on loopback. */
 #include "workers/comm/ring.h"
 
 #include <errno.h>
@@ -28,6 +30,7 @@
 
 #define MAXW 16
 #define MAXREPS 64
+#define RAW_CALL ((size_t)4 << 20) /* bytes per raw send/recv: the socket buffer (256 KiB calls ran ~15% slower) */
 
 static double now(void)
 {
@@ -53,12 +56,11 @@ static void raw_exchange(int next, int prev, char *sbuf, char *rbuf, size_t byte
             exit(1);
         }
         if (p[0].revents & POLLOUT) {
-            ssize_t k =
-                send(next, sbuf + sent, bytes - sent < (256 << 10) ? bytes - sent : (256 << 10), MSG_DONTWAIT | MSG_NOSIGNAL);
+            ssize_t k = send(next, sbuf + sent, bytes - sent < RAW_CALL ? bytes - sent : RAW_CALL, MSG_DONTWAIT | MSG_NOSIGNAL);
             if (k > 0) sent += (size_t)k;
         }
         if (p[1].revents & POLLIN) {
-            ssize_t k = recv(prev, rbuf + got, bytes - got < (256 << 10) ? bytes - got : (256 << 10), MSG_DONTWAIT);
+            ssize_t k = recv(prev, rbuf + got, bytes - got < RAW_CALL ? bytes - got : RAW_CALL, MSG_DONTWAIT);
             if (k == 0) exit(1);
             if (k > 0) got += (size_t)k;
         }
@@ -87,6 +89,47 @@ static int tcp_dial(int port)
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (connect(fd, (struct sockaddr *)&a, sizeof(a))) exit(1);
     return fd;
+}
+
+/* one process streams `bytes` to another, a go byte before each rep; GB/s, median of reps */
+static double single_stream(size_t bytes, int reps)
+{
+    int port, lfd = tcp_listen(&port);
+    char *data = malloc(bytes);
+    memset(data, 3, bytes);
+    pid_t pid = fork();
+    if (pid == 0) { /* the sender */
+        close(lfd);
+        int fd = tcp_dial(port);
+        char go;
+        for (int k = 0; k < reps; k++) {
+            if (recv(fd, &go, 1, MSG_WAITALL) != 1) exit(1);
+            for (size_t sent = 0; sent < bytes;) {
+                ssize_t n = send(fd, data + sent, bytes - sent < RAW_CALL ? bytes - sent : RAW_CALL, MSG_NOSIGNAL);
+                if (n <= 0) exit(1);
+                sent += (size_t)n;
+            }
+        }
+        exit(0);
+    }
+    int fd = accept(lfd, NULL, NULL);
+    close(lfd);
+    double t[MAXREPS];
+    for (int k = 0; k < reps; k++) {
+        double t0 = now();
+        if (fd < 0 || send(fd, "g", 1, MSG_NOSIGNAL) != 1) exit(1);
+        for (size_t got = 0; got < bytes;) {
+            ssize_t n = recv(fd, data + got, bytes - got < RAW_CALL ? bytes - got : RAW_CALL, 0);
+            if (n <= 0) exit(1);
+            got += (size_t)n;
+        }
+        t[k] = now() - t0;
+    }
+    close(fd);
+    waitpid(pid, NULL, 0);
+    free(data);
+    qsort(t, (size_t)reps, sizeof(double), cmp);
+    return (double)bytes / t[reps / 2] / 1e9;
 }
 
 /* rank r's work; writes reps raw times then reps all-reduce times to `out` */
@@ -147,8 +190,10 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t bytes = (size_t)(mib * 1024 * 1024) / sizeof(float) * sizeof(float);
+    fflush(stdout); /* before fork: the children must not print again what is buffered */
+    printf("Single-stream loopback TCP (one process to another, %.0f MiB): %.2f GB/s\n\n", mib, single_stream(bytes, reps));
     printf("| ranks | size | raw ring TCP per link | all-reduce bus bandwidth | ratio |\n|---|---|---|---|---|\n");
-    fflush(stdout); /* before fork: the children must not print it again */
+    fflush(stdout);
     for (char *tok = strtok(worlds, ","); tok; tok = strtok(NULL, ",")) {
         int w = atoi(tok);
         if (w < 2 || w > MAXW) continue;

@@ -5,7 +5,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +84,10 @@ static void run_ring(rank_t *ranks, int world, int (*body)(void *), const char *
     pthread_t th[MAXW];
     for (int r = 0; r < world; r++) {
         char err[256];
-        ranks[r].listen_fd = ring_listen("127.0.0.1", &ports[r], err, sizeof err);
+        if (!ranks[r].port) /* else the test made the listener already */
+            ranks[r].listen_fd = ring_listen("127.0.0.1", &ranks[r].port, err, sizeof err);
         assert_true(ranks[r].listen_fd >= 0);
+        ports[r] = ranks[r].port;
         ranks[r].rank = r, ranks[r].world = world, ranks[r].body = body, ranks[r].ready = &ready, ranks[r].ports = ports;
         ranks[r].token = tokens ? tokens[r] : "job:0";
         if (!ranks[r].timeout_ms) ranks[r].timeout_ms = 5000;
@@ -99,10 +103,10 @@ static void test_allreduce_sums(void **state)
 {
     (void)state;
     int fds = count_fds();
-    size_t sizes[] = {0, 1, 3, 4, 7, 1000, 1000003};
+    size_t sizes[] = {0, 1, 3, 0 /* world - 1 */, 7, 1000, 1000003};
     for (int w = 1; w <= MAXW; w++)
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-            size_t n = sizes[si];
+            size_t n = si == 3 ? (size_t)w - 1 : sizes[si];
             rank_t ranks[MAXW] = {0};
             for (int r = 0; r < w; r++) {
                 ranks[r].n = n;
@@ -187,6 +191,7 @@ static void test_broadcast(void **state)
 static void test_wrong_token_rejected(void **state)
 {
     (void)state;
+    int fds = count_fds();
     const char *tokens[] = {"job:1", "job:2"}; /* another generation */
     rank_t ranks[2] = {0};
     for (int r = 0; r < 2; r++)
@@ -199,6 +204,55 @@ static void test_wrong_token_rejected(void **state)
         free(ranks[r].buf);
     }
     assert_true(now() - t0 < 3.0);
+    assert_int_equal(count_fds(), fds);
+}
+
+static int connect_port(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+/* rank 0's backlog holds, before its real peer: a rank of an earlier generation
+ * (another token), a stranger sending garbage and one sending nothing; rank 0
+ * drops each and the ring still forms */
+static void test_stray_then_peer_connects(void **state)
+{
+    (void)state;
+    int fds = count_fds();
+    rank_t ranks[2] = {0};
+    char err[256], addr[64];
+    ranks[0].listen_fd = ring_listen("127.0.0.1", &ranks[0].port, err, sizeof err);
+    assert_true(ranks[0].listen_fd >= 0);
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", ranks[0].port);
+    int port, stale = ring_listen("127.0.0.1", &port, err, sizeof err);
+    /* the stale rank says hello to rank 0, then gives up: nobody connects to it */
+    assert_null(ring_connect(stale, 1, 2, addr, "job:old", 300, err, sizeof err));
+    assert_non_null(strstr(err, "did not connect"));
+    int garbage = connect_port(ranks[0].port), silent = connect_port(ranks[0].port);
+    char junk[64];
+    memset(junk, 'x', sizeof junk);
+    assert_int_equal(write(garbage, junk, sizeof junk), (ssize_t)sizeof junk);
+    for (int r = 0; r < 2; r++) {
+        ranks[r].n = 1000, ranks[r].buf = malloc(sizeof(float) * 1000);
+        for (size_t i = 0; i < 1000; i++)
+            ranks[r].buf[i] = (float)(i + (size_t)r);
+    }
+    double t0 = now();
+    run_ring(ranks, 2, do_allreduce, NULL);
+    assert_true(now() - t0 < 4.0); /* the silent one is dropped after a second, not at the deadline */
+    for (int r = 0; r < 2; r++) {
+        if (ranks[r].rc != 0) fail_msg("rank %d: %s", r, ranks[r].err);
+        for (size_t i = 0; i < 1000; i++)
+            assert_true(ranks[r].buf[i] == (float)(2 * i + 1));
+        ring_close(ranks[r].r);
+        free(ranks[r].buf);
+    }
+    close(garbage), close(silent);
+    assert_int_equal(count_fds(), fds);
 }
 
 /* rank 1 closes its sockets instead of taking part */
@@ -216,23 +270,31 @@ static int die_or_reduce(void *self)
 static void test_peer_closed_fails_fast(void **state)
 {
     (void)state;
-    rank_t ranks[3] = {0};
-    for (int r = 0; r < 3; r++) {
-        ranks[r].n = 1000000, ranks[r].buf = calloc(ranks[r].n, sizeof(float));
-        ranks[r].die_at = 1, ranks[r].timeout_ms = 20000;
+    int fds = count_fds();
+    /* world 3: both others are neighbours of rank 1; world 5: ranks 3 and 4 are
+     * not, and learn it from the ranks that gave up before them */
+    for (int w = 3; w <= 5; w += 2) {
+        rank_t ranks[MAXW] = {0};
+        for (int r = 0; r < w; r++) {
+            ranks[r].n = 1000000, ranks[r].buf = calloc(ranks[r].n, sizeof(float));
+            ranks[r].die_at = 1, ranks[r].timeout_ms = 20000;
+        }
+        run_ring(ranks, w, die_or_reduce, NULL);
+        for (int r = 0; r < w; r++) {
+            if (r != 1) {
+                /* far below the 20 s timeout: a closed socket is noticed at once */
+                if (ranks[r].rc != -1 || ranks[r].elapsed > 5.0)
+                    fail_msg("world %d rank %d: rc %d after %.2f s: %s", w, r, ranks[r].rc, ranks[r].elapsed, ranks[r].err);
+                assert_non_null(strstr(ranks[r].err, "all-reduce: rank "));
+                /* the ring is unusable afterwards */
+                char err[256];
+                assert_int_equal(ring_allreduce(ranks[r].r, ranks[r].buf, 4, 100, err, sizeof err), -1);
+                ring_close(ranks[r].r);
+            }
+            free(ranks[r].buf);
+        }
     }
-    run_ring(ranks, 3, die_or_reduce, NULL);
-    for (int r = 0; r < 3; r += 2) {
-        assert_int_equal(ranks[r].rc, -1);
-        assert_true(ranks[r].elapsed < 5.0); /* far below the 20 s timeout: a closed socket is noticed at once */
-        assert_non_null(strstr(ranks[r].err, "all-reduce"));
-        /* the ring is unusable afterwards */
-        char err[256];
-        assert_int_equal(ring_allreduce(ranks[r].r, ranks[r].buf, 4, 100, err, sizeof err), -1);
-        ring_close(ranks[r].r);
-    }
-    for (int r = 0; r < 3; r++)
-        free(ranks[r].buf);
+    assert_int_equal(count_fds(), fds);
 }
 
 /* rank 1 stays connected but never sends: a hung peer */
@@ -254,20 +316,28 @@ static int hang_or_reduce(void *self)
 static void test_hung_peer_times_out(void **state)
 {
     (void)state;
-    rank_t ranks[3] = {0};
-    pthread_barrier_init(&hang_done, NULL, 3);
-    for (int r = 0; r < 3; r++)
+    int fds = count_fds();
+    rank_t ranks[4] = {0};
+    pthread_barrier_init(&hang_done, NULL, 4);
+    for (int r = 0; r < 4; r++)
         ranks[r].n = 1000, ranks[r].buf = calloc(ranks[r].n, sizeof(float)), ranks[r].timeout_ms = 300;
-    run_ring(ranks, 3, hang_or_reduce, NULL);
-    for (int r = 0; r < 3; r += 2) {
-        assert_int_equal(ranks[r].rc, -1);
-        assert_true(ranks[r].elapsed >= 0.25 && ranks[r].elapsed < 2.0);
-        ring_close(ranks[r].r);
-    }
-    assert_non_null(strstr(ranks[0].err, "no progress for 300 ms"));
-    for (int r = 0; r < 3; r++)
+    run_ring(ranks, 4, hang_or_reduce, NULL);
+    /* the first to time out gives up its connections, so the others may fail on that instead */
+    int timed_out = 0;
+    for (int r = 0; r < 4; r++) {
+        if (r != 1) {
+            if (ranks[r].rc != -1 || ranks[r].elapsed < 0.25 || ranks[r].elapsed > 2.0)
+                fail_msg("rank %d: rc %d after %.2f s: %s", r, ranks[r].rc, ranks[r].elapsed, ranks[r].err);
+            timed_out += strstr(ranks[r].err, "all-reduce: no progress for 300 ms") != NULL;
+            if (!strstr(ranks[r].err, "no progress") && !strstr(ranks[r].err, "closed the connection"))
+                fail_msg("rank %d: %s", r, ranks[r].err);
+            ring_close(ranks[r].r);
+        }
         free(ranks[r].buf);
+    }
+    assert_true(timed_out >= 1);
     pthread_barrier_destroy(&hang_done);
+    assert_int_equal(count_fds(), fds);
 }
 
 static void test_setup_errors(void **state)
@@ -300,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_bit_identical),
         cmocka_unit_test(test_broadcast),
         cmocka_unit_test(test_wrong_token_rejected),
+        cmocka_unit_test(test_stray_then_peer_connects),
         cmocka_unit_test(test_peer_closed_fails_fast),
         cmocka_unit_test(test_hung_peer_times_out),
         cmocka_unit_test(test_setup_errors),

@@ -19,14 +19,15 @@
 #define RING_VERSION 1u
 #define RING_TOKEN_MAX 255
 #define RING_SOCKBUF (4 << 20)
-#define RING_SEGMENT (256 << 10) /* bytes per send/recv call */
+#define RING_SEGMENT (1 << 20) /* the most bytes per send/recv call (fewer calls beat finer overlap on loopback) */
+#define RING_HELLO_MS 1000     /* an accepted connection says hello within this, or is dropped */
 
 struct ring {
     int rank, world;
     int next, prev; /* sockets; -1 when world == 1 */
     unsigned long long sent;
     bool broken;
-    float *tmp; /* receive buffer of the reduce-scatter (one chunk) */
+    float *tmp; /* receive buffer of the reduce-scatter: one segment, and the part of a float left over */
     size_t tmp_n;
 };
 
@@ -232,7 +233,9 @@ ring *ring_connect(int listen_fd, int rank, int world, const char *next_addr, co
         }
         int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) continue;
-        if (check_hello(fd, prev_rank, world, token, deadline) == 0)
+        /* a rank says hello as soon as it is connected: a silent stray must not hold up the real one behind it */
+        int64_t hello_by = now_ms() + RING_HELLO_MS;
+        if (check_hello(fd, prev_rank, world, token, hello_by < deadline ? hello_by : deadline) == 0)
             r->prev = fd;
         else
             close(fd); /* a stray or stale connection: keep waiting for ours */
@@ -246,20 +249,35 @@ ring *ring_connect(int listen_fd, int rank, int world, const char *next_addr, co
     return r;
 }
 
-/* One step: sends sn bytes to the next rank while receiving rn bytes from the
- * previous one.  acc != NULL: the received floats are added into acc (through
- * r->tmp) as they arrive; else they land in rp.  forward: the bytes to send are
- * the ones received so far (sp == rp, a broadcast relay). */
-static int pump(ring *r, const char *sp, size_t sn, char *rp, size_t rn, float *acc, bool forward, int timeout_ms, char *err,
-                size_t errlen)
+/* The next rank never sends anything: a readable socket to it means it closed
+ * (EOF) or reset.  Watched while this rank still owes it bytes, so a rank that
+ * waits for data to forward still notices at once that the next one is gone
+ * (not once it has finished: then the next rank may close first, rightly). */
+static int next_gone(const ring *r, short revents, char *err, size_t errlen)
 {
-    size_t sent = 0, got = 0, reduced = 0;
-    char *dst = acc ? (char *)r->tmp : rp;
+    if (!(revents & (POLLIN | POLLRDHUP | POLLERR | POLLHUP))) return 0;
+    char c;
+    ssize_t k = recv(r->next, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (k < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+    int next = (r->rank + 1) % r->world;
+    if (k > 0)
+        snprintf(err, errlen, "rank %d (next) sent unexpected data", next);
+    else
+        snprintf(err, errlen, "rank %d (next) closed the connection%s%s", next, k < 0 ? ": " : "", k < 0 ? strerror(errno) : "");
+    return -1;
+}
+
+/* The broadcast's loop: sends sn bytes to the next rank while receiving rn
+ * bytes from the previous one into rp.  forward: the bytes to send are the ones
+ * received so far (sp == rp, a relay). */
+static int pump(ring *r, const char *sp, size_t sn, char *rp, size_t rn, bool forward, int timeout_ms, char *err, size_t errlen)
+{
+    size_t sent = 0, got = 0;
     while (sent < sn || got < rn) {
         struct pollfd p[2];
         int np = 0, is = -1, ir = -1;
         size_t can_send = forward ? got : sn;
-        if (sent < can_send) is = np, p[np++] = (struct pollfd){r->next, POLLOUT, 0};
+        if (sent < sn) is = np, p[np++] = (struct pollfd){r->next, (short)((sent < can_send ? POLLOUT : 0) | POLLRDHUP), 0};
         if (got < rn) ir = np, p[np++] = (struct pollfd){r->prev, POLLIN, 0};
         int rc = poll(p, (nfds_t)np, timeout_ms);
         if (rc < 0 && errno == EINTR) continue;
@@ -269,7 +287,7 @@ static int pump(ring *r, const char *sp, size_t sn, char *rp, size_t rn, float *
                      got < rn ? "(previous) sent nothing" : "(next) took nothing");
             return -1;
         }
-        if (is >= 0 && p[is].revents) {
+        if (is >= 0 && (p[is].revents & POLLOUT) && sent < can_send) {
             size_t n = can_send - sent < RING_SEGMENT ? can_send - sent : RING_SEGMENT;
             ssize_t k = send(r->next, sp + sent, n, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (k < 0 && errno != EAGAIN && errno != EINTR) {
@@ -278,21 +296,16 @@ static int pump(ring *r, const char *sp, size_t sn, char *rp, size_t rn, float *
             }
             if (k > 0) sent += (size_t)k, r->sent += (unsigned long long)k;
         }
+        if (is >= 0 && next_gone(r, p[is].revents, err, errlen)) return -1;
         if (ir >= 0 && p[ir].revents) {
             size_t n = rn - got < RING_SEGMENT ? rn - got : RING_SEGMENT;
-            ssize_t k = recv(r->prev, dst + got, n, MSG_DONTWAIT);
+            ssize_t k = recv(r->prev, rp + got, n, MSG_DONTWAIT);
             if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
                 snprintf(err, errlen, "rank %d (previous) closed the connection%s%s", (r->rank + r->world - 1) % r->world,
                          k < 0 ? ": " : "", k < 0 ? strerror(errno) : "");
                 return -1;
             }
             if (k > 0) got += (size_t)k;
-            if (acc) { /* reduce the whole floats that arrived */
-                size_t upto = got / sizeof(float);
-                for (size_t i = reduced; i < upto; i++)
-                    acc[i] += r->tmp[i];
-                reduced = upto;
-            }
         }
     }
     return 0;
@@ -304,7 +317,17 @@ static int fail(ring *r, const char *what, char *err, size_t errlen)
     snprintf(why, sizeof(why), "%s", err);
     snprintf(err, errlen, "%s: %s", what, why);
     r->broken = true;
+    /* the neighbours see the connections end and fail at once instead of
+     * waiting out their timeouts (the fds stay ours until ring_close) */
+    if (r->next >= 0) shutdown(r->next, SHUT_RDWR);
+    if (r->prev >= 0) shutdown(r->prev, SHUT_RDWR);
     return -1;
+}
+
+static void add(float *restrict acc, const float *restrict x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        acc[i] += x[i];
 }
 
 /* chunk c of n floats over w: sizes differ by at most one */
@@ -331,7 +354,7 @@ int ring_allreduce(ring *r, float *buf, size_t n, int timeout_ms, char *err, siz
     }
     int w = r->world, steps = 2 * (w - 1);
     if (w == 1 || n == 0) return 0;
-    size_t maxc = n / (size_t)w + 1;
+    size_t maxc = RING_SEGMENT / sizeof(float) + 1;
     if (r->tmp_n < maxc) {
         float *t = realloc(r->tmp, maxc * sizeof(float));
         if (!t) {
@@ -361,7 +384,7 @@ int ring_allreduce(ring *r, float *buf, size_t n, int timeout_ms, char *err, siz
         }
         struct pollfd p[2];
         int np = 0, is = -1, ir = -1;
-        if (ks < steps && sent < limit) is = np, p[np++] = (struct pollfd){r->next, POLLOUT, 0};
+        if (ks < steps) is = np, p[np++] = (struct pollfd){r->next, (short)((sent < limit ? POLLOUT : 0) | POLLRDHUP), 0};
         if (kr < steps) ir = np, p[np++] = (struct pollfd){r->prev, POLLIN, 0};
         int rc = poll(p, (nfds_t)np, timeout_ms);
         if (rc < 0 && errno == EINTR) continue;
@@ -370,7 +393,7 @@ int ring_allreduce(ring *r, float *buf, size_t n, int timeout_ms, char *err, siz
                      kr < steps ? "(previous) sent nothing" : "(next) took nothing");
             return fail(r, "all-reduce", err, errlen);
         }
-        if (is >= 0 && p[is].revents) {
+        if (is >= 0 && (p[is].revents & POLLOUT) && sent < limit) {
             size_t want = sl * sizeof(float) - off_s;
             if (want > limit - sent) want = limit - sent;
             if (want > RING_SEGMENT) want = RING_SEGMENT;
@@ -381,12 +404,14 @@ int ring_allreduce(ring *r, float *buf, size_t n, int timeout_ms, char *err, siz
             }
             if (k > 0) off_s += (size_t)k, sent += (size_t)k, r->sent += (unsigned long long)k;
         }
+        if (is >= 0 && next_gone(r, p[is].revents, err, errlen)) return fail(r, "all-reduce", err, errlen);
         if (ir >= 0 && p[ir].revents) {
             int reduce = kr < w - 1;
             size_t want = rl * sizeof(float) - off_r;
             if (want > RING_SEGMENT) want = RING_SEGMENT;
-            char *dst = reduce ? (char *)r->tmp : (char *)(buf + ro);
-            ssize_t k = recv(r->prev, dst + off_r, want, MSG_DONTWAIT);
+            size_t part = off_r - red_r; /* reduce: bytes of a float left over from the last segment */
+            char *dst = reduce ? (char *)r->tmp + part : (char *)(buf + ro) + off_r;
+            ssize_t k = recv(r->prev, dst, want, MSG_DONTWAIT);
             if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
                 snprintf(err, errlen, "rank %d (previous) closed the connection%s%s", prev, k < 0 ? ": " : "",
                          k < 0 ? strerror(errno) : "");
@@ -394,10 +419,13 @@ int ring_allreduce(ring *r, float *buf, size_t n, int timeout_ms, char *err, siz
             }
             if (k > 0) {
                 off_r += (size_t)k;
-                size_t upto = reduce ? off_r / sizeof(float) * sizeof(float) : off_r;
-                if (reduce) /* add the whole floats that arrived */
-                    for (size_t f = red_r / sizeof(float); f < upto / sizeof(float); f++)
-                        buf[ro + f] += r->tmp[f];
+                size_t upto = off_r;
+                if (reduce) { /* add the whole floats that arrived (still in cache), keep the part of one */
+                    size_t whole = (part + (size_t)k) / sizeof(float);
+                    add(buf + ro + red_r / sizeof(float), r->tmp, whole);
+                    upto = red_r + whole * sizeof(float);
+                    if (off_r > upto) memmove(r->tmp, r->tmp + whole, off_r - upto);
+                }
                 processed += upto - red_r, red_r = upto;
                 limit = first_len * sizeof(float) + processed;
             }
@@ -415,9 +443,9 @@ int ring_broadcast(ring *r, void *buf, size_t bytes, int root, int timeout_ms, c
     int w = r->world;
     if (w == 1 || bytes == 0) return 0;
     bool is_root = r->rank == root, is_last = (r->rank + 1) % w == root;
-    int rc = is_root   ? pump(r, buf, bytes, NULL, 0, NULL, false, timeout_ms, err, errlen)
-             : is_last ? pump(r, NULL, 0, buf, bytes, NULL, false, timeout_ms, err, errlen)
-                       : pump(r, buf, bytes, buf, bytes, NULL, true, timeout_ms, err, errlen);
+    int rc = is_root   ? pump(r, buf, bytes, NULL, 0, false, timeout_ms, err, errlen)
+             : is_last ? pump(r, NULL, 0, buf, bytes, false, timeout_ms, err, errlen)
+                       : pump(r, buf, bytes, buf, bytes, true, timeout_ms, err, errlen);
     return rc ? fail(r, "broadcast", err, errlen) : 0;
 }
 

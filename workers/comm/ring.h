@@ -2,16 +2,20 @@
  *
  * Rank r connects to rank r+1 and accepts rank r-1 (mod world); a hello with a
  * magic, the gang's token ("job:generation"), rank and world guards against
- * stray connections.  All-reduce is a chunked reduce-scatter followed by an
- * all-gather (2(w-1)/w of the buffer crosses each link, the optimum for a
- * ring); within each of the w-1 steps of a phase the send to the next rank and
- * the receive from the previous one run at once over nonblocking sockets, and
- * received floats are reduced as they arrive.  Each chunk is summed in one
- * fixed order and then copied, so every rank ends with bit-identical results.
+ * stray connections (a silent one is dropped after a second).  All-reduce is a
+ * chunked reduce-scatter followed by an all-gather (2(w-1)/w of the buffer
+ * crosses each link, the optimum for a ring) run as one fused schedule: every
+ * chunk a rank sends after its first is the one it has just received, so the
+ * steps and both phases overlap segment by segment over nonblocking sockets,
+ * and received floats are reduced as they arrive (through a one-segment
+ * scratch buffer).  Each chunk is summed in one fixed order and then copied,
+ * so every rank ends with bit-identical results.
  *
- * Nothing blocks forever: every wait is bounded by timeout_ms without progress,
- * a closed or reset peer fails at once, and after any error the ring is
- * unusable (ring_close only).  Floats travel in host byte order: every member
+ * Nothing blocks forever: every wait is bounded by timeout_ms without progress;
+ * a closed or reset neighbour fails a rank at once, and a rank that fails shuts
+ * its sockets, so the failure reaches every rank of the ring within
+ * milliseconds instead of a timeout each; after any error the ring is unusable
+ * (ring_close only).  Floats travel in host byte order: every member
  * must be little-endian (x86-64, arm64).  No global state; one ring per thread. */
 #ifndef GANTRY_COMM_RING_H
 #define GANTRY_COMM_RING_H

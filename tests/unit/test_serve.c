@@ -181,6 +181,13 @@ static void test_batch(void **state)
     assert_non_null(strstr(reqs[7].err, "datatype"));
     for (int i = 0; i < n; i++)
         free(reqs[i].reply);
+    /* inputs so large that the outputs overflow: a 400, never NaN in a reply */
+    const char *huge = "{\"inputs\":[{\"shape\":[1,4],\"data\":[3e38,-3e38,3e38,0]}]}";
+    serve_request hr = {.body = huge, .len = strlen(huge)};
+    serve_batch(m, "lin", 3, &hr, 1);
+    assert_int_equal(hr.status, 400);
+    assert_null(hr.reply);
+    assert_non_null(strstr(hr.err, "overflow"));
     serve_model_free(m);
     assert_null(serve_model_load("/nonexistent.model", 4, err, sizeof err));
     unlink(model_file());

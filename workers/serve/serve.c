@@ -208,6 +208,18 @@ static char *reply(serve_model *s, const char *name, int version, const parsed *
     return o.b;
 }
 
+/* huge inputs can overflow the model (inf - inf): a clear 400 rather than NaN in the reply */
+static int finite_outputs(serve_model *s, serve_request *r, const parsed *p, const float *logits)
+{
+    size_t k = serve_model_out_size(s);
+    for (size_t i = 0; i < (size_t)p->samples * k; i++)
+        if (!isfinite(logits[p->offset * k + i])) {
+            fail(r, "inputs[0].data: sample %zu makes the model's outputs overflow (values too large?)", i / k);
+            return 0;
+        }
+    return 1;
+}
+
 void serve_batch(serve_model *s, const char *name, int version, serve_request *reqs, int n)
 {
     size_t per = serve_model_in_size(s);
@@ -222,7 +234,8 @@ void serve_batch(serve_model *s, const char *name, int version, serve_request *r
         if ((i == n || (reqs[i].status == 200 && used + ps[i].samples > s->cap)) && used > 0) {
             const float *logits = train_model_forward(s->m, s->x, used, false);
             for (int j = first; j < i; j++)
-                if (reqs[j].status == 200) reqs[j].reply = reply(s, name, version, &ps[j], logits);
+                if (reqs[j].status == 200 && finite_outputs(s, &reqs[j], &ps[j], logits))
+                    reqs[j].reply = reply(s, name, version, &ps[j], logits);
             used = 0, first = i;
         }
         if (i == n) break;

@@ -22,7 +22,10 @@
  *   gantry:preempt:<job>       STRING the job that preempts it; the worker stops and requeues it
  *   gantry:retry:<job>:<attempt> STRING set NX by whoever requeues that attempt (a lost worker, a
  *                              preempted or failed gang member): a gang requeues its job once
- *   gantry:rdv:<job>:<gen>     HASH the rendezvous of a gang's generation (workers/rendezvous.h)
+ *   gantry:rdv:<job>:<gen>     HASH the rendezvous of a gang's generation (workers/rendezvous.h); field
+ *                              world: the gang's size, written by the dispatch script
+ *   gantry:elastic             HASH job id -> its workers.max, for every elastic gang dispatched; the
+ *                              scheduler grows a running one when workers are free (scheduler/elastic.c)
  * Inference (server/infer.c <-> workers/serve_io.c)
  *   gantry:infer:q:<job>       LIST of requests "<id> <reply stream> <OIP body>"; the server LPUSHes
  *                              (refused past the job's queue_limit), replicas BRPOP/RPOP batches
@@ -56,6 +59,7 @@
 #define K_PREEMPT_PREFIX "gantry:preempt:"
 #define K_RETRY_PREFIX "gantry:retry:"
 #define K_RDV_PREFIX "gantry:rdv:"
+#define K_ELASTIC "gantry:elastic"
 #define K_INFER_QUEUE_PREFIX "gantry:infer:q:"
 #define K_INFER_REPLIES_PREFIX "gantry:infer:replies:"
 #define K_INFER_STATS_PREFIX "gantry:infer:stats:"

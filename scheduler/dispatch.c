@@ -8,13 +8,25 @@
 
 /* KEYS: claim, jobs stream, events stream, cancel key, task list of each worker...
  * ARGV: task, entry id, group, event, maxlen, first worker id.  An inference job is
- * also registered in gantry:infer:jobs for the autoscaler, in the same step. */
+ * also registered in gantry:infer:jobs for the autoscaler, in the same step, and
+ * a gang's size is written into its generation's rendezvous (an elastic gang's
+ * members learn their world there). */
 static const char script[] =
     "if redis.call('EXISTS', KEYS[4]) == 1 then "
     "  redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) return 2 "
     "end "
     "if redis.call('SET', KEYS[1], ARGV[6], 'NX', 'EX', 604800) then "
     "  for i = 5, #KEYS do redis.call('LPUSH', KEYS[i], ARGV[1]) end "
+    "  if #KEYS > 5 or string.find(ARGV[1], '\"workers\":{', 1, true) then "
+    "    local rdv = '" K_RDV_PREFIX "' .. string.match(ARGV[1], '\"job_id\":\"([^\"]+)\"') .. ':' .. "
+    "                (string.match(ARGV[1], '\"attempt\":(%d+)') or '0') "
+    "    redis.call('HSET', rdv, 'world', #KEYS - 4) "
+    "    redis.call('PEXPIRE', rdv, 86400000) "
+    "    local t = cjson.decode(ARGV[1]) "
+    "    if type(t.spec) == 'table' and type(t.spec.workers) == 'table' then "
+    "      redis.call('HSET', '" K_ELASTIC "', t.job_id, tostring(t.spec.workers.max)) "
+    "    end "
+    "  end "
     "  if string.find(ARGV[1], '\"type\":\"inference\"', 1, true) then "
     "    redis.call('HSET', '" K_INFER_JOBS "', string.match(ARGV[1], '\"job_id\":\"([^\"]+)\"'), ARGV[1]) "
     "  end "

@@ -16,6 +16,7 @@
 #include "common/redis_sync.h"
 #include "scheduler/autoscaler.h"
 #include "scheduler/dispatch.h"
+#include "scheduler/elastic.h"
 #include "scheduler/policy.h"
 #include "scheduler/queue.h"
 #include "scheduler/registry.h"
@@ -207,7 +208,9 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
     pol_preemption *pre = malloc(sizeof(*pre) * (size_t)(reg->n + 1));
     for (size_t i = 0; i < q->len; i++) {
         task_msg *t = &q->items[i].task;
-        pj[i] = (pol_job){t->job_id, t->tenant, t->priority, t->slots, q->items[i].seq};
+        json_t *w = json_object_get(t->spec, "workers"); /* {"min","max"}: an elastic gang */
+        int max_slots = json_is_object(w) ? (int)json_integer_value(json_object_get(w, "max")) : 0;
+        pj[i] = (pol_job){t->job_id, t->tenant, t->priority, t->slots, max_slots, q->items[i].seq};
     }
     int npre = 0;
     int64_t t0 = clock_mono_us();
@@ -304,6 +307,7 @@ int main(int argc, char **argv)
         log_error("--autoscaler: unknown policy '%s'", OPT("autoscaler"));
         return 2;
     }
+    elastic *el = elastic_create();
     static registry reg;
     reg.max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
     sched_queue q;
@@ -338,6 +342,7 @@ int main(int argc, char **argv)
         schedule(&r, &q, &reg);
         if (q.len == 0) registry_refresh(&r, &reg); /* lost workers are noticed even when idle */
         autoscaler_tick(as, &r, &reg, (double)clock_mono_us() / 1e6);
+        elastic_tick(el, &r, &reg, q.len, (double)clock_mono_us() / 1e6);
     }
     if (leader)
         freeReplyObject(rs_command(&r, "EVAL %s 1 %s %s",
@@ -347,6 +352,7 @@ int main(int argc, char **argv)
     log_info("stopped (%zu jobs left unplaced, still pending in the stream)", q.len);
     sq_free(&q);
     autoscaler_free(as);
+    elastic_free(el);
     rs_close(&r);
     return 0;
 }

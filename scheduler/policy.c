@@ -177,6 +177,21 @@ int policy_decide(const pol_job *jobs, int njobs, pol_worker *workers, int nwork
         reserved = j;
     }
 
+    /* elastic gangs take the workers nobody waits for, in priority order, within their quota */
+    for (int k = 0; k < njobs && !reserved; k++) {
+        const pol_job *j = &jobs[order[k]];
+        pol_decision *d = &out[order[k]];
+        if (d->action != POL_PLACE || j->max_slots <= d->nworkers) continue;
+        tstate *jt = find_tenant(ts, nts, j->tenant);
+        int quota = jt && jt->t ? jt->t->max_slots : -1, cap = j->max_slots > POL_MAX_GANG ? POL_MAX_GANG : j->max_slots;
+        for (int i = 0; i < nworkers && d->nworkers < cap && (quota < 0 || jt->used < quota); i++) {
+            if (!workers[i].free) continue;
+            workers[i].free = false;
+            d->workers[d->nworkers++] = i;
+            if (jt) jt->used++;
+        }
+    }
+
     for (int i = 0; i < nts; i++)
         free(ts[i].jobs);
     free(ts);

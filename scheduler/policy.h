@@ -8,7 +8,9 @@
  *     per unit of weight goes next (recomputed after every placement); within a
  *     tenant, arrival order.
  *  3. Quotas: a tenant at max_slots places nothing more (its jobs wait, "quota").
- *  4. Gangs: a job needing N slots gets N free workers at once or none.  When the
+ *  4. Gangs: a job needing N slots gets N free workers at once or none.  An
+ *     elastic gang (max_slots > slots) also gets workers left over once no job
+ *     of the round waits for capacity, up to max_slots.  When the
  *     job at the head cannot be placed for lack of capacity, it holds a reservation:
  *     no job behind it may take a free worker (no backfill: without run-time
  *     estimates any backfill could delay the gang), so a large gang cannot starve.
@@ -45,6 +47,7 @@ typedef struct {
     const char *tenant;
     int priority;           /* 0 low, 1 normal, 2 high */
     int slots;              /* 1..POL_MAX_GANG */
+    int max_slots;          /* elastic gangs: up to this many when workers are left over (0: slots) */
     unsigned long long seq; /* arrival order */
 } pol_job;
 

@@ -64,8 +64,8 @@ static int validate(json_t *body, job_new *out, char *field, size_t flen, char *
     if (strcmp(out->type, "placement") == 0) return place_spec_validate(spec, field, flen, msg, mlen);
     if (strcmp(out->type, "training") == 0) {
         if (train_spec_validate(spec, field, flen, msg, mlen) != 0) return -1;
-        json_t *w = json_object_get(spec, "workers"); /* a gang: that many slots at once */
-        if (w) out->slots = (int)json_integer_value(w);
+        json_t *w = json_object_get(spec, "workers"); /* a gang: that many slots at once (elastic: at least min) */
+        if (w) out->slots = (int)json_integer_value(json_is_object(w) ? json_object_get(w, "min") : w);
         return 0;
     }
     if (strcmp(out->type, "inference") == 0) {

@@ -86,7 +86,7 @@ static long spec_long(const json_t *spec, const char *key, long def)
 }
 
 /* joins the rendezvous and forms the ring; 0, or -1 with err */
-static int form_gang(exec_ctx *ctx, int world, gang *g, char *err, size_t errlen)
+static int form_gang(exec_ctx *ctx, int *world, gang *g, char *err, size_t errlen)
 {
     int port = 0, rdv_ms = (int)spec_long(ctx->task->spec, "rendezvous_timeout_s", DEFAULT_RENDEZVOUS_TIMEOUT_S) * 1000;
     int fd = ring_listen(ctx->advertise_host, &port, err, errlen);
@@ -94,28 +94,28 @@ static int form_gang(exec_ctx *ctx, int world, gang *g, char *err, size_t errlen
     char addr[RDV_ADDR_LEN], token[160];
     snprintf(addr, sizeof(addr), "%s:%d", ctx->advertise_host, port);
     rdv_members m;
-    if (ctx->rendezvous(ctx, world, addr, rdv_ms, &m, err, errlen) != 0) {
+    if (ctx->rendezvous(ctx, *world, addr, rdv_ms, &m, err, errlen) != 0) {
         close(fd);
         return -1;
     }
     snprintf(token, sizeof(token), "%s:%d", ctx->task->job_id, ctx->task->attempt);
-    g->rank = m.rank;
-    g->ring = ring_connect(fd, m.rank, world, m.addrs[(m.rank + 1) % world], token, rdv_ms, err, errlen);
+    g->rank = m.rank, *world = m.world;
+    g->ring = ring_connect(fd, m.rank, m.world, m.addrs[(m.rank + 1) % m.world], token, rdv_ms, err, errlen);
     return g->ring ? 0 : -1;
 }
 
 /* GPU workers: ranks from the rendezvous, rank 0's NCCL id through it, then the communicator */
-static int form_gpu_gang(exec_ctx *ctx, int world, gang *g, char *err, size_t errlen)
+static int form_gpu_gang(exec_ctx *ctx, int *world, gang *g, char *err, size_t errlen)
 {
     int rdv_ms = (int)spec_long(ctx->task->spec, "rendezvous_timeout_s", DEFAULT_RENDEZVOUS_TIMEOUT_S) * 1000;
     rdv_members m;
     char id[GNCCL_ID_HEX];
-    if (ctx->rendezvous(ctx, world, "nccl", rdv_ms, &m, err, errlen) != 0) return -1;
-    g->rank = m.rank;
+    if (ctx->rendezvous(ctx, *world, "nccl", rdv_ms, &m, err, errlen) != 0) return -1;
+    g->rank = m.rank, *world = m.world;
     if (m.rank == 0 ? gnccl_unique_id(id, err, errlen) != 0 || ctx->gang_put(ctx, "nccl_id", id) != 0
                     : ctx->gang_get(ctx, "nccl_id", rdv_ms, id, sizeof(id), err, errlen) != 0)
         return -1;
-    g->nccl = gnccl_init(id, m.rank, world, rdv_ms, err, errlen);
+    g->nccl = gnccl_init(id, m.rank, m.world, rdv_ms, err, errlen);
     return g->nccl ? 0 : -1;
 }
 
@@ -129,7 +129,10 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         return EXEC_FAILED;
     }
     snprintf(ckpt, sizeof(ckpt), "%s/checkpoint", dir);
-    int world = (int)spec_long(ctx->task->spec, "workers", 1);
+    /* an elastic job ({"min","max"}) learns its size from the rendezvous: the workers it got */
+    bool elastic = json_is_object(json_object_get(ctx->task->spec, "workers"));
+    int world = elastic ? 0 : (int)spec_long(ctx->task->spec, "workers", 1);
+    bool in_gang = elastic || world > 1;
     gang g = {ctx, NULL, NULL, 0, (int)spec_long(ctx->task->spec, "collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S) * 1000};
     train_hooks hooks = {.progress = on_metrics, .should_stop = should_stop, .ctx = &g, .rank = 0, .world = 1};
     if (ctx->worker_kind && strcmp(ctx->worker_kind, "gpu") == 0) { /* a GPU worker trains on its GPU */
@@ -139,25 +142,29 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             return EXEC_FAILED;
         }
     }
-    if (world > 1) {
+    if (in_gang) {
         ctx->progress(ctx, 0.0, "waiting for the other workers of the gang", NULL);
         char why[400];
-        if ((hooks.backend ? form_gpu_gang : form_gang)(ctx, world, &g, why, sizeof(why)) != 0) {
-            snprintf(err, errlen, "could not form the gang of %d workers: %s", world, why);
+        if ((hooks.backend ? form_gpu_gang : form_gang)(ctx, &world, &g, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "could not form the gang: %s", why);
             if (g.ring) ring_close(g.ring);
             if (g.nccl) gnccl_destroy(g.nccl);
             return EXEC_RETRY;
         }
         hooks.rank = g.rank, hooks.world = world, hooks.allreduce = on_allreduce;
     }
-    if (hooks.rank == 0) ctx->progress(ctx, 0.0, world > 1 ? "gang formed; loading data" : "loading data", NULL);
+    if (hooks.rank == 0) {
+        char msg[96] = "loading data";
+        if (in_gang) snprintf(msg, sizeof(msg), "gang of %d formed; loading data", world);
+        ctx->progress(ctx, 0.0, msg, NULL);
+    }
     int rc = train_run(ctx->task->spec, ckpt, &hooks, result, err, errlen);
     int rank = hooks.rank;
     if (g.ring) ring_close(g.ring);
     if (g.nccl) gnccl_destroy(g.nccl);
     if (rc == 1) { /* stopped: by our own cancel/preempt check, or by a peer's vote (the worker tells which) */
         snprintf(err, errlen, "stopped");
-        return world > 1 ? EXEC_RETRY : EXEC_FAILED;
+        return in_gang ? EXEC_RETRY : EXEC_FAILED;
     }
     if (rc == -2) {
         char why[512];

@@ -196,7 +196,10 @@ static void requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, co
 {
     char key[128], why[160];
     snprintf(key, sizeof(key), "%s%s", K_PREEMPT_PREFIX, t->job_id);
-    snprintf(why, sizeof(why), "preempted by job %s (higher priority)", by);
+    if (strcmp(by, "resize") == 0) /* an elastic gang asked to grow (scheduler/elastic.c) */
+        snprintf(why, sizeof(why), "resize: stopped at a checkpoint to continue with more workers");
+    else
+        snprintf(why, sizeof(why), "preempted by job %s (higher priority)", by);
     while (!stopping && requeue_task(r, raw, 0, why, source, worker_id, key) < 0)
         usleep(100000);
     log_info("job %s preempted by %s; requeued", t->job_id, by);

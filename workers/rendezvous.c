@@ -60,6 +60,16 @@ static int poll_members(rs_conn *r, const char *key, rdv_members *out, char *mis
 int rdv_join(rs_conn *r, const char *job_id, int generation, int world, const char *addr, const char *worker_id, int timeout_ms,
              bool (*stop)(void *arg), void *stop_arg, rdv_members *out, char *err, size_t errlen)
 {
+    if (world == 0) { /* an elastic gang: the scheduler wrote its size at dispatch */
+        redisReply *w = rs_command(r, "HGET %s%s:%d world", K_RDV_PREFIX, job_id, generation);
+        world = w && w->type == REDIS_REPLY_STRING ? atoi(w->str) : 0;
+        freeReplyObject(w);
+        if (world < 1) {
+            snprintf(err, errlen, "rendezvous: the scheduler did not record the size of generation %d of job %s", generation,
+                     job_id);
+            return -1;
+        }
+    }
     if (world < 1 || world > RDV_MAX_WORLD) {
         snprintf(err, errlen, "rendezvous: a gang of %d workers is not supported (1 to %d)", world, RDV_MAX_WORLD);
         return -1;

@@ -22,7 +22,8 @@ typedef struct {
     char addrs[RDV_MAX_WORLD][RDV_ADDR_LEN]; /* "host:port" of every rank */
 } rdv_members;
 
-/* Joins and waits for the others.  `stop` (may be NULL) is polled while
+/* Joins and waits for the others; world 0: the size the scheduler recorded for
+ * this generation at dispatch (elastic gangs; out->world has it).  `stop` (may be NULL) is polled while
  * waiting; when it returns true the join gives up.  0 with *out filled, or -1
  * with err: the gang is already full, a member aborted (its reason), the
  * deadline passed (who is missing), Redis unreachable, or stopped. */

@@ -130,3 +130,29 @@ def test_gang_cancel_stops_every_member():
         job = s.job(tok, jid)
         assert job["state"] == "cancelled"
         assert not [e for e in s.events(tok, jid) if e["state"] == "queued" and e["reason"] != "accepted"]
+
+
+def test_elastic_gang_grows_when_a_worker_frees_up():
+    """workers {min 2, max 3} on two workers: the job starts with 2; a third worker joins the cluster,
+    the scheduler asks the gang to resize, it stops at a checkpoint and continues with 3 from where it
+    stopped (the data state is independent of the world), and finishes"""
+    with Stack(workers=2) as s:
+        _, tok = s.tenant("elastic")
+        job = gang_job(2, 15000, checkpoint_every_steps=200)
+        job["spec"]["workers"] = {"min": 2, "max": 3}
+        jid = s.submit(tok, job)
+
+        def points():
+            return s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+        wait_until("training on 2 workers", lambda: [p for p in points() if p.get("workers") == 2 and p["step"] >= 200], 120)
+        s.start_worker(2)
+        resized = wait_until("a resize", lambda: [e for e in s.events(tok, jid) if e["reason"].startswith("resize:")], 60)
+        done = s.wait_state(tok, jid, "succeeded", timeout=240)
+        m = done["result"]["metrics"]
+        assert m["steps"] == 15000 and m["workers"] == 3, m
+        pts = points()
+        three = [p for p in pts if p.get("workers") == 3]
+        two = [p for p in pts if p.get("workers") == 2]
+        assert three and two, "no points before or after the resize"
+        assert min(p["step"] for p in three) >= max(p["step"] for p in two) - 200, (two[-3:], three[:3])
+        assert any(e["state"] == "queued" and e["reason"].startswith("resize") for e in s.events(tok, jid)), resized

@@ -38,7 +38,7 @@ static int job(cluster *c, const char *tenant, int prio, int slots)
     static const char *ids[MAXJ] = {"j0",  "j1",  "j2",  "j3",  "j4",  "j5",  "j6",  "j7",  "j8",  "j9",  "j10",
                                     "j11", "j12", "j13", "j14", "j15", "j16", "j17", "j18", "j19", "j20", "j21",
                                     "j22", "j23", "j24", "j25", "j26", "j27", "j28", "j29", "j30", "j31"};
-    c->j[c->nj] = (pol_job){ids[c->nj], tenant, prio, slots, (unsigned long long)c->nj};
+    c->j[c->nj] = (pol_job){ids[c->nj], tenant, prio, slots, 0, (unsigned long long)c->nj};
     return c->nj++;
 }
 
@@ -212,6 +212,36 @@ static void test_gang_preempts_only_when_enough(void **state)
     assert_int_equal(c.d[j].action, POL_WAIT);
 }
 
+/* an elastic gang takes leftover workers up to its max, only when nobody else waits */
+static void test_elastic_gang_takes_leftovers(void **state)
+{
+    (void)state;
+    cluster c = {0};
+    workers(&c, 5);
+    tenant(&c, "a", 1, -1);
+    int e = job(&c, "a", 1, 2);
+    c.j[e].max_slots = 4;
+    decide(&c);
+    assert_int_equal(c.d[e].action, POL_PLACE);
+    assert_int_equal(c.d[e].nworkers, 4); /* min 2, then 2 of the 3 left, up to max 4 */
+    memset(&c, 0, sizeof(c));
+    workers(&c, 3);
+    tenant(&c, "a", 1, -1);
+    e = job(&c, "a", 1, 2);
+    c.j[e].max_slots = 3;
+    int other = job(&c, "a", 1, 2); /* needs 2, only 1 left: it waits, so the gang keeps its min */
+    decide(&c);
+    assert_int_equal(c.d[e].nworkers, 2);
+    assert_int_equal(c.d[other].action, POL_WAIT);
+    memset(&c, 0, sizeof(c));
+    workers(&c, 6);
+    tenant(&c, "a", 1, 3); /* the quota caps the extra workers too */
+    e = job(&c, "a", 1, 2);
+    c.j[e].max_slots = 6;
+    decide(&c);
+    assert_int_equal(c.d[e].nworkers, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_preemption),
         cmocka_unit_test(test_no_preemption_of_protected_or_equal),
         cmocka_unit_test(test_gang_preempts_only_when_enough),
+        cmocka_unit_test(test_elastic_gang_takes_leftovers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

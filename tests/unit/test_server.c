@@ -1117,6 +1117,13 @@ static void test_spec_training_gang(void **state)
     expect_invalid(TRAIN_SPEC(",\"workers\":65"), "spec.workers");
     expect_invalid(TRAIN_SPEC(",\"workers\":9"), "spec.workers"); /* more than batch_size */
     expect_invalid(TRAIN_SPEC(",\"workers\":\"2\""), "spec.workers");
+    assert_int_equal(
+        validate(TRAIN_SPEC(",\"workers\":{\"min\":2,\"max\":3}"), &out, field, sizeof(field), msg, sizeof(msg), &body), 0);
+    assert_int_equal(out.slots, 2); /* an elastic gang starts with at least min */
+    json_decref(body);
+    expect_invalid(TRAIN_SPEC(",\"workers\":{\"min\":3,\"max\":2}"), "spec.workers.max");
+    expect_invalid(TRAIN_SPEC(",\"workers\":{\"max\":2}"), "spec.workers.min");
+    expect_invalid(TRAIN_SPEC(",\"workers\":{\"min\":2,\"max\":9}"), "spec.workers"); /* max above batch_size */
     expect_invalid(TRAIN_SPEC(",\"collective_timeout_s\":0"), "spec.collective_timeout_s");
     expect_invalid(TRAIN_SPEC(",\"rendezvous_timeout_s\":1e9"), "spec.rendezvous_timeout_s");
 }

@@ -105,8 +105,18 @@ int train_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, s
     if (pos_int(spec, "progress_every_steps", 1000000000L, NULL))
         return bad(field, fl, msg, ml, "spec.progress_every_steps", "must be a positive integer");
     long workers = 1;
-    if (pos_int(spec, "workers", TRAIN_MAX_WORKERS, &workers))
-        return bad(field, fl, msg, ml, "spec.workers", "must be an integer in [1, 64] (the number of data-parallel workers)");
+    json_t *wo = json_object_get(spec, "workers");
+    if (json_is_object(wo)) { /* elastic: {"min","max"} */
+        long mn = 0, mx = 0;
+        if (!json_object_get(wo, "min") || pos_int(wo, "min", TRAIN_MAX_WORKERS, &mn))
+            return bad(field, fl, msg, ml, "spec.workers.min", "must be an integer in [1, 64]");
+        if (!json_object_get(wo, "max") || pos_int(wo, "max", TRAIN_MAX_WORKERS, &mx) || mx < mn)
+            return bad(field, fl, msg, ml, "spec.workers.max", "must be an integer in [workers.min, 64]");
+        workers = mx;
+    } else if (pos_int(spec, "workers", TRAIN_MAX_WORKERS, &workers)) {
+        return bad(field, fl, msg, ml, "spec.workers",
+                   "must be an integer in [1, 64] (the number of data-parallel workers) or {\"min\", \"max\"} (elastic)");
+    }
     if (workers > get_long(spec, "batch_size", 64))
         return bad(field, fl, msg, ml, "spec.workers", "must not exceed batch_size (each worker takes a slice of every batch)");
     if (pos_int(spec, "collective_timeout_s", 3600, NULL))

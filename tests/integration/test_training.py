@@ -156,3 +156,34 @@ def test_elastic_gang_grows_when_a_worker_frees_up():
         assert three and two, "no points before or after the resize"
         assert min(p["step"] for p in three) >= max(p["step"] for p in two) - 200, (two[-3:], three[:3])
         assert any(e["state"] == "queued" and e["reason"].startswith("resize") for e in s.events(tok, jid)), resized
+
+
+def test_elastic_gang_shrinks_for_inference_and_grows_back():
+    """a low-priority, preemptible elastic gang {min 2, max 4} holds all 4 workers; an inference job
+    needs 2: the gang is preempted at a checkpoint and comes back on the 2 workers left; when the
+    inference job ends, the gang grows back to 4"""
+    from test_inference import serve_job
+    with Stack(workers=4) as s:
+        _, tok = s.tenant("elastic-shrink")
+        s.wait_state(tok, s.submit(tok, training_job(name="served", steps=100)), "succeeded", timeout=120)
+        job = gang_job(2, 1000000, checkpoint_every_steps=200)
+        job["spec"]["workers"] = {"min": 2, "max": 4}
+        job.update(priority="low", preemptible=True)
+        jid = s.submit(tok, job)
+
+        def world_after(t0):
+            pts = [p for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"] if p["ts"] > t0]
+            return pts[-1].get("workers") if pts else None
+        wait_until("the gang on 4 workers", lambda: world_after(0) == 4, 120)
+        t_infer = time.time() * 1000
+        serve = s.submit(tok, serve_job("served", replicas=2))
+        s.wait_state(tok, serve, "running", timeout=60)
+        wait_until("the gang back on 2 workers", lambda: world_after(t_infer) == 2, 60)
+        assert s.job(tok, jid)["state"] == "running"
+        t_cancel = time.time() * 1000
+        assert s.post(f"/v1/jobs/{serve}/cancel", tok).status == 200
+        wait_until("the gang grown back to 4", lambda: world_after(t_cancel) == 4, 90)
+        reasons = [e["reason"] for e in s.events(tok, jid)]
+        assert any(r.startswith("preempted by job") for r in reasons), reasons
+        assert any(r.startswith("resize:") for r in reasons), reasons
+        assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200

@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#define ELASTIC_SETTLE_S 10.0
+#define ELASTIC_SETTLE_S 5.0
 
 typedef struct elastic elastic;
 

@@ -29,6 +29,7 @@
 
 #define CONSUMER "scheduler" /* shared by every scheduler: only the leader reads */
 #define MAX_TENANTS 1024
+#define ELASTIC_GATHER_US 2000000
 
 static config_opt opts[] = {
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
@@ -210,7 +211,10 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
         task_msg *t = &q->items[i].task;
         json_t *w = json_object_get(t->spec, "workers"); /* {"min","max"}: an elastic gang */
         int max_slots = json_is_object(w) ? (int)json_integer_value(json_object_get(w, "max")) : 0;
-        pj[i] = (pol_job){t->job_id, t->tenant, t->priority, t->slots, max_slots, q->items[i].seq};
+        /* a requeued elastic gang waits a moment so that its previous generation's workers are free
+         * again: placed at once it would get only min of them and resize again and again */
+        bool hold = max_slots > t->slots && t->attempt > 0 && clock_mono_us() - q->items[i].arrived_us < ELASTIC_GATHER_US;
+        pj[i] = (pol_job){t->job_id, t->tenant, t->priority, t->slots, max_slots, hold, q->items[i].seq};
     }
     int npre = 0;
     int64_t t0 = clock_mono_us();

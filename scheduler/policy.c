@@ -138,6 +138,10 @@ int policy_decide(const pol_job *jobs, int njobs, pol_worker *workers, int nwork
         pol_decision *d = &out[ji];
         int slots = j->slots < 1 ? 1 : j->slots > POL_MAX_GANG ? POL_MAX_GANG : j->slots;
         int quota = t->t ? t->t->max_slots : -1;
+        if (j->hold) {
+            wait(d, "resizing: waiting a moment for the workers of its previous generation to finish");
+            continue;
+        }
         if (quota >= 0 && t->used + slots > quota) {
             wait(d, "quota: tenant uses %d of its %d slots; this job needs %d", t->used, quota, slots);
             continue;

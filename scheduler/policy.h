@@ -48,6 +48,7 @@ typedef struct {
     int priority;           /* 0 low, 1 normal, 2 high */
     int slots;              /* 1..POL_MAX_GANG */
     int max_slots;          /* elastic gangs: up to this many when workers are left over (0: slots) */
+    bool hold;              /* wait this round (an elastic generation gathering its predecessor's workers) */
     unsigned long long seq; /* arrival order */
 } pol_job;
 

@@ -1,4 +1,5 @@
 #include "scheduler/queue.h"
+#include "common/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ int sq_push(sched_queue *q, const char *entry_id, char *raw, task_msg *task)
     e->raw = raw;
     e->task = *task;
     e->seq = q->next_seq++;
+    e->arrived_us = clock_mono_us();
     memset(task, 0, sizeof(*task));
     return 0;
 }

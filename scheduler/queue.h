@@ -15,6 +15,7 @@ typedef struct {
     char *raw;         /* task JSON as read */
     task_msg task;
     unsigned long long seq; /* arrival order */
+    long long arrived_us;   /* when this scheduler read it (monotonic) */
     char waiting[160];      /* the last reason published for its wait ("" = none yet) */
 } sched_entry;
 

@@ -38,7 +38,7 @@ static int job(cluster *c, const char *tenant, int prio, int slots)
     static const char *ids[MAXJ] = {"j0",  "j1",  "j2",  "j3",  "j4",  "j5",  "j6",  "j7",  "j8",  "j9",  "j10",
                                     "j11", "j12", "j13", "j14", "j15", "j16", "j17", "j18", "j19", "j20", "j21",
                                     "j22", "j23", "j24", "j25", "j26", "j27", "j28", "j29", "j30", "j31"};
-    c->j[c->nj] = (pol_job){ids[c->nj], tenant, prio, slots, 0, (unsigned long long)c->nj};
+    c->j[c->nj] = (pol_job){ids[c->nj], tenant, prio, slots, 0, false, (unsigned long long)c->nj};
     return c->nj++;
 }
 

@@ -58,6 +58,7 @@
 #define K_CANCEL_PREFIX "gantry:cancel:"
 #define K_PREEMPT_PREFIX "gantry:preempt:"
 #define K_RETRY_PREFIX "gantry:retry:"
+#define K_FAILURES_PREFIX "gantry:failures:" /* a job's failed attempts (requeue.c); resizes and preemptions are not */
 #define K_RDV_PREFIX "gantry:rdv:"
 #define K_ELASTIC "gantry:elastic"
 #define K_INFER_QUEUE_PREFIX "gantry:infer:q:"

@@ -7,7 +7,10 @@
 
 #define MARKER_TTL_S 604800
 
-/* The task JSON is edited as text (its "attempt" comes before "spec", which is
+/* Failures count in gantry:failures:<job>, not in the attempt: the attempt is
+ * the generation (a planned resize or a preemption makes one too, and neither
+ * is a failure).  A job fails at its max_attempts-th failure.
+ * The task JSON is edited as text (its "attempt" comes before "spec", which is
  * never decoded here: re-encoding would turn [] into {} and round numbers).
  * requeue_one(raw, why, source, worker, max_attempts, now_ms): 1 when it acted. */
 #define REQUEUE_ONE_LUA                                                                                                            \
@@ -23,21 +26,27 @@
     "    redis.call('XADD', '" K_EVENTS_STREAM "', 'MAXLEN', '~', " MAXLEN_STR ", '*', 'event', cjson.encode(note)) "              \
     "    return 1 "                                                                                                                \
     "  end "                                                                                                                       \
-    "  if not redis.call('SET', '" K_RETRY_PREFIX "' .. job .. ':' .. cur, 'requeued', 'NX', 'EX', " MARKER_TTL_STR ") then "      \
+    "  local mark = (maxa == 0) and 'requeued' or 'failure' "                                                                      \
+    "  if not redis.call('SET', '" K_RETRY_PREFIX "' .. job .. ':' .. cur, mark, 'NX', 'EX', " MARKER_TTL_STR ") then "            \
     "    return 0 "                                                                                                                \
     "  end "                                                                                                                       \
     "  local attempt = cur + 1 "                                                                                                   \
     "  local ev = {id = 'e_rq_' .. job .. '_' .. attempt, job_id = job, ts = ms, source = source, worker = worker, progress = "    \
     "-1} "                                                                                                                         \
-    "  if maxa == 0 or attempt < maxa then "                                                                                       \
+    "  local failures = 0 "                                                                                                        \
+    "  if maxa > 0 then "                                                                                                          \
+    "    failures = redis.call('INCR', '" K_FAILURES_PREFIX "' .. job) "                                                           \
+    "    redis.call('EXPIRE', '" K_FAILURES_PREFIX "' .. job, " MARKER_TTL_STR ") "                                                \
+    "  end "                                                                                                                       \
+    "  if failures < maxa or maxa == 0 then "                                                                                      \
     "    local task = string.gsub(raw, '\"attempt\":%d+', '\"attempt\":' .. attempt, 1) "                                          \
     "    redis.call('XADD', '" K_JOBS_STREAM "', 'MAXLEN', '~', " MAXLEN_STR ", '*', 'job', task) "                                \
     "    ev.state = 'queued' "                                                                                                     \
     "    if maxa == 0 then ev.reason = why .. '; requeued' "                                                                       \
-    "    else ev.reason = why .. '; requeued (attempt ' .. (attempt + 1) .. ' of ' .. maxa .. ')' end "                            \
+    "    else ev.reason = why .. '; requeued (failure ' .. failures .. ' of ' .. maxa .. ' allowed)' end "                         \
     "  else "                                                                                                                      \
     "    ev.state = 'failed' "                                                                                                     \
-    "    ev.reason = why .. ' on the last of ' .. maxa .. ' attempts' "                                                            \
+    "    ev.reason = why .. ' (failure ' .. failures .. ' of ' .. maxa .. ' allowed)' "                                            \
     "  end "                                                                                                                       \
     "  redis.call('XADD', '" K_EVENTS_STREAM "', 'MAXLEN', '~', " MAXLEN_STR ", '*', 'event', cjson.encode(ev)) "                  \
     "  return 1 "                                                                                                                  \

@@ -13,7 +13,8 @@
  *
  * Callers: the scheduler when a worker's heartbeat expired, a worker that finds
  * it was declared dead (it stops first) or restarts, a preempted worker, and
- * the members of a gang that lost a peer. */
+ * the members of a gang that lost a peer.  The marker's value says why:
+ * "requeued" (preemption, resize), "failure" (counted), "done" (finished). */
 #ifndef GANTRY_REQUEUE_H
 #define GANTRY_REQUEUE_H
 

@@ -31,6 +31,21 @@
 #define MAX_TENANTS 1024
 #define ELASTIC_GATHER_US 2000000
 
+/* whether a requeued elastic generation should wait for its predecessor's workers: while one of
+ * them still runs the job, unless the predecessor ended by a failure (a member is lost: waiting
+ * for it would only delay the survivors) */
+static bool gather(rs_conn *r, const registry *reg, const task_msg *t)
+{
+    bool busy = false;
+    for (int w = 0; w < reg->n && !busy; w++)
+        busy = !reg->w[w].free && strcmp(reg->w[w].job_id, t->job_id) == 0;
+    if (!busy) return false;
+    redisReply *m = rs_command(r, "GET %s%s:%d", K_RETRY_PREFIX, t->job_id, t->attempt - 1);
+    bool failure = m && m->type == REDIS_REPLY_STRING && strcmp(m->str, "failure") == 0;
+    freeReplyObject(m);
+    return !failure;
+}
+
 static config_opt opts[] = {
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
     CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
@@ -211,9 +226,10 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
         task_msg *t = &q->items[i].task;
         json_t *w = json_object_get(t->spec, "workers"); /* {"min","max"}: an elastic gang */
         int max_slots = json_is_object(w) ? (int)json_integer_value(json_object_get(w, "max")) : 0;
-        /* a requeued elastic gang waits a moment so that its previous generation's workers are free
-         * again: placed at once it would get only min of them and resize again and again */
-        bool hold = max_slots > t->slots && t->attempt > 0 && clock_mono_us() - q->items[i].arrived_us < ELASTIC_GATHER_US;
+        /* a requeued elastic gang waits (at most a moment) until its previous generation's workers are
+         * free again: placed at once it would get only min of them and resize again and again */
+        bool hold = max_slots > t->slots && t->attempt > 0 && clock_mono_us() - q->items[i].arrived_us < ELASTIC_GATHER_US &&
+                    gather(r, reg, t);
         pj[i] = (pol_job){t->job_id, t->tenant, t->priority, t->slots, max_slots, hold, q->items[i].seq};
     }
     int npre = 0;

@@ -27,6 +27,22 @@ export function latest(points, keys) {
     return out;
 }
 
+// The points that mark an event (a resize, an adaptation), newest first, as
+// table rows: [step, what, details].
+export function eventRows(points) {
+    const rows = [];
+    for (const p of Array.isArray(points) ? points : []) {
+        if (!p || typeof p.event !== 'string') continue;
+        const d = [];
+        if (isNum(p.workers)) d.push(`${p.workers} worker${p.workers === 1 ? '' : 's'}`);
+        if (typeof p.state_from === 'string') d.push(`state from ${p.state_from}${isNum(p.state_bytes) && p.state_bytes > 0 ? ` (${(p.state_bytes / 1e6).toFixed(2)} MB)` : ''}`);
+        if (isNum(p.resize_s) && p.resize_s > 0) d.push(`${p.resize_s.toFixed(2)} s after the previous generation stopped`);
+        if (typeof p.detail === 'string') d.push(p.detail);
+        rows.push([isNum(p.step) ? p.step : null, p.event, d.join(' · ')]);
+    }
+    return rows.reverse();
+}
+
 // Shares of the time split of a training point, in percent.
 export function timeSplit(p) {
     const parts = ['compute_s', 'comm_s', 'data_s'].map((k) => (p && isNum(p[k]) ? p[k] : 0));
@@ -72,7 +88,8 @@ export function mountCurves(root, { id, type, signal }) {
     const split = h('div', { class: 'time-split', 'data-testid': 'time-split' });
     const hosts = conf.charts.map((c) => h('div', { class: 'curve', 'data-testid': `curve-${c.keys[0]}` }));
     const status = h('div', {});
-    replace(root, status, facts, type === 'training' ? split : '',
+    const events = h('div', { 'data-testid': 'curve-events' });
+    replace(root, status, facts, type === 'training' ? split : '', type === 'training' ? events : '',
         h('div', { class: 'curves' }, conf.charts.map((c, i) => h('figure', {}, h('figcaption', {}, c.title), hosts[i]))));
     let uPlot = null, plots = [], points = [], busy = false, again = false;
     loadUplot().then((u) => { uPlot = u; draw(); }, (e) => replace(status, notice('error', e.message, 'curves-error')));
@@ -105,6 +122,12 @@ export function mountCurves(root, { id, type, signal }) {
             const withSplit = points.filter((p) => timeSplit(p)).pop();
             const s = timeSplit(withSplit);
             replace(split, s ? h('span', {}, `Time split of the last window: compute ${s[0].toFixed(0)}% · communication ${s[1].toFixed(0)}% · data ${s[2].toFixed(0)}%`) : '');
+            const rows = eventRows(points);
+            replace(events, rows.length ? h('table', { class: 'events' },
+                h('caption', {}, 'Resizes and adaptations'),
+                h('thead', {}, h('tr', {}, h('th', {}, 'Step'), h('th', {}, 'Event'), h('th', {}, 'Details'))),
+                h('tbody', {}, rows.map(([step, what, detail]) => h('tr', { 'data-testid': 'curve-event' },
+                    h('td', {}, step === null ? '—' : step.toLocaleString()), h('td', {}, what), h('td', {}, detail))))) : '');
         }
         if (!uPlot || points.length === 0) return;
         conf.charts.forEach((c, i) => {

@@ -17,11 +17,14 @@
 #include "workers/comm/ring.h"
 #include "workers/executor.h"
 #include "workers/train/backend.h"
+#include "workers/train/mop.h"
 #include "workers/train/train.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_COLLECTIVE_TIMEOUT_S 120
@@ -33,6 +36,9 @@ typedef struct {
     gnccl *nccl; /* GPU gangs */
     int rank;
     int timeout_ms;
+    int world;
+    double rendezvous_s; /* joining the generation's rendezvous and forming the ring or communicator */
+    double load_s;       /* loading the dataset (0 when this worker still had it) */
 } gang;
 
 static void on_metrics(void *arg, const json_t *m)
@@ -47,6 +53,14 @@ static void on_metrics(void *arg, const json_t *m)
     /* the last report reaches 1.0, which the worker's progress rate limit always lets through */
     double fraction = steps > 0 ? step / steps : epochs > 0 ? epoch / epochs : 0.0;
     char msg[256];
+    if (json_object_get(m, "config")) { /* model selection: one point per configuration and epoch */
+        snprintf(msg, sizeof(msg), "epoch %g: configuration %lld of %lld, test accuracy %.4f, train loss %.4f", epoch,
+                 (long long)json_integer_value(json_object_get(m, "config")),
+                 (long long)json_integer_value(json_object_get(m, "configurations")),
+                 json_number_value(json_object_get(m, "test_accuracy")), json_number_value(json_object_get(m, "loss")));
+        ctx->progress(ctx, epochs > 0 && epoch / epochs < 1.0 ? epoch / epochs : 1.0, msg, m);
+        return;
+    }
     snprintf(msg, sizeof(msg), "epoch %g step %lld loss %.4f accuracy %.4f %.0f samples/s", epoch,
              (long long)json_integer_value(json_object_get(m, "step")), json_number_value(json_object_get(m, "loss")),
              json_number_value(json_object_get(m, "accuracy")), json_number_value(json_object_get(m, "samples_per_s")));
@@ -64,6 +78,88 @@ static int on_allreduce(void *arg, float *buf, size_t n, char *err, size_t errle
     gang *g = arg;
     return g->nccl ? gnccl_allreduce(g->nccl, buf, n, g->timeout_ms, err, errlen)
                    : ring_allreduce(g->ring, buf, n, g->timeout_ms, err, errlen);
+}
+
+static int on_shift(void *arg, const void *send, size_t len, void **recv, size_t *recv_len, char *err, size_t errlen)
+{
+    gang *g = arg;
+    return ring_shift(g->ring, send, len, recv, recv_len, g->timeout_ms, err, errlen);
+}
+
+static int on_broadcast(void *arg, void *buf, size_t bytes, int root, char *err, size_t errlen)
+{
+    gang *g = arg;
+    return g->nccl ? gnccl_broadcast(g->nccl, buf, bytes, root, g->timeout_ms, err, errlen)
+                   : ring_broadcast(g->ring, buf, bytes, root, g->timeout_ms, err, errlen);
+}
+
+/* What a worker process keeps between the generations of a training job it
+ * runs (one job at a time, forgotten when the job finishes or the worker runs
+ * another job):
+ * - the hand-off: the state it held when its last generation ended unfinished
+ *   (stopped for a resize or preemption, or a peer lost).  Any generation of
+ *   the job may use it: every state of a job is a valid place to continue
+ *   from, and the gang takes the newest step.  Without it the gang falls back
+ *   to the checkpoint.
+ * - the dataset in memory, so that a survivor does not read it again (a new
+ *   member of the gang loads it; the slowest loader sets the resize time). */
+static struct {
+    char job[64];
+    unsigned char *blob;
+    size_t len;
+    double at;
+    bool have_data;
+    train_data tr, te;
+} kept;
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void on_keep(void *arg, unsigned char *blob, size_t len)
+{
+    (void)arg;
+    free(kept.blob);
+    kept.blob = blob, kept.len = len, kept.at = wall_s();
+}
+
+void exec_training_release(const char *job_id)
+{
+    if (job_id && strcmp(kept.job, job_id) == 0) return;
+    free(kept.blob);
+    if (kept.have_data) train_data_free(&kept.tr), train_data_free(&kept.te);
+    memset(&kept, 0, sizeof(kept));
+    if (job_id) snprintf(kept.job, sizeof(kept.job), "%s", job_id);
+}
+
+/* rank 0: how the gang got its state, as an event and a metrics point (the training page lists them) */
+static void on_started(void *arg, const train_start_info *info)
+{
+    gang *g = arg;
+    exec_ctx *ctx = g->ctx;
+    if (info->source < 0 && ctx->task->attempt == 0) return; /* a plain first start */
+    double gap = info->taken_at > 0 ? wall_s() - info->taken_at : 0;
+    char msg[320];
+    int n = snprintf(msg, sizeof(msg), "generation %d: %d worker%s from step %llu, state from ", ctx->task->attempt, g->world,
+                     g->world == 1 ? "" : "s", info->step);
+    if (info->source < 0)
+        n += snprintf(msg + n, sizeof(msg) - (size_t)n, "scratch (no checkpoint)");
+    else if (info->bytes)
+        n += snprintf(msg + n, sizeof(msg) - (size_t)n, "%s rank %d (%.2f MB broadcast in %.0f ms)",
+                      strcmp(info->from, "survivor") == 0 ? "a survivor," : "the checkpoint of", info->source,
+                      (double)info->bytes / 1e6, info->seconds * 1e3);
+    else
+        n += snprintf(msg + n, sizeof(msg) - (size_t)n, "the %s", info->from);
+    if (gap > 0) snprintf(msg + n, sizeof(msg) - (size_t)n, "; %.2f s after the previous generation stopped", gap);
+    json_t *m =
+        json_pack("{s:s, s:i, s:I, s:s, s:i, s:I, s:f, s:f, s:f, s:f}", "event", "resize", "workers", g->world, "step",
+                  (json_int_t)info->step, "state_from", info->from, "source", info->source, "state_bytes", (json_int_t)info->bytes,
+                  "state_s", info->seconds, "resize_s", gap, "rendezvous_s", g->rendezvous_s, "load_s", g->load_s);
+    ctx->progress(ctx, 0.0, msg, m);
+    json_decref(m);
 }
 
 static int copy_file(const char *from, const char *to)
@@ -133,8 +229,18 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     bool elastic = json_is_object(json_object_get(ctx->task->spec, "workers"));
     int world = elastic ? 0 : (int)spec_long(ctx->task->spec, "workers", 1);
     bool in_gang = elastic || world > 1;
-    gang g = {ctx, NULL, NULL, 0, (int)spec_long(ctx->task->spec, "collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S) * 1000};
-    train_hooks hooks = {.progress = on_metrics, .should_stop = should_stop, .ctx = &g, .rank = 0, .world = 1};
+    bool search = json_object_get(ctx->task->spec, "search") != NULL; /* model selection (workers/train/mop.h) */
+    gang g = {ctx, NULL, NULL, 0, (int)spec_long(ctx->task->spec, "collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S) * 1000,
+              1,   0,    0};
+    train_hooks hooks = {.progress = on_metrics,
+                         .should_stop = should_stop,
+                         .ctx = &g,
+                         .rank = 0,
+                         .world = 1,
+                         .keep = on_keep,
+                         .started = on_started};
+    exec_training_release(ctx->task->job_id); /* another job's state and data: useless now */
+    hooks.handoff = kept.blob, hooks.handoff_len = kept.len, hooks.handoff_at = kept.at;
     if (ctx->worker_kind && strcmp(ctx->worker_kind, "gpu") == 0) { /* a GPU worker trains on its GPU */
         hooks.backend = train_backend_cuda();
         if (!hooks.backend) {
@@ -145,20 +251,40 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     if (in_gang) {
         ctx->progress(ctx, 0.0, "waiting for the other workers of the gang", NULL);
         char why[400];
-        if ((hooks.backend ? form_gpu_gang : form_gang)(ctx, &world, &g, why, sizeof(why)) != 0) {
+        double t0 = wall_s();
+        /* model selection moves whole models between workers: over the TCP ring even on GPUs */
+        int formed = (hooks.backend && !search ? form_gpu_gang : form_gang)(ctx, &world, &g, why, sizeof(why));
+        g.rendezvous_s = wall_s() - t0;
+        if (formed != 0) {
             snprintf(err, errlen, "could not form the gang: %s", why);
             if (g.ring) ring_close(g.ring);
             if (g.nccl) gnccl_destroy(g.nccl);
             return EXEC_RETRY;
         }
-        hooks.rank = g.rank, hooks.world = world, hooks.allreduce = on_allreduce;
+        hooks.rank = g.rank, hooks.world = world, hooks.allreduce = on_allreduce, hooks.broadcast = on_broadcast;
+        hooks.shift = on_shift;
+        g.world = world;
     }
     if (hooks.rank == 0) {
         char msg[96] = "loading data";
         if (in_gang) snprintf(msg, sizeof(msg), "gang of %d formed; loading data", world);
         ctx->progress(ctx, 0.0, msg, NULL);
     }
-    int rc = train_run(ctx->task->spec, ckpt, &hooks, result, err, errlen);
+    double t_load = wall_s();
+    if (!kept.have_data) {
+        char field[160], msg[200];
+        if (train_spec_validate(ctx->task->spec, field, sizeof(field), msg, sizeof(msg)) != 0) {
+            snprintf(err, errlen, "%s: %s", field, msg);
+            return EXEC_FAILED;
+        }
+        if (train_dataset_load(ctx->task->spec, &kept.tr, &kept.te, err, errlen) != 0) return EXEC_FAILED;
+        kept.have_data = true;
+    }
+    hooks.train_set = &kept.tr, hooks.test_set = &kept.te;
+    g.load_s = wall_s() - t_load;
+    snprintf(model_file, sizeof(model_file), "%s.model", ckpt);
+    int rc = search ? mop_run(ctx->task->spec, model_file, &hooks, result, err, errlen)
+                    : train_run(ctx->task->spec, ckpt, &hooks, result, err, errlen);
     int rank = hooks.rank;
     if (g.ring) ring_close(g.ring);
     if (g.nccl) gnccl_destroy(g.nccl);
@@ -172,14 +298,17 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         snprintf(err, errlen, "rank %d of %d lost a peer: %s", rank, world, why);
         return EXEC_RETRY;
     }
-    if (rc != 0) return EXEC_FAILED;
+    if (rc != 0) {
+        exec_training_release(NULL);
+        return EXEC_FAILED;
+    }
+    exec_training_release(NULL); /* finished: nothing to continue */
     if (rank != 0) {
         json_decref(*result);
         *result = NULL;
         return EXEC_SILENT;
     }
     /* the model store: where inference replicas load (name, version) from */
-    snprintf(model_file, sizeof(model_file), "%s.model", ckpt);
     snprintf(artifact, sizeof(artifact), "%s/%s.model", models, ctx->task->job_id);
     json_t *model = json_object_get(*result, "model");
     if (json_is_object(model) && copy_file(model_file, artifact) == 0)

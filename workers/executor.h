@@ -51,6 +51,9 @@ const executor *executor_find(const char *type);
 
 int exec_placement(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
+/* frees what the training executor keeps between generations of a job (its
+ * hand-off state, the dataset) unless job_id is that job; NULL: always */
+void exec_training_release(const char *job_id);
 int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 
 #endif

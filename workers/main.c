@@ -156,7 +156,7 @@ static void on_progress(exec_ctx *ctx, double fraction, const char *message, con
 {
     run_state *st = ctx->opaque;
     int64_t now = clock_mono_us();
-    bool must = fraction >= 1.0 || (metrics && json_object_get(metrics, "test_accuracy"));
+    bool must = fraction >= 1.0 || (metrics && (json_object_get(metrics, "test_accuracy") || json_object_get(metrics, "event")));
     if (!must && now - st->last_progress_us < (metrics ? 50000 : 500000)) return;
     st->last_progress_us = now;
     event_msg e;
@@ -262,6 +262,7 @@ static void run_task(rs_conn *r, const char *raw)
         snprintf(e.reason, sizeof(e.reason), "started on worker %s%s", worker_id, t.attempt ? " (a retry)" : "");
         publish(r, &e);
         const executor *ex = executor_find(t.type);
+        if (strcmp(t.type, "training") != 0) exec_training_release(NULL); /* a training job's data: not needed now */
         rc = ex ? ex->run(&ctx, &result, err, sizeof(err)) : EXEC_FAILED;
         if (!ex) snprintf(err, sizeof(err), "this worker has no executor for job type '%s'", t.type);
         if (rc != EXEC_OK && rc != EXEC_SILENT && st.stop == STOP_NONE)

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { buildLanes, firstReaching, barAt } from '../../web/gantt.js';
 import { alignSteps, clockAxis, BYTE_INCRS, CLOCK_INCRS } from '../../web/charts.js';
 import { microsAxis, niceStep } from '../../web/format.js';
-import { series, latest, timeSplit } from '../../web/curves.js';
+import { series, latest, timeSplit, eventRows } from '../../web/curves.js';
 
 let checks = 0;
 async function check(name, fn) {
@@ -136,6 +136,17 @@ await check('curves: series sorted by x with nulls for missing keys; latest; tim
     assert.deepEqual(latest(pts, ['loss', 'accuracy', 'test_accuracy', 'nope']), { loss: 9, accuracy: 0.5, test_accuracy: 0.8 });
     assert.deepEqual(timeSplit({ compute_s: 3, comm_s: 1, data_s: 0 }), [75, 25, 0]);
     assert.equal(timeSplit({}), null);
+});
+
+await check('curves: event points become rows, newest first', () => {
+    const pts = [{ step: 5, loss: 1 }, { step: 200, event: 'resize', workers: 3, state_from: 'survivor', state_bytes: 1.5e6, resize_s: 0.8 },
+        { step: 400, event: 'batch_size', detail: '64 -> 128' }];
+    const rows = eventRows(pts);
+    assert.equal(rows.length, 2);
+    assert.deepEqual(rows[0], [400, 'batch_size', '64 -> 128']);
+    assert.equal(rows[1][0], 200);
+    assert.match(rows[1][2], /3 workers · state from survivor \(1\.50 MB\) · 0\.80 s after/);
+    assert.deepEqual(eventRows(null), []);
 });
 
 console.log(`ok ${checks} checks`);

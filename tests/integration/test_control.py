@@ -57,7 +57,7 @@ def test_lost_worker_work_is_given_back():
         s.start_worker(1)
         job = s.wait_state(tok, jid, timeout=30)
         assert job["worker"] == "w_test1", job
-        assert any("worker w_test0 lost" in r and "requeued (attempt 2 of 3)" in r for r in reasons(s, tok, jid))
+        assert any("worker w_test0 lost" in r and "requeued (failure 1 of 3 allowed)" in r for r in reasons(s, tok, jid))
         # the frozen worker wakes up fenced: it does not run the job a second time
         s.resume("worker0")
         wait_until("w_test0 registered again", lambda: any(w["id"] == "w_test0" for w in s.workers()), 15)

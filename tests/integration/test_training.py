@@ -187,3 +187,35 @@ def test_elastic_gang_shrinks_for_inference_and_grows_back():
         assert any(r.startswith("preempted by job") for r in reasons), reasons
         assert any(r.startswith("resize:") for r in reasons), reasons
         assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200
+
+
+def test_elastic_gang_continues_with_survivors_after_sigkill():
+    """an elastic gang {min 2, max 3} on 3 workers; one worker is killed with SIGKILL: the survivors
+    fail the step at once, the next generation forms on the 2 workers left within a bounded time,
+    takes its state from a survivor (the last step, newer than the checkpoint) and reaches its
+    accuracy target"""
+    with Stack(workers=3) as s:
+        _, tok = s.tenant("elastic-kill")
+        job = gang_job(2, 1500, checkpoint_every_steps=500)
+        job["spec"]["workers"] = {"min": 2, "max": 3}
+        jid = s.submit(tok, job)
+
+        def points():
+            return s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+        wait_until("training on 3 workers past step 120",
+                   lambda: [p for p in points() if p.get("workers") == 3 and p["step"] >= 120], 120)
+        victim = running_workers(s, tok, jid)[-1]
+        killed_at = time.time()
+        s.kill("worker" + victim[len("w_test"):])
+        resumed = wait_until("the next generation on the survivors",
+                             lambda: [p for p in points() if p.get("event") == "resize" and p["ts"] > killed_at * 1000], 60)
+        took = resumed[0]["ts"] / 1000 - killed_at
+        assert took < 10.0, f"the survivors took {took:.1f} s to continue"
+        r = resumed[0]
+        assert r["workers"] == 2 and r["state_from"] == "survivor" and r["state_bytes"] > 0, r
+        assert 120 <= r["step"] < 500, r  # the survivors' last step: past every checkpoint (none before 500)
+        done = s.wait_state(tok, jid, "succeeded", timeout=240)
+        m = done["result"]["metrics"]
+        assert m["steps"] == 1500 and m["workers"] == 2 and m["test_accuracy"] > 0.8, m
+        reasons = [e["reason"] for e in s.events(tok, jid)]
+        assert any("state from a survivor" in x for x in reasons), reasons

@@ -21,6 +21,7 @@
 #include "workers/train/ckpt.h"
 #include "workers/train/data.h"
 #include "workers/train/model.h"
+#include "workers/train/mop.h"
 #include "workers/train/optim.h"
 #include "workers/train/train.h"
 
@@ -846,7 +847,11 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int world, arrived, gen, broken;
-    float *bufs[DP_MAX];
+    void *bufs[DP_MAX];
+    const void *sends[DP_MAX]; /* shift: what each rank sends, and what it receives */
+    size_t slens[DP_MAX];
+    void *recvs[DP_MAX];
+    size_t rlens[DP_MAX];
     int fail_rank, fail_after; /* that rank's all-reduce fails after this many calls (0: never) */
 } dp_shared;
 
@@ -855,13 +860,24 @@ typedef struct {
     int rank, calls, polls, stop_after;
     const json_t *spec;
     const char *ckpt;
+    const unsigned char *handoff; /* offered at the start */
+    size_t handoff_len;
+    unsigned char *kept; /* kept at an unfinished end */
+    size_t kept_len;
+    train_start_info info; /* rank 0 */
+    json_t *result;        /* model selection */
+    int started;
     int rc;
     double test_loss;
     long steps;
     char err[512];
 } dp_rank;
 
-static int dp_allreduce(void *ctx, float *buf, size_t n, char *err, size_t el)
+#define DP_SHIFT -2
+
+/* root -1: an in-place sum of n floats; DP_SHIFT: each rank's sends[] to the next rank's
+ * recvs[]; else root's n bytes copied to every rank */
+static int dp_collective(void *ctx, void *buf, size_t n, int root, char *err, size_t el)
 {
     dp_rank *me = ctx;
     dp_shared *s = me->s;
@@ -875,13 +891,29 @@ static int dp_allreduce(void *ctx, float *buf, size_t n, char *err, size_t el)
     }
     int gen = s->gen;
     s->bufs[me->rank] = buf;
-    if (++s->arrived == s->world) { /* the last to arrive sums in rank order for everyone */
+    if (++s->arrived == s->world && root == DP_SHIFT) {
+        for (int r = 0; r < s->world; r++) {
+            int from = (r + s->world - 1) % s->world;
+            s->rlens[r] = s->slens[from];
+            s->recvs[r] = s->slens[from] ? malloc(s->slens[from]) : NULL;
+            if (s->slens[from]) memcpy(s->recvs[r], s->sends[from], s->slens[from]);
+        }
+        s->arrived = 0;
+        s->gen++;
+        pthread_cond_broadcast(&s->cv);
+    } else if (s->arrived == s->world && root >= 0) {
+        for (int r = 0; r < s->world; r++)
+            if (r != root) memcpy(s->bufs[r], s->bufs[root], n);
+        s->arrived = 0;
+        s->gen++;
+        pthread_cond_broadcast(&s->cv);
+    } else if (s->arrived == s->world) { /* the last to arrive sums in rank order for everyone */
         for (size_t i = 0; i < n; i++) {
             float acc = 0;
             for (int r = 0; r < s->world; r++)
-                acc += s->bufs[r][i];
+                acc += ((float *)s->bufs[r])[i];
             for (int r = 0; r < s->world; r++)
-                s->bufs[r][i] = acc;
+                ((float *)s->bufs[r])[i] = acc;
         }
         s->arrived = 0;
         s->gen++;
@@ -896,6 +928,41 @@ static int dp_allreduce(void *ctx, float *buf, size_t n, char *err, size_t el)
     return ok ? 0 : -1;
 }
 
+static int dp_allreduce(void *ctx, float *buf, size_t n, char *err, size_t el)
+{
+    return dp_collective(ctx, buf, n, -1, err, el);
+}
+
+static int dp_broadcast(void *ctx, void *buf, size_t bytes, int root, char *err, size_t el)
+{
+    return dp_collective(ctx, buf, bytes, root, err, el);
+}
+
+static void dp_keep(void *ctx, unsigned char *blob, size_t len)
+{
+    dp_rank *me = ctx;
+    free(me->kept);
+    me->kept = blob, me->kept_len = len;
+}
+
+static void dp_started(void *ctx, const train_start_info *info)
+{
+    dp_rank *me = ctx;
+    me->info = *info;
+    me->started++;
+}
+
+static int dp_shift(void *ctx, const void *send, size_t len, void **recv, size_t *recv_len, char *err, size_t el)
+{
+    dp_rank *me = ctx;
+    pthread_mutex_lock(&me->s->mu);
+    me->s->sends[me->rank] = send, me->s->slens[me->rank] = len;
+    pthread_mutex_unlock(&me->s->mu);
+    int rc = dp_collective(ctx, NULL, 0, DP_SHIFT, err, el);
+    *recv = rc ? NULL : me->s->recvs[me->rank], *recv_len = rc ? 0 : me->s->rlens[me->rank];
+    return rc;
+}
+
 static int dp_should_stop(void *ctx)
 {
     dp_rank *me = ctx;
@@ -905,9 +972,23 @@ static int dp_should_stop(void *ctx)
 static void *dp_thread(void *arg)
 {
     dp_rank *me = arg;
-    train_hooks hooks = {NULL, dp_should_stop, me, me->rank, me->s->world, dp_allreduce, NULL};
+    train_hooks hooks = {.should_stop = dp_should_stop,
+                         .ctx = me,
+                         .rank = me->rank,
+                         .world = me->s->world,
+                         .allreduce = dp_allreduce,
+                         .broadcast = dp_broadcast,
+                         .handoff = me->handoff,
+                         .handoff_len = me->handoff_len,
+                         .keep = dp_keep,
+                         .started = dp_started,
+                         .shift = dp_shift};
     json_t *res = NULL;
-    me->rc = train_run(me->spec, me->ckpt, &hooks, &res, me->err, sizeof me->err);
+    if (json_object_get(me->spec, "search"))
+        me->rc = mop_run(me->spec, me->ckpt, &hooks, &res, me->err, sizeof me->err);
+    else
+        me->rc = train_run(me->spec, me->ckpt, &hooks, &res, me->err, sizeof me->err);
+    if (json_object_get(me->spec, "search")) me->result = json_incref(res);
     json_t *m = json_object_get(res, "metrics");
     me->test_loss = json_real_value(json_object_get(m, "test_loss"));
     me->steps = (long)json_integer_value(json_object_get(m, "steps"));
@@ -915,18 +996,39 @@ static void *dp_thread(void *arg)
     return NULL;
 }
 
-/* runs `world` ranks; stop_rank (or -1) votes to stop after stop_after polls */
-static void dp_run(const json_t *spec, const char *ckpt, int world, int fail_rank, int fail_after, int stop_rank, int stop_after,
-                   dp_rank *ranks)
+/* runs `world` ranks as prepared in ranks[] (spec, ckpt, hand-off, stop_after) */
+static void dp_start(int world, int fail_rank, int fail_after, dp_rank *ranks)
 {
-    dp_shared s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, world, 0, 0, 0, {0}, fail_rank, fail_after};
+    dp_shared s = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                   .cv = PTHREAD_COND_INITIALIZER,
+                   .world = world,
+                   .fail_rank = fail_rank,
+                   .fail_after = fail_after};
     pthread_t th[DP_MAX];
     for (int r = 0; r < world; r++) {
-        ranks[r] = (dp_rank){.s = &s, .rank = r, .spec = spec, .ckpt = ckpt, .stop_after = r == stop_rank ? stop_after : 0};
+        ranks[r].s = &s, ranks[r].rank = r;
         pthread_create(&th[r], NULL, dp_thread, &ranks[r]);
     }
     for (int r = 0; r < world; r++)
         pthread_join(th[r], NULL);
+}
+
+static void dp_free(dp_rank *ranks, int world)
+{
+    for (int r = 0; r < world; r++) {
+        free(ranks[r].kept), ranks[r].kept = NULL;
+        json_decref(ranks[r].result), ranks[r].result = NULL;
+    }
+}
+
+/* runs `world` ranks; stop_rank (or -1) votes to stop after stop_after polls */
+static void dp_run(const json_t *spec, const char *ckpt, int world, int fail_rank, int fail_after, int stop_rank, int stop_after,
+                   dp_rank *ranks)
+{
+    for (int r = 0; r < world; r++)
+        ranks[r] = (dp_rank){.spec = spec, .ckpt = ckpt, .stop_after = r == stop_rank ? stop_after : 0};
+    dp_start(world, fail_rank, fail_after, ranks);
+    dp_free(ranks, world);
 }
 
 #define MLP_NODROP "[{'type':'dense','units':16},{'type':'relu'},{'type':'dense','units':2}]"
@@ -979,6 +1081,203 @@ static void test_train_dp_peer_lost_and_stop(void **state)
     assert_int_equal(again[0].rc, 0);
     assert_int_equal(again[1].rc, 0);
     assert_true(again[0].test_loss == full[0].test_loss);
+    json_decref(spec);
+}
+
+/* Elastic hand-off: survivors of a lost peer keep the state of their last step
+ * (newer than the checkpoint) and the next generation continues from it; ranks
+ * without a shared directory get the state by broadcast. */
+static void test_train_handoff(void **state)
+{
+    (void)state;
+    json_t *spec = blob_spec(MLP_NODROP, ",'steps':40,'checkpoint_every_steps':5");
+    dp_rank lost[DP_MAX], next[DP_MAX], full[DP_MAX], a[DP_MAX], b[DP_MAX];
+    /* three ranks; rank 2 is lost after 13 all-reduces (the agreement, then steps 1..12) */
+    unlink(tmp("ho.ckpt"));
+    for (int r = 0; r < 3; r++)
+        lost[r] = (dp_rank){.spec = spec, .ckpt = tmp("ho.ckpt")};
+    dp_start(3, 2, 13, lost);
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal(lost[r].rc, -2);
+        assert_non_null(lost[r].kept); /* every rank kept its state */
+    }
+    assert_int_equal(lost[0].started, 1);
+    assert_string_equal(lost[0].info.from, "fresh");
+    /* the next generation: rank 0 is a newcomer (no hand-off), rank 1 the survivor that was rank 1 */
+    for (int r = 0; r < 2; r++)
+        next[r] = (dp_rank){.spec = spec, .ckpt = tmp("ho.ckpt")};
+    next[1].handoff = lost[1].kept, next[1].handoff_len = lost[1].kept_len;
+    dp_start(2, -1, 0, next);
+    for (int r = 0; r < 2; r++)
+        if (next[r].rc != 0) fail_msg("rank %d: %s", r, next[r].err);
+    assert_string_equal(next[0].info.from, "survivor");
+    assert_int_equal(next[0].info.source, 1);
+    assert_int_equal(next[0].info.step, 12); /* newer than the checkpoint (step 10) */
+    assert_true(next[0].info.bytes > 0);
+    assert_int_equal(next[0].steps, 40);
+    assert_true(next[0].test_loss == next[1].test_loss);
+    dp_free(lost, 3), dp_free(next, 2);
+
+    /* no shared directory: a stopped two-rank run checkpoints on rank 0's directory only; the
+     * resumed ranks each have their own directory, and the result is the uninterrupted run's */
+    unlink(tmp("hf.ckpt"));
+    dp_run(spec, tmp("hf.ckpt"), 2, -1, 0, -1, 0, full);
+    unlink(tmp("h0.ckpt")), unlink(tmp("h1.ckpt"));
+    for (int r = 0; r < 2; r++)
+        a[r] = (dp_rank){.spec = spec, .ckpt = tmp(r ? "h1.ckpt" : "h0.ckpt"), .stop_after = r ? 17 : 0};
+    dp_start(2, -1, 0, a);
+    assert_int_equal(a[0].rc, 1);
+    assert_int_equal(access(tmp("h1.ckpt"), F_OK), -1);
+    for (int r = 0; r < 2; r++) /* swap: the new rank 1 holds the checkpoint; no hand-offs */
+        b[r] = (dp_rank){.spec = spec, .ckpt = tmp(r ? "h0.ckpt" : "h1.ckpt")};
+    dp_start(2, -1, 0, b);
+    for (int r = 0; r < 2; r++)
+        if (b[r].rc != 0) fail_msg("rank %d: %s", r, b[r].err);
+    assert_string_equal(b[0].info.from, "checkpoint");
+    assert_int_equal(b[0].info.source, 1);
+    assert_true(b[0].test_loss == full[0].test_loss);
+    dp_free(a, 2), dp_free(b, 2);
+    json_decref(spec);
+}
+
+/* ---- model selection by model hopping ---- */
+
+static void test_mop_schedule(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 12; n++)
+        for (int w = 1; w <= 6; w++) {
+            int K = mop_per_worker(n, w), M = K * w, pairs[12][6] = {{0}};
+            for (int t = 0; t < M; t++) {
+                int on[12] = {0};
+                for (int v = 0; v < w; v++) { /* worker v trains the model at its first position */
+                    int m = mop_model_at(n, w, t, v * K);
+                    if (m < 0) continue;
+                    assert_int_equal(on[m]++, 0); /* a model is on one worker at a time */
+                    pairs[m][v]++;
+                }
+                for (int pos = 0; pos < M; pos++) /* a model's next position is the next one */
+                    assert_int_equal(mop_model_at(n, w, t + 1, (pos + 1) % M), mop_model_at(n, w, t, pos));
+            }
+            for (int m = 0; m < n; m++) {
+                int order[6], seen[6] = {0};
+                mop_partition_order(n, w, m, order);
+                for (int v = 0; v < w; v++) {
+                    if (pairs[m][v] != 1) fail_msg("n %d w %d: model %d on partition %d %d times", n, w, m, v, pairs[m][v]);
+                    seen[order[v]]++;
+                }
+                for (int v = 0; v < w; v++)
+                    assert_int_equal(seen[v], 1);
+            }
+            /* the schedule takes no more sub-epochs than needed: max(n, w) rounded up to whole rows */
+            assert_true(M >= n && M >= w && M < n + w);
+        }
+}
+
+static void test_mop_expand(void **state)
+{
+    (void)state;
+    char field[160], msg[200];
+    json_t *configs;
+    json_t *spec = blob_spec(MLP_NODROP, ",'epochs':1,'search':{'type':'grid','params':{'optimizer.lr':[0.01,0.1],"
+                                         "'model.layers.0.units':[4,8,16]}}");
+    assert_int_equal(mop_expand(spec, &configs, field, sizeof field, msg, sizeof msg), 0);
+    assert_int_equal(json_array_size(configs), 6);
+    json_t *c5 = json_object_get(json_array_get(configs, 5), "spec"); /* the last parameter varies fastest */
+    assert_true(json_real_value(json_object_get(json_object_get(c5, "optimizer"), "lr")) == 0.1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(json_object_get(c5, "model"), "layers"), 0), "units")),
+        16);
+    assert_null(json_object_get(c5, "search"));
+    json_decref(configs), json_decref(spec);
+    spec = blob_spec(MLP_NODROP, ",'epochs':1,'search':{'type':'random','configurations':20,'seed':4,"
+                                 "'params':{'optimizer.lr':{'min':0.001,'max':0.1,'log':true},'batch_size':{'min':8,'max':64}}}");
+    assert_int_equal(mop_expand(spec, &configs, field, sizeof field, msg, sizeof msg), 0);
+    assert_int_equal(json_array_size(configs), 20);
+    for (size_t i = 0; i < 20; i++) {
+        json_t *c = json_object_get(json_array_get(configs, i), "spec");
+        double lr = json_real_value(json_object_get(json_object_get(c, "optimizer"), "lr"));
+        json_int_t b = json_integer_value(json_object_get(c, "batch_size"));
+        assert_true(lr >= 0.001 && lr <= 0.1 && b >= 8 && b <= 64);
+    }
+    json_decref(configs), json_decref(spec);
+    static const struct {
+        const char *search, *field, *needle;
+    } bad[] = {
+        {"{'type':'grid','params':{'optimizer.nope.lr':[1]}}", "spec.search.params.optimizer.nope.lr", "names no field"},
+        {"{'type':'grid','params':{'optimizer.lr':[0.1,-1]}}", "spec.search.params", "configuration 1"},
+        {"{'type':'grid','params':{'optimizer.lr':{'min':1,'max':2}}}", "spec.search.params.optimizer.lr", "list"},
+        {"{'type':'random','params':{'optimizer.lr':[1]}}", "spec.search.configurations", "random"},
+        {"{'type':'bayes','params':{}}", "spec.search.type", "grid"},
+        {"{'type':'grid','params':{'seed':[1]},'early_stop':{'after_epochs':1,'keep':1}}", "spec.search.early_stop.keep",
+         "fraction"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char extra[512];
+        snprintf(extra, sizeof extra, ",'epochs':1,'search':%s", bad[i].search);
+        spec = blob_spec(MLP_NODROP, extra);
+        assert_int_equal(train_spec_validate(spec, field, sizeof field, msg, sizeof msg), -1);
+        if (strcmp(field, bad[i].field) || !strstr(msg, bad[i].needle)) fail_msg("case %zu: %s: %s", i, field, msg);
+        json_decref(spec);
+    }
+}
+
+/* Model hopping on 1, 2 and 3 workers gives every configuration exactly what training it alone in
+ * the same data order gives (bit for bit); early stopping halves the running configurations after
+ * every epoch from the first. */
+static void test_mop_equals_alone(void **state)
+{
+    (void)state;
+    json_t *spec =
+        blob_spec("[{'type':'dense','units':8},{'type':'relu'},{'type':'dropout','rate':0.2},{'type':'dense','units':2}]",
+                  ",'epochs':2,'search':{'type':'grid','params':{'optimizer.lr':[0.01,0.05,0.2],'batch_size':[16,32]}},"
+                  "'optimizer':{'type':'adam','lr':0.01}");
+    for (int world = 1; world <= 3; world++) {
+        dp_rank ranks[DP_MAX];
+        for (int r = 0; r < world; r++)
+            ranks[r] = (dp_rank){.spec = spec, .ckpt = tmp("mop.model")};
+        unlink(tmp("mop.model"));
+        dp_start(world, -1, 0, ranks);
+        for (int r = 0; r < world; r++)
+            if (ranks[r].rc != 0) fail_msg("world %d rank %d: %s", world, r, ranks[r].err);
+        json_t *rows = json_object_get(ranks[0].result, "configurations");
+        assert_int_equal(json_array_size(rows), 6);
+        for (int c = 0; c < 6; c++) {
+            json_t *alone;
+            char err[256];
+            assert_int_equal(mop_alone(spec, world, c, &alone, err, sizeof err), 0);
+            json_t *row = json_array_get(rows, (size_t)c);
+            double a = json_real_value(json_object_get(alone, "test_loss")), m = json_real_value(json_object_get(row, "test_loss"));
+            if (a != m) fail_msg("world %d configuration %d: test loss %.9g alone, %.9g hopping", world, c, a, m);
+            assert_true(json_real_value(json_object_get(row, "epochs")) == 2);
+            json_decref(alone);
+        }
+        int best = (int)json_integer_value(json_object_get(json_object_get(ranks[0].result, "metrics"), "best"));
+        assert_true(best >= 0 && best < 6);
+        assert_int_equal(access(tmp("mop.model"), F_OK), 0); /* the best model, written by rank 0 */
+        dp_free(ranks, world);
+    }
+    json_decref(spec);
+    spec = blob_spec(MLP_NODROP, ",'epochs':3,'search':{'type':'grid','params':{'optimizer.lr':[0.001,0.01,0.05,0.1]},"
+                                 "'early_stop':{'after_epochs':1,'keep':0.5}}");
+    dp_rank ranks[DP_MAX];
+    for (int r = 0; r < 2; r++)
+        ranks[r] = (dp_rank){.spec = spec, .ckpt = NULL};
+    dp_start(2, -1, 0, ranks);
+    assert_int_equal(ranks[0].rc, 0);
+    json_t *rows = json_object_get(ranks[0].result, "configurations");
+    int at[4] = {0}; /* successive halving: 4 run epoch 1, 2 run epoch 2, 1 runs epoch 3 */
+    for (size_t i = 0; i < 4; i++) {
+        json_t *row = json_array_get(rows, i), *st = json_object_get(row, "stopped");
+        double ep = json_real_value(json_object_get(row, "epochs"));
+        int when = json_is_integer(st) ? (int)json_integer_value(st) : 3;
+        assert_true(when >= 1 && when <= 3 && ep == when);
+        at[when]++;
+    }
+    assert_int_equal(at[1], 2);
+    assert_int_equal(at[2], 1);
+    assert_int_equal(at[3], 1);
+    dp_free(ranks, 2);
     json_decref(spec);
 }
 
@@ -1060,6 +1359,10 @@ int main(void)
         cmocka_unit_test(test_train_errors),
         cmocka_unit_test(test_train_data_parallel),
         cmocka_unit_test(test_train_dp_peer_lost_and_stop),
+        cmocka_unit_test(test_train_handoff),
+        cmocka_unit_test(test_mop_schedule),
+        cmocka_unit_test(test_mop_expand),
+        cmocka_unit_test(test_mop_equals_alone),
         cmocka_unit_test(test_data_state_under_resizes),
     };
     return cmocka_run_group_tests(tests, NULL, cleanup);

@@ -98,32 +98,48 @@ gnccl *gnccl_init(const char *hex, int rank, int world, int timeout_ms, char *er
     return g;
 }
 
-int gnccl_allreduce(gnccl *g, float *buf, size_t n, int timeout_ms, char *err, size_t errlen)
+/* waits for a collective just enqueued (r is what enqueuing returned), under the deadline */
+static int finish(gnccl *g, ncclResult_t r, long long deadline, const char *what, char *err, size_t errlen)
 {
-    if (g->aborted) {
-        snprintf(err, errlen, "nccl all-reduce: the communicator was aborted by an earlier error");
-        return -1;
-    }
-    long long deadline = now_ms() + timeout_ms;
-    ncclResult_t r = ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, g->comm, g->stream);
-    if ((r != ncclSuccess && r != ncclInProgress) || settle(g, deadline, "all-reduce", err, errlen) != 0) {
-        if (r != ncclSuccess && r != ncclInProgress) snprintf(err, errlen, "nccl all-reduce: %s", ncclGetErrorString(r));
+    if ((r != ncclSuccess && r != ncclInProgress) || settle(g, deadline, what, err, errlen) != 0) {
+        if (r != ncclSuccess && r != ncclInProgress) snprintf(err, errlen, "nccl %s: %s", what, ncclGetErrorString(r));
         abort_comm(g);
         return -1;
     }
     for (;;) { /* the kernel was enqueued: wait for the stream, still under the deadline */
         cudaError_t s = cudaStreamQuery(g->stream);
         if (s == cudaSuccess) return 0;
-        if (s != cudaErrorNotReady || settle(g, deadline, "all-reduce", err, errlen) != 0 || now_ms() > deadline) {
+        if (s != cudaErrorNotReady || settle(g, deadline, what, err, errlen) != 0 || now_ms() > deadline) {
             if (s != cudaErrorNotReady)
-                snprintf(err, errlen, "nccl all-reduce: %s", cudaGetErrorString(s));
+                snprintf(err, errlen, "nccl %s: %s", what, cudaGetErrorString(s));
             else if (now_ms() > deadline)
-                snprintf(err, errlen, "nccl all-reduce: not done before the deadline (a peer is gone or hung)");
+                snprintf(err, errlen, "nccl %s: not done before the deadline (a peer is gone or hung)", what);
             abort_comm(g);
             return -1;
         }
         pause_briefly();
     }
+}
+
+static int usable(const gnccl *g, const char *what, char *err, size_t errlen)
+{
+    if (!g->aborted) return 0;
+    snprintf(err, errlen, "nccl %s: the communicator was aborted by an earlier error", what);
+    return -1;
+}
+
+int gnccl_allreduce(gnccl *g, float *buf, size_t n, int timeout_ms, char *err, size_t errlen)
+{
+    if (usable(g, "all-reduce", err, errlen)) return -1;
+    long long deadline = now_ms() + timeout_ms;
+    return finish(g, ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, g->comm, g->stream), deadline, "all-reduce", err, errlen);
+}
+
+int gnccl_broadcast(gnccl *g, void *buf, size_t bytes, int root, int timeout_ms, char *err, size_t errlen)
+{
+    if (usable(g, "broadcast", err, errlen)) return -1;
+    long long deadline = now_ms() + timeout_ms;
+    return finish(g, ncclBroadcast(buf, buf, bytes, ncclChar, root, g->comm, g->stream), deadline, "broadcast", err, errlen);
 }
 
 void gnccl_destroy(gnccl *g)

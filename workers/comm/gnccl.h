@@ -24,6 +24,8 @@ int gnccl_unique_id(char hex[GNCCL_ID_HEX], char *err, size_t errlen);
 gnccl *gnccl_init(const char *hex, int rank, int world, int timeout_ms, char *err, size_t errlen);
 /* in-place sum of n floats; 0, or -1 with err (the communicator is then aborted) */
 int gnccl_allreduce(gnccl *g, float *buf, size_t n, int timeout_ms, char *err, size_t errlen);
+/* copies root's bytes to every rank; as gnccl_allreduce */
+int gnccl_broadcast(gnccl *g, void *buf, size_t bytes, int root, int timeout_ms, char *err, size_t errlen);
 void gnccl_destroy(gnccl *g);
 
 #endif

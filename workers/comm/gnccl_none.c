@@ -26,6 +26,13 @@ int gnccl_allreduce(gnccl *g, float *buf, size_t n, int timeout_ms, char *err, s
     return -1;
 }
 
+int gnccl_broadcast(gnccl *g, void *buf, size_t bytes, int root, int timeout_ms, char *err, size_t errlen)
+{
+    (void)g, (void)buf, (void)bytes, (void)root, (void)timeout_ms;
+    snprintf(err, errlen, "%s", none);
+    return -1;
+}
+
 void gnccl_destroy(gnccl *g)
 {
     (void)g;

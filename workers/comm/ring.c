@@ -449,6 +449,43 @@ int ring_broadcast(ring *r, void *buf, size_t bytes, int root, int timeout_ms, c
     return rc ? fail(r, "broadcast", err, errlen) : 0;
 }
 
+int ring_shift(ring *r, const void *send, size_t send_len, void **recv, size_t *recv_len, int timeout_ms, char *err, size_t errlen)
+{
+    *recv = NULL, *recv_len = 0;
+    if (r->broken) {
+        snprintf(err, errlen, "shift: the ring is broken by an earlier error");
+        return -1;
+    }
+    if (r->world == 1) { /* to itself */
+        if (send_len && !(*recv = malloc(send_len))) {
+            snprintf(err, errlen, "shift: out of memory");
+            return -1;
+        }
+        if (send_len) memcpy(*recv, send, send_len);
+        *recv_len = send_len;
+        return 0;
+    }
+    uint64_t out = send_len, in = 0;
+    if (pump(r, (const char *)&out, sizeof out, (char *)&in, sizeof in, false, timeout_ms, err, errlen))
+        return fail(r, "shift", err, errlen);
+    if (in > RING_SHIFT_MAX) {
+        snprintf(err, errlen, "rank %d (previous) announced %llu bytes", (r->rank + r->world - 1) % r->world,
+                 (unsigned long long)in);
+        return fail(r, "shift", err, errlen);
+    }
+    char *buf = in ? malloc(in) : NULL;
+    if (in && !buf) {
+        snprintf(err, errlen, "out of memory for %llu bytes", (unsigned long long)in);
+        return fail(r, "shift", err, errlen);
+    }
+    if (pump(r, send, send_len, buf, in, false, timeout_ms, err, errlen)) {
+        free(buf);
+        return fail(r, "shift", err, errlen);
+    }
+    *recv = buf, *recv_len = in;
+    return 0;
+}
+
 int ring_rank(const ring *r)
 {
     return r->rank;

@@ -40,6 +40,12 @@ int ring_allreduce(ring *r, float *buf, size_t n, int timeout_ms, char *err, siz
 /* Copies root's bytes to every rank, pipelined along the ring.  0, or -1 with err. */
 int ring_broadcast(ring *r, void *buf, size_t bytes, int root, int timeout_ms, char *err, size_t errlen);
 
+/* Sends send_len bytes to the next rank while receiving what the previous one
+ * sends (its length first; at most RING_SHIFT_MAX): *recv malloc'd (NULL when
+ * empty).  Model hopping moves models this way.  0, or -1 with err. */
+#define RING_SHIFT_MAX ((size_t)1 << 34)
+int ring_shift(ring *r, const void *send, size_t send_len, void **recv, size_t *recv_len, int timeout_ms, char *err, size_t errlen);
+
 int ring_rank(const ring *r);
 int ring_world(const ring *r);
 unsigned long long ring_bytes_sent(const ring *r);

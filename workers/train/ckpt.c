@@ -93,10 +93,11 @@ static int write_atomic(const char *path, const void *data, size_t len, char *er
     return 0;
 }
 
-int train_ckpt_save(const char *path, const train_model *m, const train_optim *o, const train_ckpt_state *st, char *err,
-                    size_t err_len)
+int train_ckpt_encode(const train_model *m, const train_optim *o, const train_ckpt_state *st, unsigned char **out, size_t *len,
+                      char *err, size_t err_len)
 {
     wbuf b = {0};
+    *out = NULL, *len = 0;
     char *arch = json_dumps(m->arch, JSON_COMPACT | JSON_SORT_KEYS);
     if (!arch) {
         snprintf(err, err_len, "out of memory");
@@ -135,8 +136,18 @@ int train_ckpt_save(const char *path, const train_model *m, const train_optim *o
     }
     uint32_t crc = (uint32_t)crc32_z(0L, b.p, b.len - 4);
     memcpy(b.p + b.len - 4, &crc, 4);
-    int rc = write_atomic(path, b.p, b.len, err, err_len);
-    free(b.p);
+    *out = b.p, *len = b.len;
+    return 0;
+}
+
+int train_ckpt_save(const char *path, const train_model *m, const train_optim *o, const train_ckpt_state *st, char *err,
+                    size_t err_len)
+{
+    unsigned char *data;
+    size_t len;
+    if (train_ckpt_encode(m, o, st, &data, &len, err, err_len)) return -1;
+    int rc = write_atomic(path, data, len, err, err_len);
+    free(data);
     return rc;
 }
 
@@ -164,8 +175,34 @@ static int get64(rbuf *r, uint64_t *v)
     return get(r, v, 8);
 }
 
-/* reads and verifies the whole file; *data malloc'd */
-static int load_verified(const char *path, unsigned char **data, size_t *len, char *err, size_t err_len)
+/* checks the size, magic, version and CRC of an encoded checkpoint; what names it in errors */
+static int verify(const unsigned char *data, size_t len, const char *what, char *err, size_t err_len)
+{
+    if (len < 8 + 12 + 40 + 4 + 4 || len > CKPT_MAX_BYTES) {
+        snprintf(err, err_len, "%s: corrupt checkpoint (size %zu is impossible)", what, len);
+        return -1;
+    }
+    if (memcmp(data, MAGIC, 8) != 0) {
+        snprintf(err, err_len, "%s: not a gantry checkpoint (bad magic)", what);
+        return -1;
+    }
+    uint32_t version, stored;
+    memcpy(&version, data + 8, 4);
+    if (version != TRAIN_CKPT_VERSION) {
+        snprintf(err, err_len, "%s: checkpoint version %u is not supported (expected %d)", what, version, TRAIN_CKPT_VERSION);
+        return -1;
+    }
+    memcpy(&stored, data + len - 4, 4);
+    uint32_t crc = (uint32_t)crc32_z(0L, data, len - 4);
+    if (crc != stored) {
+        snprintf(err, err_len, "%s: corrupt checkpoint (CRC-32 %08x, expected %08x)", what, crc, stored);
+        return -1;
+    }
+    return 0;
+}
+
+/* reads the whole file; *data malloc'd */
+static int read_whole(const char *path, unsigned char **data, size_t *len, char *err, size_t err_len)
 {
     *data = NULL;
     FILE *f = fopen(path, "rb");
@@ -189,24 +226,14 @@ static int load_verified(const char *path, unsigned char **data, size_t *len, ch
         return -1;
     }
     fclose(f);
-    if (memcmp(*data, MAGIC, 8) != 0) {
-        snprintf(err, err_len, "%s: not a gantry checkpoint (bad magic)", path);
-        goto fail;
-    }
-    uint32_t version, stored;
-    memcpy(&version, *data + 8, 4);
-    if (version != TRAIN_CKPT_VERSION) {
-        snprintf(err, err_len, "%s: checkpoint version %u is not supported (expected %d)", path, version, TRAIN_CKPT_VERSION);
-        goto fail;
-    }
-    memcpy(&stored, *data + *len - 4, 4);
-    uint32_t crc = (uint32_t)crc32_z(0L, *data, *len - 4);
-    if (crc != stored) {
-        snprintf(err, err_len, "%s: corrupt checkpoint (CRC-32 %08x, expected %08x)", path, crc, stored);
-        goto fail;
-    }
     return 0;
-fail:
+}
+
+/* reads and verifies the whole file; *data malloc'd */
+static int load_verified(const char *path, unsigned char **data, size_t *len, char *err, size_t err_len)
+{
+    if (read_whole(path, data, len, err, err_len)) return -1;
+    if (verify(*data, *len, path, err, err_len) == 0) return 0;
     free(*data);
     *data = NULL;
     return -1;
@@ -299,14 +326,21 @@ shape:
     return -1;
 }
 
+int train_ckpt_decode(const unsigned char *data, size_t len, train_model *m, train_optim *o, train_ckpt_state *st, const char *what,
+                      char *err, size_t err_len)
+{
+    if (verify(data, len, what, err, err_len)) return -1;
+    rbuf r = {data, len - 4, 0};
+    int rc = parse(r, 0, m, o, st, what, err, err_len);
+    return rc == 0 ? parse(r, 1, m, o, st, what, err, err_len) : rc;
+}
+
 int train_ckpt_load(const char *path, train_model *m, train_optim *o, train_ckpt_state *st, char *err, size_t err_len)
 {
     unsigned char *data;
     size_t len;
-    if (load_verified(path, &data, &len, err, err_len)) return -1;
-    rbuf r = {data, len - 4, 0};
-    int rc = parse(r, 0, m, o, st, path, err, err_len);
-    if (rc == 0) rc = parse(r, 1, m, o, st, path, err, err_len);
+    if (read_whole(path, &data, &len, err, err_len)) return -1;
+    int rc = train_ckpt_decode(data, len, m, o, st, path, err, err_len);
     free(data);
     return rc;
 }

@@ -37,6 +37,13 @@ int train_ckpt_save(const char *path, const train_model *m, const train_optim *o
 /* o may be NULL (optimizer state in the file is then ignored); a file without
  * optimizer state leaves o untouched */
 int train_ckpt_load(const char *path, train_model *m, train_optim *o, train_ckpt_state *st, char *err, size_t err_len);
+/* the same format in memory (the state a survivor hands to a resized gang, a
+ * model moving between workers): *out malloc'd */
+int train_ckpt_encode(const train_model *m, const train_optim *o, const train_ckpt_state *st, unsigned char **out, size_t *len,
+                      char *err, size_t err_len);
+/* verifies then loads an encoded checkpoint, as train_ckpt_load; what names it in errors */
+int train_ckpt_decode(const unsigned char *data, size_t len, train_model *m, train_optim *o, train_ckpt_state *st, const char *what,
+                      char *err, size_t err_len);
 /* the architecture stored in a checkpoint (new reference), NULL with err */
 json_t *train_ckpt_arch(const char *path, char *err, size_t err_len);
 

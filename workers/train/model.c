@@ -280,3 +280,11 @@ void train_model_backward(train_model *m, const float *dy, int n)
     for (int i = m->nlayers - 1; i >= 0; i--)
         dy = train_layer_backward(m, &m->layers[i], dy, n, i > 0);
 }
+
+double train_model_grad(train_model *m, const float *x, const int32_t *y, int n, float *dlogits, int *correct)
+{
+    const float *logits = train_model_forward(m, x, n, true);
+    double loss = m->be->softmax_ce(n, (int)train_model_out_size(m), logits, y, dlogits, correct);
+    train_model_backward(m, dlogits, n);
+    return loss;
+}

@@ -71,6 +71,11 @@ const float *train_model_forward(train_model *m, const float *x, int n, bool tra
 /* dy: n x out_size, gradient of the loss w.r.t. the logits; fills every param's g */
 void train_model_backward(train_model *m, const float *dy, int n);
 
+/* forward (training mode), softmax cross-entropy against y, backward: every
+ * param's g holds the batch's mean gradient.  dlogits: n x out_size scratch.
+ * Returns the mean loss; *correct the argmax hits. */
+double train_model_grad(train_model *m, const float *x, const int32_t *y, int n, float *dlogits, int *correct);
+
 /* layer-level entry points (used by the model and by the gradient checks) */
 const float *train_layer_forward(train_model *m, train_layer *l, const float *x, int n, bool training);
 const float *train_layer_backward(train_model *m, train_layer *l, const float *dy, int n, bool need_dx);

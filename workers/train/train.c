@@ -12,6 +12,7 @@
 #include "workers/train/ckpt.h"
 #include "workers/train/data.h"
 #include "workers/train/model.h"
+#include "workers/train/mop.h"
 #include "workers/train/optim.h"
 
 #include <math.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +125,11 @@ int train_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, s
         return bad(field, fl, msg, ml, "spec.collective_timeout_s", "must be an integer in [1, 3600]");
     if (pos_int(spec, "rendezvous_timeout_s", 3600, NULL))
         return bad(field, fl, msg, ml, "spec.rendezvous_timeout_s", "must be an integer in [1, 3600]");
+    if (json_object_get(spec, "search")) { /* model selection: every configuration must be valid */
+        json_t *configs;
+        if (mop_expand(spec, &configs, field, fl, msg, ml)) return -1;
+        json_decref(configs);
+    }
     return 0;
 }
 
@@ -133,13 +140,15 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int load_data(const json_t *d, const train_model *m, train_data *tr, train_data *te, char *err, size_t el)
+int train_dataset_load(const json_t *spec, train_data *tr, train_data *te, char *err, size_t el)
 {
     char p[4][4096];
+    const json_t *d = json_object_get(spec, "dataset");
     const char *name = json_string_value(json_object_get(d, "name"));
     const char *fmt = json_string_value(json_object_get(d, "format"));
+    memset(tr, 0, sizeof *tr), memset(te, 0, sizeof *te);
     int rc;
-    if (name || !strcmp(fmt, "idx")) {
+    if (name || (fmt && !strcmp(fmt, "idx"))) {
         static const char *keys[] = {"train_images", "train_labels", "test_images", "test_labels"};
         static const char *files[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
                                       "t10k-labels-idx1-ubyte.gz"};
@@ -151,14 +160,24 @@ static int load_data(const json_t *d, const train_model *m, train_data *tr, trai
         }
         rc = train_data_load_idx(p[0], p[1], tr, err, el);
         if (rc == 0) rc = train_data_load_idx(p[2], p[3], te, err, el);
-    } else {
-        json_t *s = json_object_get(d, "scale");
+    } else if (fmt && !strcmp(fmt, "csv")) {
+        json_t *s = json_object_get(d, "scale"), *in = json_object_get(json_object_get(spec, "model"), "input");
         float scale = s ? (float)json_number_value(s) : 1.0f;
-        rc = train_data_load_csv(json_string_value(json_object_get(d, "train")), m->in_c, m->in_h, m->in_w, scale, tr, err, el);
-        if (rc == 0)
-            rc = train_data_load_csv(json_string_value(json_object_get(d, "test")), m->in_c, m->in_h, m->in_w, scale, te, err, el);
+        int c = (int)json_integer_value(json_array_get(in, 0)), h = (int)json_integer_value(json_array_get(in, 1)),
+            w = (int)json_integer_value(json_array_get(in, 2));
+        rc = train_data_load_csv(json_string_value(json_object_get(d, "train")), c, h, w, scale, tr, err, el);
+        if (rc == 0) rc = train_data_load_csv(json_string_value(json_object_get(d, "test")), c, h, w, scale, te, err, el);
+    } else {
+        snprintf(err, el, "spec.dataset: give \"name\" or \"format\"");
+        rc = -1;
     }
-    if (rc) return -1;
+    if (rc) train_data_free(tr), train_data_free(te);
+    return rc;
+}
+
+/* the sets fit the model: values per sample, classes */
+static int check_data(const train_model *m, const train_data *tr, const train_data *te, char *err, size_t el)
+{
     size_t in = train_model_in_size(m), out = train_model_out_size(m);
     for (int i = 0; i < 2; i++) {
         const train_data *x = i ? te : tr;
@@ -182,7 +201,8 @@ typedef struct {
     const train_hooks *hooks;
     train_model *m;
     train_optim *o;
-    train_data tr, te;
+    train_data own_tr, own_te; /* loaded here, unless the caller gave the sets */
+    const train_data *tr, *te;
     train_schedule sched;
     size_t *order;
     float *xb, *dlogits;
@@ -198,7 +218,7 @@ typedef struct {
     /* window since the last progress event, and the current epoch */
     double w_loss, w_compute, w_comm, w_data, w_start, e_loss;
     long w_correct, w_samples, w_batches, e_batches, run_samples;
-    double run_start, last_train_loss;
+    double run_start, last_train_loss, load_s;
 } loop;
 
 /* the step totals after the gradients: loss x samples, correct, samples, stop votes */
@@ -217,7 +237,7 @@ static int reduce(loop *L, float *buf, size_t n)
 /* test loss and accuracy; each rank takes its shard of the test set */
 static int evaluate(loop *L, double *loss, double *acc)
 {
-    size_t n = L->te.n, dim = L->te.dim, lo, hi;
+    size_t n = L->te->n, dim = L->te->dim, lo, hi;
     train_shard(n, L->rank, L->world, &lo, &hi);
     int k = (int)train_model_out_size(L->m);
     double sum = 0;
@@ -225,8 +245,8 @@ static int evaluate(loop *L, double *loss, double *acc)
     for (size_t i = lo; i < hi; i += (size_t)L->batch) {
         int b = (int)(hi - i < (size_t)L->batch ? hi - i : (size_t)L->batch);
         /* through the batch buffers: the backend's memory (a GPU's) may not reach the dataset's */
-        memcpy(L->xb, L->te.x + i * dim, sizeof(float) * (size_t)b * dim);
-        memcpy(L->yb, L->te.y + i, sizeof(int32_t) * (size_t)b);
+        memcpy(L->xb, L->te->x + i * dim, sizeof(float) * (size_t)b * dim);
+        memcpy(L->yb, L->te->y + i, sizeof(int32_t) * (size_t)b);
         const float *logits = train_model_forward(L->m, L->xb, b, false);
         int c;
         sum += L->m->be->softmax_ce(b, k, logits, L->yb, NULL, &c) * b;
@@ -247,7 +267,7 @@ static int progress(loop *L, int with_eval)
     if (L->hooks && L->hooks->progress) {
         double t = now_s();
         json_t *j = json_pack("{s:f, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i}", "epoch",
-                              (double)L->st.epoch + (double)L->st.data_pos / (double)L->tr.n, "step", (json_int_t)L->st.step,
+                              (double)L->st.epoch + (double)L->st.data_pos / (double)L->tr->n, "step", (json_int_t)L->st.step,
                               "loss", L->w_batches ? L->w_loss / L->w_batches : 0.0, "accuracy",
                               L->w_samples ? (double)L->w_correct / L->w_samples : 0.0, "samples_per_s",
                               t > L->w_start ? L->w_samples / (t - L->w_start) : 0.0, "compute_s", L->w_compute, "comm_s",
@@ -302,23 +322,21 @@ static int step(loop *L, int stop_vote)
 {
     if (L->world == 1 && stop_vote) return 1;
     uint64_t rng0 = L->m->rng.s; /* a stopped step leaves no trace, dropout masks included */
-    size_t n = L->tr.n, dim = L->tr.dim;
+    size_t n = L->tr->n, dim = L->tr->dim;
     double t0 = now_s();
     size_t len = n - L->st.data_pos < (size_t)L->batch ? n - L->st.data_pos : (size_t)L->batch, b, e;
     train_shard(len, L->rank, L->world, &b, &e);
     int cnt = (int)(e - b);
     for (int i = 0; i < cnt; i++) {
         size_t s = L->order[L->st.data_pos + b + (size_t)i];
-        memcpy(L->xb + (size_t)i * dim, L->tr.x + s * dim, sizeof(float) * dim);
-        L->yb[i] = L->tr.y[s];
+        memcpy(L->xb + (size_t)i * dim, L->tr->x + s * dim, sizeof(float) * dim);
+        L->yb[i] = L->tr->y[s];
     }
     double t1 = now_s();
-    int k = (int)train_model_out_size(L->m), correct = 0;
+    int correct = 0;
     double loss = 0;
     if (cnt > 0) {
-        const float *logits = train_model_forward(L->m, L->xb, cnt, true);
-        loss = L->m->be->softmax_ce(cnt, k, logits, L->yb, L->dlogits, &correct);
-        train_model_backward(L->m, L->dlogits, cnt);
+        loss = train_model_grad(L->m, L->xb, L->yb, cnt, L->dlogits, &correct);
     } else {
         for (int p = 0; p < L->m->nparams; p++)
             L->m->be->fill(L->m->params[p]->n, 0.0f, L->m->params[p]->g);
@@ -327,7 +345,10 @@ static int step(loop *L, int stop_vote)
     if (L->world > 1) {
         /* the global batch's mean gradient is the sum of slice means weighted by slice/len */
         float tot[RED_TAIL] = {(float)(loss * cnt), (float)correct, (float)cnt, (float)stop_vote};
-        if (reduce_grads(L, (float)cnt / (float)len, tot)) return -2;
+        if (reduce_grads(L, (float)cnt / (float)len, tot)) {
+            L->m->rng.s = rng0; /* survivors keep the state before this step */
+            return -2;
+        }
         if (tot[RED_STOP] > 0) {
             L->m->rng.s = rng0;
             return 1;
@@ -348,20 +369,20 @@ static int step(loop *L, int stop_vote)
 
 static int run_loop(loop *L, char *err, size_t el)
 {
-    train_shuffle(L->order, L->tr.n, L->seed, L->st.epoch);
+    train_shuffle(L->order, L->tr->n, L->seed, L->st.epoch);
     L->run_start = L->w_start = now_s();
     while ((long)L->st.step < L->total) {
         int vote = L->hooks && L->hooks->should_stop && L->hooks->should_stop(L->hooks->ctx);
         int rc = step(L, vote);
         if (rc == 1) return save(L, err, el) ? -1 : 1;
         if (rc) return rc;
-        int epoch_end = L->st.data_pos >= L->tr.n;
+        int epoch_end = L->st.data_pos >= L->tr->n;
         if (epoch_end) {
             L->st.epoch++;
             L->st.data_pos = 0;
             L->last_train_loss = L->e_loss / (L->e_batches ? L->e_batches : 1);
             L->e_loss = 0, L->e_batches = 0;
-            train_shuffle(L->order, L->tr.n, L->seed, L->st.epoch);
+            train_shuffle(L->order, L->tr->n, L->seed, L->st.epoch);
         }
         long s = (long)L->st.step;
         int eval = L->eval_every && s % L->eval_every == 0;
@@ -374,6 +395,142 @@ static int run_loop(loop *L, char *err, size_t el)
     return 0;
 }
 
+/* distinct dropout masks per rank: rank r's stream is the shared one offset by r strides */
+#define RNG_RANK_STRIDE 0x9E3779B97F4A7C15ULL
+
+/* takes an encoded state (a hand-off, a checkpoint file's bytes, a broadcast) */
+static int adopt(loop *L, const unsigned char *blob, size_t len, const char *what, char *err, size_t el)
+{
+    train_ckpt_state st;
+    if (train_ckpt_decode(blob, len, L->m, L->o, &st, what, err, el)) return -1;
+    if (st.seed != L->seed || st.data_pos >= L->tr->n) {
+        snprintf(err, el, "%s was written for a different seed or dataset", what);
+        return -1;
+    }
+    L->st = st;
+    L->m->rng.s = st.rng;
+    return 0;
+}
+
+static int bcast(loop *L, void *buf, size_t bytes, int root)
+{
+    double t0 = now_s();
+    int rc = L->hooks->broadcast(L->hooks->ctx, buf, bytes, root, L->err, L->el);
+    L->w_comm += now_s() - t0;
+    return rc == 0 ? 0 : -2;
+}
+
+/* src's state to every rank: a header (length, when taken), then the encoded
+ * state, both in the backend's memory (NCCL broadcasts on the GPU) */
+static int share_state(loop *L, int src, train_start_info *info, char *err, size_t el)
+{
+    const train_backend *be = L->m->be;
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    double hdr[2] = {0, info->taken_at};
+    if (L->rank == src) {
+        train_ckpt_state st = L->st;
+        st.rng = L->m->rng.s;
+        char why[200];
+        if (train_ckpt_encode(L->m, L->o, &st, &blob, &len, why, sizeof why) == 0) hdr[0] = (double)len;
+    }
+    float *hb = be->alloc(4), *buf = NULL;
+    int rc = 0;
+    if (!hb) rc = -1, snprintf(err, el, "out of memory");
+    if (hb) {
+        memcpy(hb, hdr, sizeof hdr);
+        rc = bcast(L, hb, sizeof hdr, src);
+        memcpy(hdr, hb, sizeof hdr);
+        be->free(hb);
+    }
+    len = (size_t)hdr[0];
+    if (rc == 0 && len == 0) {
+        snprintf(err, el, "rank %d could not encode its state", src);
+        rc = -1;
+    }
+    if (rc == 0 && !(buf = be->alloc((len + 3) / 4))) rc = -1, snprintf(err, el, "out of memory");
+    if (rc == 0) {
+        if (blob) memcpy(buf, blob, len);
+        rc = bcast(L, buf, len, src);
+        char what[64];
+        snprintf(what, sizeof what, "the state broadcast by rank %d", src);
+        if (rc == 0 && L->rank != src) rc = adopt(L, (const unsigned char *)buf, len, what, err, el);
+    }
+    if (buf) be->free(buf);
+    free(blob);
+    info->bytes = len, info->taken_at = hdr[1];
+    return rc;
+}
+
+/* the state at the end of an unfinished run, for the next generation (rank offset removed) */
+static void keep_state(loop *L)
+{
+    train_ckpt_state st = L->st;
+    st.rng = L->m->rng.s - RNG_RANK_STRIDE * (uint64_t)L->rank;
+    unsigned char *blob;
+    size_t len;
+    char why[200];
+    if (train_ckpt_encode(L->m, L->o, &st, &blob, &len, why, sizeof why) == 0) L->hooks->keep(L->hooks->ctx, blob, len);
+}
+
+/* The start of a run (a generation of a gang): each rank offers the state it
+ * has (its hand-off from an earlier generation, else the checkpoint, else
+ * none); one all-reduce tells every rank what the others have; the rank with
+ * the newest step (the lowest such rank on a tie) broadcasts its state and
+ * every other rank adopts it.  Steps travel as two exact 24-bit halves. */
+static int agree_state(loop *L, char *err, size_t el)
+{
+    const train_hooks *h = L->hooks;
+    double t0 = now_s(), taken = 0;
+    int have = 0; /* 1 checkpoint, 2 survivor */
+    if (h && h->handoff && h->handoff_len) {
+        char why[300];
+        if (adopt(L, h->handoff, h->handoff_len, "the hand-off", why, sizeof why) == 0) have = 2, taken = h->handoff_at;
+    }
+    struct stat sb;
+    if (!have && L->ckpt && stat(L->ckpt, &sb) == 0) {
+        train_ckpt_state st;
+        if (train_ckpt_load(L->ckpt, L->m, L->o, &st, err, el)) return -1;
+        if (st.seed != L->seed || st.data_pos >= L->tr->n) {
+            snprintf(err, el, "%s: checkpoint was written for a different seed or dataset", L->ckpt);
+            return -1;
+        }
+        L->st = st;
+        L->m->rng.s = st.rng;
+        have = 1, taken = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9;
+    }
+    static const char *kinds[] = {"fresh", "checkpoint", "survivor"};
+    train_start_info info = {kinds[have], have ? L->rank : -1, (unsigned long long)L->st.step, 0, 0, taken, L->load_s};
+    if (L->world > 1) {
+        size_t nv = 3 * (size_t)L->world;
+        float *v = L->m->be->alloc(nv > 4 ? nv : 4);
+        if (!v) {
+            snprintf(err, el, "out of memory");
+            return -1;
+        }
+        L->m->be->fill(nv, 0.0f, v);
+        v[3 * L->rank] = (float)have;
+        v[3 * L->rank + 1] = (float)(L->st.step >> 24);
+        v[3 * L->rank + 2] = (float)(L->st.step & 0xFFFFFF);
+        int rc = reduce(L, v, nv), src = -1;
+        unsigned long long best = 0;
+        for (int r = 0; rc == 0 && r < L->world; r++) {
+            unsigned long long s = ((unsigned long long)v[3 * r + 1] << 24) | (unsigned long long)v[3 * r + 2];
+            if (v[3 * r] > 0 && (src < 0 || s > best)) src = r, best = s;
+        }
+        if (rc == 0 && src >= 0) {
+            info.from = kinds[(int)v[3 * src]], info.source = src, info.step = best;
+            rc = share_state(L, src, &info, err, el);
+        }
+        L->m->be->free(v);
+        if (rc) return rc;
+        L->m->rng.s += RNG_RANK_STRIDE * (uint64_t)L->rank;
+    }
+    info.seconds = now_s() - t0;
+    if (L->rank == 0 && h && h->started) h->started(h->ctx, &info);
+    return 0;
+}
+
 int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hooks, json_t **result, char *err, size_t el)
 {
     char field[160], msg[200];
@@ -382,11 +539,11 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
         snprintf(err, el, "%s: %s", field, msg);
         return -1;
     }
-    loop L = {.spec = spec, .ckpt = ckpt_path, .hooks = hooks, .rank = 0, .world = 1, .err = err, .el = el};
     int rc = -1;
+    loop L = {.spec = spec, .ckpt = ckpt_path, .hooks = hooks, .rank = 0, .world = 1, .err = err, .el = el};
     if (hooks && hooks->world > 1) {
-        if (!hooks->allreduce || hooks->rank < 0 || hooks->rank >= hooks->world) {
-            snprintf(err, el, "rank %d of %d without an all-reduce", hooks->rank, hooks->world);
+        if (!hooks->allreduce || !hooks->broadcast || hooks->rank < 0 || hooks->rank >= hooks->world) {
+            snprintf(err, el, "rank %d of %d without an all-reduce and a broadcast", hooks->rank, hooks->world);
             return -1;
         }
         L.rank = hooks->rank, L.world = hooks->world;
@@ -404,11 +561,19 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
         goto out;
     }
     train_schedule_init(&L.sched, json_object_get(spec, "schedule"));
-    if (load_data(json_object_get(spec, "dataset"), L.m, &L.tr, &L.te, err, el)) goto out;
-    L.spe = (long)((L.tr.n + (size_t)L.batch - 1) / (size_t)L.batch);
+    if (hooks && hooks->train_set && hooks->test_set) {
+        L.tr = hooks->train_set, L.te = hooks->test_set;
+    } else {
+        double t_load = now_s();
+        if (train_dataset_load(spec, &L.own_tr, &L.own_te, err, el)) goto out;
+        L.load_s = now_s() - t_load;
+        L.tr = &L.own_tr, L.te = &L.own_te;
+    }
+    if (check_data(L.m, L.tr, L.te, err, el)) goto out;
+    L.spe = (long)((L.tr->n + (size_t)L.batch - 1) / (size_t)L.batch);
     L.total = json_object_get(spec, "steps") ? get_long(spec, "steps", 1) : get_long(spec, "epochs", 1) * L.spe;
-    L.order = malloc(sizeof(size_t) * L.tr.n);
-    L.xb = L.m->be->alloc((size_t)L.batch * L.tr.dim);
+    L.order = malloc(sizeof(size_t) * L.tr->n);
+    L.xb = L.m->be->alloc((size_t)L.batch * L.tr->dim);
     L.yb = (int32_t *)L.m->be->alloc((size_t)L.batch);
     L.dlogits = L.m->be->alloc((size_t)L.batch * train_model_out_size(L.m));
     L.nred = train_model_param_count(L.m) + RED_TAIL;
@@ -418,33 +583,9 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
         goto out;
     }
     L.st.seed = L.seed;
-    if (ckpt_path && access(ckpt_path, F_OK) == 0) {
-        if (train_ckpt_load(ckpt_path, L.m, L.o, &L.st, err, el)) goto out;
-        if (L.st.seed != L.seed || L.st.data_pos >= L.tr.n) {
-            snprintf(err, el, "%s: checkpoint was written for a different seed or dataset", ckpt_path);
-            goto out;
-        }
-        L.m->rng.s = L.st.rng;
-    }
-    if (L.world > 1) {
-        /* every rank must start from the same state: the checkpoint is on a shared directory */
-        float mine[3] = {(float)L.st.step, (float)L.st.data_pos, (float)L.st.epoch}, sum[3];
-        memcpy(sum, mine, sizeof(sum));
-        if (reduce(&L, sum, 3)) {
-            rc = -2;
-            goto out;
-        }
-        for (int i = 0; i < 3; i++)
-            if (sum[i] != mine[i] * (float)L.world) {
-                snprintf(err, el,
-                         "the workers disagree about the checkpoint (this rank is at step %llu): %s must be on a directory "
-                         "every worker of the job shares",
-                         (unsigned long long)L.st.step, ckpt_path ? ckpt_path : "(none)");
-                goto out;
-            }
-        L.m->rng.s += 0x9E3779B97F4A7C15ULL * (uint64_t)L.rank; /* distinct dropout masks per rank */
-    }
+    if ((rc = agree_state(&L, err, el)) != 0) goto out;
     rc = run_loop(&L, err, el);
+    if ((rc == 1 || rc == -2) && hooks && hooks->keep) keep_state(&L);
     if (rc != 0) goto out;
     double tl, ta;
     if (evaluate(&L, &tl, &ta)) {
@@ -474,7 +615,7 @@ out:
         if (L.yb) L.m->be->free(L.yb);
         if (L.dlogits) L.m->be->free(L.dlogits);
     }
-    train_data_free(&L.tr), train_data_free(&L.te);
+    train_data_free(&L.own_tr), train_data_free(&L.own_te);
     if (L.o) train_optim_free(L.o, L.m->be);
     train_model_free(L.m);
     return rc;

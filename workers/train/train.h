@@ -15,9 +15,22 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "workers/train/data.h"
+
 #define TRAIN_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 
 #define TRAIN_MAX_WORKERS 64
+
+/* how the ranks of a run came to hold the same state (reported by rank 0) */
+typedef struct {
+    const char *from; /* "survivor" (a worker's state kept from an earlier generation), "checkpoint" or "fresh" */
+    int source;       /* the rank whose state every rank took (-1 fresh) */
+    unsigned long long step;
+    size_t bytes;    /* the state broadcast to the other ranks (0 alone or fresh) */
+    double seconds;  /* agreeing on the source and broadcasting */
+    double taken_at; /* CLOCK_REALTIME when the source's state was taken (0 fresh) */
+    double load_s;   /* this rank's loading of the dataset (0 when given by the caller) */
+} train_start_info;
 
 typedef struct {
     /* {"epoch","step","loss","accuracy","samples_per_s","compute_s","comm_s","data_s","lr","workers"
@@ -32,16 +45,40 @@ typedef struct {
     int (*allreduce)(void *ctx, float *buf, size_t n, char *err, size_t err_len);
     /* the math: NULL for the CPU backend; train_backend_cuda() on a GPU worker */
     const struct train_backend *backend;
+    /* copies root's bytes (backend memory) to every rank; required when world > 1 */
+    int (*broadcast)(void *ctx, void *buf, size_t bytes, int root, char *err, size_t err_len);
+    /* Elastic hand-off.  handoff: the state this worker kept when an earlier
+     * generation of the job ended (an encoded checkpoint, ckpt.h; NULL none),
+     * taken at handoff_at (CLOCK_REALTIME).  Every rank offers its hand-off or
+     * else the checkpoint; the newest step wins and its rank broadcasts it, so
+     * the ranks need no shared directory and survivors lose no step. */
+    const unsigned char *handoff;
+    size_t handoff_len;
+    double handoff_at;
+    /* when the run ends unfinished (stopped, or a peer lost): the state to keep
+     * for the next generation (the callee takes the malloc'd blob) */
+    void (*keep)(void *ctx, unsigned char *blob, size_t len);
+    /* rank 0, once every rank holds the same state */
+    void (*started)(void *ctx, const train_start_info *info);
+    /* model hopping (mop.h): sends len bytes to rank + 1 while receiving what rank - 1
+     * sends (*recv malloc'd, NULL when empty); required when world > 1 */
+    int (*shift)(void *ctx, const void *send, size_t len, void **recv, size_t *recv_len, char *err, size_t err_len);
+    /* the spec's dataset already in memory (train_dataset_load; borrowed), or NULL: train_run loads it */
+    const train_data *train_set, *test_set;
 } train_hooks;
 
 /* 0 when the spec is valid; else -1 with field (e.g. "spec.optimizer.lr") and message */
 int train_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
 
+/* Loads the training and test sets of a valid spec (spec.dataset; a CSV's shape
+ * from spec.model.input).  0, or -1 with err naming the file. */
+int train_dataset_load(const json_t *spec, train_data *train, train_data *test, char *err, size_t err_len);
+
 /* Runs the spec as rank hooks->rank of hooks->world (alone when hooks is NULL),
  * checkpointing to ckpt_path (resumed from when it exists; a corrupt or
- * mismatched checkpoint is an error).  Every rank reads the checkpoint; only
- * rank 0 writes it, so ranks on several hosts need a shared directory (checked:
- * ranks that start from different states fail).  When stopped by should_stop a
+ * mismatched checkpoint is an error).  Rank 0 writes the checkpoints; at the
+ * start the ranks agree on the newest state any of them has (a hand-off or
+ * its checkpoint) and its rank broadcasts it.  When stopped by should_stop a
  * checkpoint is written first.  On success rank 0 also writes the final model
  * (architecture + weights, no optimizer state) to ckpt_path + ".model".
  * Returns 0 with *result =

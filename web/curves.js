@@ -43,6 +43,29 @@ export function eventRows(points) {
     return rows.reverse();
 }
 
+// Model selection (points with a `config`): the latest point of each
+// configuration, as rows [config, params, epoch, test accuracy, test loss,
+// train loss], best test accuracy first.
+export function configRows(points) {
+    const last = new Map();
+    for (const p of Array.isArray(points) ? points : [])
+        if (p && Number.isInteger(p.config) && (!last.has(p.config) || p.epoch >= last.get(p.config).epoch)) last.set(p.config, p);
+    return [...last.values()]
+        .sort((a, b) => (b.test_accuracy ?? -1) - (a.test_accuracy ?? -1) || a.config - b.config)
+        .map((p) => [p.config, p.params && typeof p.params === 'object' ? Object.entries(p.params).map(([k, v]) => `${k} = ${v}`).join(', ') : '',
+            p.epoch, p.test_accuracy, p.test_loss, p.loss]);
+}
+
+// Model selection: [epochs, test accuracy of configuration 0, 1, ...] for one chart.
+export function configSeries(points) {
+    const pts = (Array.isArray(points) ? points : []).filter((p) => p && Number.isInteger(p.config) && isNum(p.epoch));
+    const epochs = [...new Set(pts.map((p) => p.epoch))].sort((a, b) => a - b);
+    const n = pts.reduce((m, p) => Math.max(m, p.config + 1), 0);
+    const ys = Array.from({ length: n }, () => epochs.map(() => null));
+    for (const p of pts) if (isNum(p.test_accuracy)) ys[p.config][epochs.indexOf(p.epoch)] = p.test_accuracy;
+    return [epochs, ...ys];
+}
+
 // Shares of the time split of a training point, in percent.
 export function timeSplit(p) {
     const parts = ['compute_s', 'comm_s', 'data_s'].map((k) => (p && isNum(p[k]) ? p[k] : 0));
@@ -89,7 +112,9 @@ export function mountCurves(root, { id, type, signal }) {
     const hosts = conf.charts.map((c) => h('div', { class: 'curve', 'data-testid': `curve-${c.keys[0]}` }));
     const status = h('div', {});
     const events = h('div', { 'data-testid': 'curve-events' });
-    replace(root, status, facts, type === 'training' ? split : '', type === 'training' ? events : '',
+    const selection = h('div', { 'data-testid': 'model-selection' });
+    let selectionPlot = null;
+    replace(root, status, facts, type === 'training' ? split : '', type === 'training' ? events : '', type === 'training' ? selection : '',
         h('div', { class: 'curves' }, conf.charts.map((c, i) => h('figure', {}, h('figcaption', {}, c.title), hosts[i]))));
     let uPlot = null, plots = [], points = [], busy = false, again = false;
     loadUplot().then((u) => { uPlot = u; draw(); }, (e) => replace(status, notice('error', e.message, 'curves-error')));
@@ -129,6 +154,10 @@ export function mountCurves(root, { id, type, signal }) {
                 h('tbody', {}, rows.map(([step, what, detail]) => h('tr', { 'data-testid': 'curve-event' },
                     h('td', {}, step === null ? '—' : step.toLocaleString()), h('td', {}, what), h('td', {}, detail))))) : '');
         }
+        if (type === 'training' && points.some((p) => p && Number.isInteger(p.config))) {
+            drawSelection();
+            return;
+        }
         if (!uPlot || points.length === 0) return;
         conf.charts.forEach((c, i) => {
             const data = series(points, conf.x, c.keys, conf.time ? 1 / 1000 : 1);
@@ -140,5 +169,29 @@ export function mountCurves(root, { id, type, signal }) {
                 series: [{ label: conf.xLabel }, ...c.keys.map((k, j) => ({ label: c.labels[j], stroke: c.colors[j], width: 2, spanGaps: true, points: { show: data[0].length < 60 } }))],
             }, data, hosts[i]);
         });
+    }
+
+    // a model-selection job: a table of its configurations and their test accuracy by epoch
+    function drawSelection() {
+        const rows = configRows(points);
+        const pct = (v) => (isNum(v) ? `${(100 * v).toFixed(2)}%` : '—');
+        const num = (v) => (isNum(v) ? v.toPrecision(4) : '—');
+        const host = h('div', { class: 'curve', 'data-testid': 'curve-configs' });
+        selectionPlot?.destroy();
+        selectionPlot = null;
+        replace(selection, h('table', { class: 'events' },
+            h('caption', {}, `Model selection: ${rows.length} configurations (best first)`),
+            h('thead', {}, h('tr', {}, ['#', 'Parameters', 'Epoch', 'Test accuracy', 'Test loss', 'Train loss'].map((t) => h('th', {}, t)))),
+            h('tbody', {}, rows.map(([c, params, ep, acc, tl, l]) => h('tr', { 'data-testid': 'config-row' },
+                h('td', {}, String(c)), h('td', {}, params), h('td', {}, num(ep)), h('td', {}, pct(acc)), h('td', {}, num(tl)), h('td', {}, num(l)))))),
+        h('figure', {}, h('figcaption', {}, 'Test accuracy per configuration'), host));
+        if (!uPlot) return;
+        const data = configSeries(points);
+        const palette = ['#2356c2', '#c2410c', '#15803d', '#8a5a00', '#7c3aed', '#0e7490', '#be185d', '#4d7c0f'];
+        selectionPlot = new uPlot({
+            width: widthOf(host, 300), height: 200,
+            axes: [{ label: 'epoch' }, { size: 64 }],
+            series: [{ label: 'epoch' }, ...data.slice(1).map((_, i) => ({ label: `#${i}`, stroke: palette[i % palette.length], width: 2, spanGaps: true }))],
+        }, data, host);
     }
 }

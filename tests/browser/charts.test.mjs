@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { buildLanes, firstReaching, barAt } from '../../web/gantt.js';
 import { alignSteps, clockAxis, BYTE_INCRS, CLOCK_INCRS } from '../../web/charts.js';
 import { microsAxis, niceStep } from '../../web/format.js';
-import { series, latest, timeSplit, eventRows } from '../../web/curves.js';
+import { series, latest, timeSplit, eventRows, configRows, configSeries } from '../../web/curves.js';
 
 let checks = 0;
 async function check(name, fn) {
@@ -147,6 +147,18 @@ await check('curves: event points become rows, newest first', () => {
     assert.equal(rows[1][0], 200);
     assert.match(rows[1][2], /3 workers · state from survivor \(1\.50 MB\) · 0\.80 s after/);
     assert.deepEqual(eventRows(null), []);
+});
+
+await check('curves: model selection rows (latest per configuration, best first) and series by epoch', () => {
+    const pts = [{ step: 1, epoch: 1, config: 0, test_accuracy: 0.8, params: { 'optimizer.lr': 0.01 } },
+        { step: 1, epoch: 1, config: 1, test_accuracy: 0.7 }, { step: 2, epoch: 2, config: 1, test_accuracy: 0.85, test_loss: 0.4, loss: 0.3 },
+        { step: 5, loss: 1 }];
+    const rows = configRows(pts);
+    assert.deepEqual(rows.map((r) => r[0]), [1, 0]);
+    assert.deepEqual(rows[0].slice(2), [2, 0.85, 0.4, 0.3]);
+    assert.equal(rows[1][1], 'optimizer.lr = 0.01');
+    assert.deepEqual(configSeries(pts), [[1, 2], [0.8, null], [0.7, 0.85]]);
+    assert.deepEqual(configSeries(null), [[]]);
 });
 
 console.log(`ok ${checks} checks`);

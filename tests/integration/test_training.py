@@ -219,3 +219,36 @@ def test_elastic_gang_continues_with_survivors_after_sigkill():
         assert m["steps"] == 1500 and m["workers"] == 2 and m["test_accuracy"] > 0.8, m
         reasons = [e["reason"] for e in s.events(tok, jid)]
         assert any("state from a survivor" in x for x in reasons), reasons
+
+
+def test_model_selection_by_model_hopping():
+    """a grid of 4 configurations (learning rate x hidden units) on 2 workers by model hopping: one
+    row per configuration, a point per configuration and epoch, the best model registered; a search
+    that would change the dataset is refused"""
+    with Stack(workers=2) as s:
+        _, tok = s.tenant("mop")
+        job = training_job(name="mnist-mop")
+        del job["spec"]["steps"]
+        job["spec"].update({"epochs": 1, "workers": 2,
+                            "search": {"type": "grid", "params": {"optimizer.lr": [0.0003, 0.003],
+                                                                  "model.layers.1.units": [16, 64]}}})
+        jid = s.submit(tok, job)
+        done = s.wait_state(tok, jid, "succeeded", timeout=300)
+        res = done["result"]
+        rows = res["configurations"]
+        assert len(rows) == 4 and res["metrics"]["configurations"] == 4, res["metrics"]
+        assert [r["params"] for r in rows] == [{"optimizer.lr": lr, "model.layers.1.units": u}
+                                               for lr in (0.0003, 0.003) for u in (16, 64)], rows
+        best = res["metrics"]["best"]
+        assert res["metrics"]["test_accuracy"] == max(r["test_accuracy"] for r in rows) > 0.75, rows
+        assert rows[best]["test_accuracy"] == res["metrics"]["test_accuracy"]
+        assert len(running_workers(s, tok, jid)) == 2
+        points = [p for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"] if "config" in p]
+        assert sorted(p["config"] for p in points) == [0, 1, 2, 3], points
+        m = s.get("/v1/models/mnist-mop", tok).json["versions"][0]
+        assert m["job_id"] == jid and os.path.exists(m["artifact"]), m
+        # the best configuration's architecture is the one registered (its hidden units)
+        assert m["architecture"]["layers"][1]["units"] == rows[best]["params"]["model.layers.1.units"], m
+        job["spec"]["search"]["params"] = {"dataset.train_images": ["/etc/passwd"]}
+        r = s.post("/v1/jobs", tok, job)
+        assert r.status == 400 and r.json["error"]["field"] == "spec.search.params.dataset.train_images", r.json

@@ -118,6 +118,15 @@ int mop_expand(const json_t *spec, json_t **out, char *field, size_t fl, char *m
     json_t *v;
     json_object_foreach((json_t *)params, k, v)
     {
+        static const char *fixed[] = {"dataset", "workers", "epochs", "steps", "search"};
+        for (size_t f = 0; f < sizeof fixed / sizeof fixed[0]; f++) {
+            size_t fl2 = strlen(fixed[f]);
+            if (!strncmp(k, fixed[f], fl2) && (k[fl2] == '\0' || k[fl2] == '.')) {
+                snprintf(field, fl, "spec.search.params.%s", k);
+                snprintf(msg, ml, "the search may not change %s (every configuration shares the data and the schedule)", fixed[f]);
+                return -1;
+            }
+        }
         if (check_domain(v, grid, k, field, fl, msg, ml)) return -1;
         names[np] = k, doms[np++] = v;
         if (grid) n *= (long)json_array_size(v);
@@ -595,8 +604,9 @@ int mop_run(const json_t *spec, const char *model_path, const train_hooks *hooks
             tl[i] = v[4 * i], ta[i] = v[4 * i + 1], trl[i] = v[4 * i + 2], done[i] = (double)(e + 1), active++;
             if (hooks && hooks->progress && P.rank == 0) {
                 json_t *pt =
-                    json_pack("{s:f, s:I, s:i, s:f, s:f, s:f, s:i}", "epoch", (double)(e + 1), "step", (json_int_t)(e + 1),
-                              "config", i, "test_loss", tl[i], "test_accuracy", ta[i], "loss", trl[i], "configurations", n);
+                    json_pack("{s:f, s:I, s:i, s:f, s:f, s:f, s:i, s:O}", "epoch", (double)(e + 1), "step", (json_int_t)(e + 1),
+                              "config", i, "test_loss", tl[i], "test_accuracy", ta[i], "loss", trl[i], "configurations", n,
+                              "params", json_object_get(json_array_get(configs, (size_t)i), "params"));
                 hooks->progress(hooks->ctx, pt);
                 json_decref(pt);
             }

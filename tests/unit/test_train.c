@@ -18,8 +18,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "workers/train/adapt.h"
 #include "workers/train/ckpt.h"
 #include "workers/train/data.h"
+#include "workers/train/gns.h"
 #include "workers/train/model.h"
 #include "workers/train/mop.h"
 #include "workers/train/optim.h"
@@ -858,6 +860,10 @@ typedef struct {
 typedef struct {
     dp_shared *s;
     int rank, calls, polls, stop_after;
+    int slow_after_polls;    /* sleeps 3 ms per step from then on (a slower network, for the strategy switch) */
+    int strategy_calls, strategy_last;
+    int events_batch;        /* adaptation events seen (rank 0) */
+    long last_batch;
     const json_t *spec;
     const char *ckpt;
     const unsigned char *handoff; /* offered at the start */
@@ -966,13 +972,32 @@ static int dp_shift(void *ctx, const void *send, size_t len, void **recv, size_t
 static int dp_should_stop(void *ctx)
 {
     dp_rank *me = ctx;
-    return me->stop_after && ++me->polls > me->stop_after;
+    ++me->polls;
+    if (me->slow_after_polls && me->polls > me->slow_after_polls) usleep(3000);
+    return me->stop_after && me->polls > me->stop_after;
+}
+
+static int dp_set_strategy(void *ctx, int strategy)
+{
+    dp_rank *me = ctx;
+    me->strategy_calls++, me->strategy_last = strategy;
+    return 0;
+}
+
+static void dp_progress(void *ctx, const json_t *m)
+{
+    dp_rank *me = ctx;
+    const char *ev = json_string_value(json_object_get(m, "event"));
+    if (ev && !strcmp(ev, "batch_size")) me->events_batch++;
+    if (json_object_get(m, "batch_size")) me->last_batch = (long)json_integer_value(json_object_get(m, "batch_size"));
 }
 
 static void *dp_thread(void *arg)
 {
     dp_rank *me = arg;
     train_hooks hooks = {.should_stop = dp_should_stop,
+                         .progress = dp_progress,
+                         .set_strategy = dp_set_strategy,
                          .ctx = me,
                          .rank = me->rank,
                          .world = me->s->world,
@@ -1137,6 +1162,137 @@ static void test_train_handoff(void **state)
     assert_int_equal(b[0].info.source, 1);
     assert_true(b[0].test_loss == full[0].test_loss);
     dp_free(a, 2), dp_free(b, 2);
+    json_decref(spec);
+}
+
+/* ---- adaptation policies ---- */
+
+static double normal(train_rng *r)
+{
+    return (double)train_rng_normal(r);
+}
+
+/* synthetic gradients with a known noise: per-sample gradient G + N(0, sigma^2 I) in d dimensions,
+ * so B_noise = d sigma^2 / |G|^2; w slices of b samples each, as data parallelism sees them */
+static void test_gns_estimator(void **state)
+{
+    (void)state;
+    enum { D = 2000, W = 4, B = 16 };
+    static double G[D], big[D];
+    train_rng r = {5};
+    double g2 = 0, sigma = 2.0;
+    for (int i = 0; i < D; i++)
+        G[i] = 0.05 * normal(&r), g2 += G[i] * G[i];
+    double truth = D * sigma * sigma / g2;
+    train_gns g;
+    train_gns_init(&g, 0.002);
+    for (int it = 0; it < 4000; it++) {
+        double small_sq = 0, big_sq = 0;
+        memset(big, 0, sizeof big);
+        for (int w = 0; w < W; w++) {
+            double sq = 0;
+            for (int i = 0; i < D; i++) {
+                double x = G[i] + sigma / sqrt((double)B) * normal(&r); /* a slice mean over B samples */
+                sq += x * x, big[i] += x / W;
+            }
+            small_sq += sq / W;
+        }
+        for (int i = 0; i < D; i++)
+            big_sq += big[i] * big[i];
+        train_gns_update(&g, small_sq, B, big_sq, (double)B * W);
+    }
+    double est = train_gns_value(&g);
+    if (fabs(est - truth) > 0.05 * truth) fail_msg("noise scale %.1f, true %.1f", est, truth);
+}
+
+static void test_policies(void **state)
+{
+    (void)state;
+    char field[160], msg[200];
+    json_t *spec = J("{'policies':[{'name':'adaptive_batch','min':32,'max':256,'every_steps':10,'warmup_steps':20,"
+                     "'scale_lr':'linear'},{'name':'strategy_switch','threshold':0.8,'window_steps':5}]}");
+    assert_int_equal(train_policies_validate(spec, field, sizeof field, msg, sizeof msg), 0);
+    train_policies *p = train_policies_create(spec);
+    assert_non_null(p);
+    assert_true(train_policies_max_batch(p, 64) >= 256);
+    train_adapt a = {.step = 10, .world = 3, .batch = 64, .gns = 500, .lr_factor = 1};
+    train_policies_after_step(p, &a); /* still warming up */
+    assert_int_equal(a.new_batch, 0);
+    a.step = 30, a.samples_per_s = 0;
+    train_policies_after_step(p, &a); /* doubles toward the noise scale, a multiple of the workers */
+    assert_int_equal(a.new_batch, 129);
+    assert_true(a.lr_factor > 2.0 && a.lr_factor < 2.1);
+    assert_string_equal(a.event, "batch_size");
+    a = (train_adapt){.step = 40, .world = 1, .batch = 64, .gns = 10, .lr_factor = 1};
+    train_policies_after_step(p, &a); /* halves, not below min */
+    assert_int_equal(a.new_batch, 32);
+    a = (train_adapt){.step = 41, .world = 1, .batch = 256, .gns = 5000, .lr_factor = 1};
+    train_policies_after_step(p, &a); /* at max: no change */
+    assert_int_equal(a.new_batch, 0);
+    /* the strategy switch: a reference window, a window at 90% (no vote), one at 70% (a vote) */
+    train_adapt s = {.step = 1, .world = 2, .batch = 64, .lr_factor = 1, .strategy = TRAIN_RING};
+    train_policies_before_train(p, &s);
+    double sps[15] = {1000, 1000, 1000, 1000, 1000, 900, 900, 900, 900, 900, 700, 700, 700, 700, 700};
+    for (int i = 0; i < 15; i++) {
+        s.samples_per_s = sps[i], s.vote_switch = false, s.step = 101 + i; /* off the adaptive batch's steps */
+        train_policies_after_step(p, &s);
+        assert_int_equal(s.vote_switch, i == 14);
+    }
+    assert_int_equal(train_policies_switch(p, &s), TRAIN_TREE);
+    assert_string_equal(s.event, "strategy");
+    train_policies_free(p);
+    json_decref(spec);
+    static const struct {
+        const char *spec, *field;
+    } bad[] = {
+        {"{'policies':{}}", "spec.policies"},
+        {"{'policies':[{'name':'nope'}]}", "spec.policies[0].name"},
+        {"{'policies':[{'name':'gns','alpha':2}]}", "spec.policies[0].alpha"},
+        {"{'policies':[{'name':'adaptive_batch','min':64,'max':32}]}", "spec.policies[0].max"},
+        {"{'policies':[{'name':'adaptive_batch','scale_lr':'cube'}]}", "spec.policies[0].scale_lr"},
+        {"{'policies':[{'name':'strategy_switch','threshold':1.5}]}", "spec.policies[0].threshold"},
+        {"{'policies':[{'name':'gns'},{'name':'gns'}]}", "spec.policies[1].name"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        spec = J(bad[i].spec);
+        assert_int_equal(train_policies_validate(spec, field, sizeof field, msg, sizeof msg), -1);
+        if (strcmp(field, bad[i].field)) fail_msg("case %zu: %s: %s", i, field, msg);
+        json_decref(spec);
+    }
+}
+
+/* Policies in a two-rank run: the adaptive batch moves the global batch toward the noise scale (the
+ * same on both ranks; about 1 on this easy problem, so it shrinks) and the run still ends after its
+ * epochs; a throughput drop on both ranks makes
+ * them vote, together, to switch the all-reduce strategy. */
+static void test_policies_in_a_run(void **state)
+{
+    (void)state;
+    json_t *spec = blob_spec(MLP_NODROP, ","
+                                         "'epochs':6,'batch_size':32,'progress_every_steps':1,'policies':[{'name':'adaptive_batch',"
+                                         "'min':8,'max':128,'every_steps':5,'warmup_steps':10}]");
+    dp_rank ranks[DP_MAX];
+    for (int r = 0; r < 2; r++)
+        ranks[r] = (dp_rank){.spec = spec};
+    dp_start(2, -1, 0, ranks);
+    for (int r = 0; r < 2; r++)
+        if (ranks[r].rc != 0) fail_msg("rank %d: %s", r, ranks[r].err);
+    assert_true(ranks[0].test_loss == ranks[1].test_loss);
+    assert_true(ranks[0].events_batch >= 1);
+    assert_int_equal(ranks[0].last_batch, 8);
+    assert_true(ranks[0].steps > 6 * 512 / 32); /* smaller batches: more steps for the same 6 epochs */
+    dp_free(ranks, 2);
+    json_decref(spec);
+    spec = blob_spec(MLP_NODROP, ",'steps':120,'policies':[{'name':'strategy_switch','threshold':0.8,'window_steps':20}]");
+    for (int r = 0; r < 2; r++)
+        ranks[r] = (dp_rank){.spec = spec, .slow_after_polls = 60};
+    dp_start(2, -1, 0, ranks);
+    for (int r = 0; r < 2; r++) {
+        if (ranks[r].rc != 0) fail_msg("rank %d: %s", r, ranks[r].err);
+        assert_true(ranks[r].strategy_calls >= 1);
+        assert_int_equal(ranks[r].strategy_calls, ranks[0].strategy_calls); /* together */
+    }
+    dp_free(ranks, 2);
     json_decref(spec);
 }
 
@@ -1360,6 +1516,9 @@ int main(void)
         cmocka_unit_test(test_train_data_parallel),
         cmocka_unit_test(test_train_dp_peer_lost_and_stop),
         cmocka_unit_test(test_train_handoff),
+        cmocka_unit_test(test_gns_estimator),
+        cmocka_unit_test(test_policies),
+        cmocka_unit_test(test_policies_in_a_run),
         cmocka_unit_test(test_mop_schedule),
         cmocka_unit_test(test_mop_expand),
         cmocka_unit_test(test_mop_equals_alone),

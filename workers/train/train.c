@@ -9,6 +9,7 @@
  * votes, so every rank applies the same update and stops at the same step. */
 #include "workers/train/train.h"
 
+#include "workers/train/adapt.h"
 #include "workers/train/ckpt.h"
 #include "workers/train/data.h"
 #include "workers/train/model.h"
@@ -125,6 +126,7 @@ int train_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, s
         return bad(field, fl, msg, ml, "spec.collective_timeout_s", "must be an integer in [1, 3600]");
     if (pos_int(spec, "rendezvous_timeout_s", 3600, NULL))
         return bad(field, fl, msg, ml, "spec.rendezvous_timeout_s", "must be an integer in [1, 3600]");
+    if (train_policies_validate(spec, field, fl, msg, ml)) return -1;
     if (json_object_get(spec, "search")) { /* model selection: every configuration must be valid */
         json_t *configs;
         if (mop_expand(spec, &configs, field, fl, msg, ml)) return -1;
@@ -219,10 +221,17 @@ typedef struct {
     double w_loss, w_compute, w_comm, w_data, w_start, e_loss;
     long w_correct, w_samples, w_batches, e_batches, run_samples;
     double run_start, last_train_loss, load_s;
+    train_policies *pol; /* adaptation policies (adapt.h), NULL none */
+    int strategy;        /* the all-reduce strategy now (train_strategy) */
+    bool vote;           /* this rank's strategy vote, sent with the next step */
+    double last_sps;     /* this rank's samples/s over the last step */
+    double last_end;     /* when the last step ended */
+    long epochs;         /* the spec's epochs (0: a run of steps) */
 } loop;
 
-/* the step totals after the gradients: loss x samples, correct, samples, stop votes */
-enum { RED_LOSS, RED_CORRECT, RED_SAMPLES, RED_STOP, RED_TAIL };
+/* the step totals after the gradients: loss x samples, correct, samples, stop votes, the sum of the
+ * slices' squared gradient norms (the noise scale), votes to switch the all-reduce strategy */
+enum { RED_LOSS, RED_CORRECT, RED_SAMPLES, RED_STOP, RED_GSQ, RED_VOTE, RED_TAIL };
 
 /* sums buf over the ranks (nothing to do alone); -2 with L->err when a peer is lost */
 static int reduce(loop *L, float *buf, size_t n)
@@ -273,6 +282,9 @@ static int progress(loop *L, int with_eval)
                               t > L->w_start ? L->w_samples / (t - L->w_start) : 0.0, "compute_s", L->w_compute, "comm_s",
                               L->w_comm, "data_s", L->w_data, "lr",
                               (double)train_schedule_lr(&L->sched, L->o->lr, (long)L->st.step, L->total), "workers", L->world);
+        if (j) json_object_set_new(j, "batch_size", json_integer(L->batch));
+        if (j && train_policies_gns_value(L->pol) > 0) json_object_set_new(j, "gns", json_real(train_policies_gns_value(L->pol)));
+        if (j && L->pol && L->world > 1) json_object_set_new(j, "strategy", json_string(train_strategy_name(L->strategy)));
         if (j && with_eval) {
             json_object_set_new(j, "test_loss", json_real(tl));
             json_object_set_new(j, "test_accuracy", json_real(ta));
@@ -315,6 +327,74 @@ static int reduce_grads(loop *L, float scale, float *tot)
     return 0;
 }
 
+/* the squared norm of the gradients (times scale^2) */
+static double grad_sq(const loop *L, float scale)
+{
+    double sum = 0;
+    for (int p = 0; p < L->m->nparams; p++) {
+        const train_param *P = L->m->params[p];
+        for (size_t i = 0; i < P->n; i++)
+            sum += (double)P->g[i] * P->g[i];
+    }
+    return sum * scale * scale;
+}
+
+/* an adaptation, as a metrics point with "event" (rank 0 reports it) */
+static void adapt_event(loop *L, const train_adapt *a)
+{
+    if (!L->hooks || !L->hooks->progress || !a->event[0]) return;
+    json_t *j = json_pack("{s:s, s:s, s:I, s:f, s:I, s:f, s:f, s:s, s:i}", "event", a->event, "detail", a->detail, "step",
+                          (json_int_t)L->st.step, "epoch", (double)L->st.epoch + (double)L->st.data_pos / (double)L->tr->n,
+                          "batch_size", (json_int_t)L->batch, "lr", (double)L->o->lr, "gns", train_policies_gns_value(L->pol),
+                          "strategy", train_strategy_name(L->strategy), "workers", L->world);
+    if (j) L->hooks->progress(L->hooks->ctx, j);
+    json_decref(j);
+}
+
+static void adapt_fill(const loop *L, train_adapt *a)
+{
+    *a = (train_adapt){.step = (long)L->st.step, .epoch = (long)L->st.epoch, .world = L->world, .batch = L->batch,
+                       .lr = L->o->lr, .gns = train_policies_gns_value(L->pol), .samples_per_s = L->last_sps,
+                       .strategy = L->strategy, .lr_factor = 1.0};
+}
+
+/* the vote passed: every rank moves to the next all-reduce strategy at this step */
+static void switch_strategy(loop *L)
+{
+    train_adapt a;
+    adapt_fill(L, &a);
+    int next = train_policies_switch(L->pol, &a);
+    if (L->hooks->set_strategy && L->hooks->set_strategy(L->hooks->ctx, next) == 0) {
+        L->strategy = next;
+        adapt_event(L, &a);
+    }
+}
+
+/* steps left to the end of the spec's epochs at the current global batch */
+static long steps_left(const loop *L)
+{
+    size_t n = L->tr->n, b = (size_t)L->batch;
+    long left = (long)((n - L->st.data_pos + b - 1) / b);
+    if (L->epochs > (long)L->st.epoch + 1) left += (L->epochs - (long)L->st.epoch - 1) * (long)((n + b - 1) / b);
+    return left;
+}
+
+/* after a step: the policies decide; their requests apply to the next step on every rank */
+static void adapt(loop *L)
+{
+    if (!L->pol) return;
+    train_adapt a;
+    adapt_fill(L, &a);
+    train_policies_after_step(L->pol, &a);
+    L->vote = a.vote_switch;
+    if (a.new_batch > 0 && a.new_batch != L->batch) {
+        L->batch = a.new_batch;
+        if (a.lr_factor != 1.0) L->o->lr *= (float)a.lr_factor;
+        if (L->epochs) L->total = (long)L->st.step + steps_left(L);
+        adapt_event(L, &a);
+    }
+}
+
 /* One step on this rank's slice of the next global batch.  Returns 0, 1 when
  * some rank voted to stop (nothing applied, every rank stops here), -2 when a
  * peer was lost. */
@@ -342,9 +422,11 @@ static int step(loop *L, int stop_vote)
             L->m->be->fill(L->m->params[p]->n, 0.0f, L->m->params[p]->g);
     }
     double t2 = now_s();
+    bool gns = L->world > 1 && train_policies_want_gns(L->pol, (long)L->st.step);
     if (L->world > 1) {
         /* the global batch's mean gradient is the sum of slice means weighted by slice/len */
-        float tot[RED_TAIL] = {(float)(loss * cnt), (float)correct, (float)cnt, (float)stop_vote};
+        float tot[RED_TAIL] = {(float)(loss * cnt), (float)correct, (float)cnt, (float)stop_vote,
+                               gns ? (float)grad_sq(L, 1.0f) : 0.0f, L->vote ? 1.0f : 0.0f};
         if (reduce_grads(L, (float)cnt / (float)len, tot)) {
             L->m->rng.s = rng0; /* survivors keep the state before this step */
             return -2;
@@ -354,6 +436,9 @@ static int step(loop *L, int stop_vote)
             return 1;
         }
         loss = tot[RED_LOSS] / (double)len, correct = (int)tot[RED_CORRECT], cnt = (int)len;
+        if (gns) train_policies_gns(L->pol, tot[RED_GSQ] / L->world, (double)len / L->world, grad_sq(L, 1.0f), (double)len);
+        L->vote = false;
+        if (tot[RED_VOTE] * 2 > (float)L->world) switch_strategy(L);
     }
     double t3 = now_s();
     train_optim_step(L->o, L->m->be, train_schedule_lr(&L->sched, L->o->lr, (long)L->st.step, L->total));
@@ -364,6 +449,9 @@ static int step(loop *L, int stop_vote)
     L->w_data += t1 - t0, L->w_compute += (t2 - t1) + (t4 - t3);
     L->e_loss += loss, L->e_batches++;
     L->run_samples += cnt;
+    /* throughput from one step's end to the next: the time between steps counts too */
+    L->last_sps = L->last_end > 0 && t4 > L->last_end ? (double)cnt / (t4 - L->last_end) : 0;
+    L->last_end = t4;
     return 0;
 }
 
@@ -371,11 +459,17 @@ static int run_loop(loop *L, char *err, size_t el)
 {
     train_shuffle(L->order, L->tr->n, L->seed, L->st.epoch);
     L->run_start = L->w_start = now_s();
+    if (L->pol) {
+        train_adapt a;
+        adapt_fill(L, &a);
+        train_policies_before_train(L->pol, &a);
+    }
     while ((long)L->st.step < L->total) {
         int vote = L->hooks && L->hooks->should_stop && L->hooks->should_stop(L->hooks->ctx);
         int rc = step(L, vote);
         if (rc == 1) return save(L, err, el) ? -1 : 1;
         if (rc) return rc;
+        adapt(L);
         int epoch_end = L->st.data_pos >= L->tr->n;
         if (epoch_end) {
             L->st.epoch++;
@@ -383,6 +477,11 @@ static int run_loop(loop *L, char *err, size_t el)
             L->last_train_loss = L->e_loss / (L->e_batches ? L->e_batches : 1);
             L->e_loss = 0, L->e_batches = 0;
             train_shuffle(L->order, L->tr->n, L->seed, L->st.epoch);
+            if (L->pol) {
+                train_adapt a;
+                adapt_fill(L, &a);
+                train_policies_after_epoch(L->pol, &a);
+            }
         }
         long s = (long)L->st.step;
         int eval = L->eval_every && s % L->eval_every == 0;
@@ -392,6 +491,11 @@ static int run_loop(loop *L, char *err, size_t el)
             if (save(L, err, el)) return -1;
     }
     if (L->e_batches) L->last_train_loss = L->e_loss / L->e_batches;
+    if (L->pol) {
+        train_adapt a;
+        adapt_fill(L, &a);
+        train_policies_after_train(L->pol, &a);
+    }
     return 0;
 }
 
@@ -554,7 +658,10 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
     L.ckpt_every = get_long(spec, "checkpoint_every_steps", 0);
     L.progress_every = get_long(spec, "progress_every_steps", PROGRESS_EVERY);
     const train_backend *be = hooks && hooks->backend ? hooks->backend : train_backend_cpu();
-    L.m = train_model_create(json_object_get(spec, "model"), be, L.seed, (int)L.batch, err, el);
+    L.pol = train_policies_create(spec);
+    L.epochs = json_object_get(spec, "epochs") ? get_long(spec, "epochs", 1) : 0;
+    long cap = train_policies_max_batch(L.pol, L.batch); /* an adaptive batch may grow to it */
+    L.m = train_model_create(json_object_get(spec, "model"), be, L.seed, (int)cap, err, el);
     if (!L.m) return -1;
     if (!(L.o = train_optim_create(json_object_get(spec, "optimizer"), L.m))) {
         snprintf(err, el, "out of memory");
@@ -573,9 +680,9 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
     L.spe = (long)((L.tr->n + (size_t)L.batch - 1) / (size_t)L.batch);
     L.total = json_object_get(spec, "steps") ? get_long(spec, "steps", 1) : get_long(spec, "epochs", 1) * L.spe;
     L.order = malloc(sizeof(size_t) * L.tr->n);
-    L.xb = L.m->be->alloc((size_t)L.batch * L.tr->dim);
-    L.yb = (int32_t *)L.m->be->alloc((size_t)L.batch);
-    L.dlogits = L.m->be->alloc((size_t)L.batch * train_model_out_size(L.m));
+    L.xb = L.m->be->alloc((size_t)cap * L.tr->dim);
+    L.yb = (int32_t *)L.m->be->alloc((size_t)cap);
+    L.dlogits = L.m->be->alloc((size_t)cap * train_model_out_size(L.m));
     L.nred = train_model_param_count(L.m) + RED_TAIL;
     if (L.world > 1) L.red = L.m->be->alloc(L.nred); /* the backend's memory: NCCL reduces it on the GPU */
     if (!L.order || !L.xb || !L.yb || !L.dlogits || (L.world > 1 && !L.red)) {
@@ -618,5 +725,6 @@ out:
     train_data_free(&L.own_tr), train_data_free(&L.own_te);
     if (L.o) train_optim_free(L.o, L.m->be);
     train_model_free(L.m);
+    train_policies_free(L.pol);
     return rc;
 }

@@ -60,6 +60,9 @@ typedef struct {
     void (*keep)(void *ctx, unsigned char *blob, size_t len);
     /* rank 0, once every rank holds the same state */
     void (*started)(void *ctx, const train_start_info *info);
+    /* the strategy_switch policy (adapt.h): every rank switches its all-reduce to
+     * strategy (a train_strategy) at the same step; 0, or -1 when unsupported (NULL: unsupported) */
+    int (*set_strategy)(void *ctx, int strategy);
     /* model hopping (mop.h): sends len bytes to rank + 1 while receiving what rank - 1
      * sends (*recv malloc'd, NULL when empty); required when world > 1 */
     int (*shift)(void *ctx, const void *send, size_t len, void **recv, size_t *recv_len, char *err, size_t err_len);

@@ -14,8 +14,10 @@
  * generation) and resumes from the last checkpoint with the workers it gets. */
 #include "common/paths.h"
 #include "workers/comm/gnccl.h"
+#include "workers/comm/mesh.h"
 #include "workers/comm/ring.h"
 #include "workers/executor.h"
+#include "workers/train/adapt.h"
 #include "workers/train/backend.h"
 #include "workers/train/mop.h"
 #include "workers/train/train.h"
@@ -33,6 +35,8 @@
 typedef struct {
     exec_ctx *ctx;
     ring *ring;  /* CPU gangs */
+    mesh *mesh;  /* CPU gangs with the strategy_switch policy: tree and star */
+    int strategy; /* the all-reduce in use (train_strategy) */
     gnccl *nccl; /* GPU gangs */
     int rank;
     int timeout_ms;
@@ -53,6 +57,12 @@ static void on_metrics(void *arg, const json_t *m)
     /* the last report reaches 1.0, which the worker's progress rate limit always lets through */
     double fraction = steps > 0 ? step / steps : epochs > 0 ? epoch / epochs : 0.0;
     char msg[256];
+    if (json_object_get(m, "event")) { /* an adaptation (adapt.h): its sentence */
+        snprintf(msg, sizeof(msg), "%s: %s", json_string_value(json_object_get(m, "event")),
+                 json_string_value(json_object_get(m, "detail")) ? json_string_value(json_object_get(m, "detail")) : "");
+        ctx->progress(ctx, fraction > 1.0 ? 1.0 : fraction, msg, m);
+        return;
+    }
     if (json_object_get(m, "config")) { /* model selection: one point per configuration and epoch */
         snprintf(msg, sizeof(msg), "epoch %g: configuration %lld of %lld, test accuracy %.4f, train loss %.4f", epoch,
                  (long long)json_integer_value(json_object_get(m, "config")),
@@ -76,8 +86,18 @@ static int should_stop(void *arg)
 static int on_allreduce(void *arg, float *buf, size_t n, char *err, size_t errlen)
 {
     gang *g = arg;
-    return g->nccl ? gnccl_allreduce(g->nccl, buf, n, g->timeout_ms, err, errlen)
-                   : ring_allreduce(g->ring, buf, n, g->timeout_ms, err, errlen);
+    if (g->nccl) return gnccl_allreduce(g->nccl, buf, n, g->timeout_ms, err, errlen);
+    if (g->mesh && g->strategy != TRAIN_RING)
+        return mesh_allreduce(g->mesh, buf, n, g->strategy == TRAIN_TREE ? 2 : ring_world(g->ring) - 1, g->timeout_ms, err, errlen);
+    return ring_allreduce(g->ring, buf, n, g->timeout_ms, err, errlen);
+}
+
+static int on_set_strategy(void *arg, int strategy)
+{
+    gang *g = arg;
+    if (!g->mesh || strategy < 0 || strategy >= TRAIN_NSTRATEGIES) return -1; /* NCCL picks its own algorithms */
+    g->strategy = strategy;
+    return 0;
 }
 
 static int on_shift(void *arg, const void *send, size_t len, void **recv, size_t *recv_len, char *err, size_t errlen)
@@ -182,21 +202,63 @@ static long spec_long(const json_t *spec, const char *key, long def)
 }
 
 /* joins the rendezvous and forms the ring; 0, or -1 with err */
+static bool wants_strategies(const json_t *spec)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(spec, "policies"), i, p)
+    {
+        const char *name = json_string_value(json_object_get(p, "name"));
+        if (name && !strcmp(name, "strategy_switch")) return true;
+    }
+    return false;
+}
+
+/* joins the rendezvous and forms the ring, and for the strategy_switch policy also the mesh of
+ * the tree and star all-reduce (its port after a '+' in the published address); 0, or -1 with err */
 static int form_gang(exec_ctx *ctx, int *world, gang *g, char *err, size_t errlen)
 {
-    int port = 0, rdv_ms = (int)spec_long(ctx->task->spec, "rendezvous_timeout_s", DEFAULT_RENDEZVOUS_TIMEOUT_S) * 1000;
-    int fd = ring_listen(ctx->advertise_host, &port, err, errlen);
+    int port = 0, mport = 0, rdv_ms = (int)spec_long(ctx->task->spec, "rendezvous_timeout_s", DEFAULT_RENDEZVOUS_TIMEOUT_S) * 1000;
+    bool mesh_too = wants_strategies(ctx->task->spec);
+    int fd = ring_listen(ctx->advertise_host, &port, err, errlen), mfd = -1;
     if (fd < 0) return -1;
+    if (mesh_too && (mfd = ring_listen(ctx->advertise_host, &mport, err, errlen)) < 0) {
+        close(fd);
+        return -1;
+    }
     char addr[RDV_ADDR_LEN], token[160];
-    snprintf(addr, sizeof(addr), "%s:%d", ctx->advertise_host, port);
+    if (mesh_too)
+        snprintf(addr, sizeof(addr), "%s:%d+%d", ctx->advertise_host, port, mport);
+    else
+        snprintf(addr, sizeof(addr), "%s:%d", ctx->advertise_host, port);
     rdv_members m;
     if (ctx->rendezvous(ctx, *world, addr, rdv_ms, &m, err, errlen) != 0) {
         close(fd);
+        if (mfd >= 0) close(mfd);
         return -1;
     }
     snprintf(token, sizeof(token), "%s:%d", ctx->task->job_id, ctx->task->attempt);
     g->rank = m.rank, *world = m.world;
-    g->ring = ring_connect(fd, m.rank, m.world, m.addrs[(m.rank + 1) % m.world], token, rdv_ms, err, errlen);
+    static char ring_addr[RDV_MAX_WORLD][RDV_ADDR_LEN], mesh_addr[RDV_MAX_WORLD][RDV_ADDR_LEN];
+    const char *maddrs[RDV_MAX_WORLD];
+    for (int r = 0; r < m.world; r++) { /* "host:port+mport" -> "host:port" and "host:mport" */
+        snprintf(ring_addr[r], sizeof(ring_addr[r]), "%s", m.addrs[r]);
+        char *plus = strchr(ring_addr[r], '+'), *colon;
+        mesh_addr[r][0] = '\0';
+        if (plus) {
+            *plus = '\0';
+            colon = strrchr(ring_addr[r], ':');
+            snprintf(mesh_addr[r], sizeof(mesh_addr[r]), "%.*s:%s", colon ? (int)(colon - ring_addr[r]) : 0, ring_addr[r],
+                     plus + 1);
+        }
+        maddrs[r] = mesh_addr[r];
+    }
+    g->ring = ring_connect(fd, m.rank, m.world, ring_addr[(m.rank + 1) % m.world], token, rdv_ms, err, errlen);
+    if (g->ring && mfd >= 0) {
+        g->mesh = mesh_connect(mfd, m.rank, m.world, maddrs, token, rdv_ms, err, errlen);
+        return g->mesh ? 0 : -1;
+    }
+    if (mfd >= 0) close(mfd);
     return g->ring ? 0 : -1;
 }
 
@@ -230,8 +292,9 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     int world = elastic ? 0 : (int)spec_long(ctx->task->spec, "workers", 1);
     bool in_gang = elastic || world > 1;
     bool search = json_object_get(ctx->task->spec, "search") != NULL; /* model selection (workers/train/mop.h) */
-    gang g = {ctx, NULL, NULL, 0, (int)spec_long(ctx->task->spec, "collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S) * 1000,
-              1,   0,    0};
+    gang g = {.ctx = ctx,
+              .timeout_ms = (int)spec_long(ctx->task->spec, "collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S) * 1000,
+              .world = 1};
     train_hooks hooks = {.progress = on_metrics,
                          .should_stop = should_stop,
                          .ctx = &g,
@@ -258,11 +321,12 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         if (formed != 0) {
             snprintf(err, errlen, "could not form the gang: %s", why);
             if (g.ring) ring_close(g.ring);
+            if (g.mesh) mesh_close(g.mesh);
             if (g.nccl) gnccl_destroy(g.nccl);
             return EXEC_RETRY;
         }
         hooks.rank = g.rank, hooks.world = world, hooks.allreduce = on_allreduce, hooks.broadcast = on_broadcast;
-        hooks.shift = on_shift;
+        hooks.shift = on_shift, hooks.set_strategy = on_set_strategy;
         g.world = world;
     }
     if (hooks.rank == 0) {
@@ -287,6 +351,7 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
                     : train_run(ctx->task->spec, ckpt, &hooks, result, err, errlen);
     int rank = hooks.rank;
     if (g.ring) ring_close(g.ring);
+    if (g.mesh) mesh_close(g.mesh);
     if (g.nccl) gnccl_destroy(g.nccl);
     if (rc == 1) { /* stopped: by our own cancel/preempt check, or by a peer's vote (the worker tells which) */
         snprintf(err, errlen, "stopped");

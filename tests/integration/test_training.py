@@ -252,3 +252,37 @@ def test_model_selection_by_model_hopping():
         job["spec"]["search"]["params"] = {"dataset.train_images": ["/etc/passwd"]}
         r = s.post("/v1/jobs", tok, job)
         assert r.status == 400 and r.json["error"]["field"] == "spec.search.params.dataset.train_images", r.json
+
+
+def test_adaptation_policies_through_the_stack():
+    """a 2-worker job with the gns monitor and the adaptive batch: the noise scale is in the progress
+    points and the global batch grows with it (events); then a job with the strategy switch moves
+    its all-reduce off the ring (a threshold of 0.99 makes almost any slower window a vote); both
+    reach their accuracy"""
+    with Stack(workers=2) as s:
+        _, tok = s.tenant("adapt")
+        job = gang_job(2, 600, name="mnist-adapt")
+        job["spec"].update({"batch_size": 32, "progress_every_steps": 10, "policies": [
+            {"name": "gns", "every_steps": 2},
+            {"name": "adaptive_batch", "min": 16, "max": 512, "every_steps": 50, "warmup_steps": 50}]})
+        jid = s.submit(tok, job)
+        done = s.wait_state(tok, jid, "succeeded", timeout=300)
+        assert done["result"]["metrics"]["test_accuracy"] > 0.7, done["result"]["metrics"]
+        pts = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+        assert any(p.get("gns", 0) > 0 for p in pts), pts[-1]
+        batch = [p for p in pts if p.get("event") == "batch_size"]
+        assert batch and batch[0]["batch_size"] != 32, batch
+        assert {p["batch_size"] for p in pts if "loss" in p} - {32}, "no point at another batch size"
+        reasons = [e["reason"] for e in s.events(tok, jid)]
+        assert any(r.startswith("batch_size: global batch 32 -> ") for r in reasons), reasons
+
+        job = gang_job(2, 1500, name="mnist-switch")
+        job["spec"]["policies"] = [{"name": "strategy_switch", "threshold": 0.99, "window_steps": 10}]
+        jid = s.submit(tok, job)
+        done = s.wait_state(tok, jid, "succeeded", timeout=300)
+        assert done["result"]["metrics"]["test_accuracy"] > 0.7, done["result"]["metrics"]
+        pts = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+        switched = [p for p in pts if p.get("event") == "strategy"]
+        assert switched and switched[0]["strategy"] == "tree", [p for p in pts if p.get("event")]
+        reasons = [e["reason"] for e in s.events(tok, jid)]
+        assert any(r.startswith("strategy: all-reduce ring -> tree") for r in reasons), reasons

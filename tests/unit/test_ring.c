@@ -255,6 +255,41 @@ static void test_stray_then_peer_connects(void **state)
     assert_int_equal(count_fds(), fds);
 }
 
+/* each rank sends r * 1000 bytes of the value r (rank 0: nothing) and gets its previous rank's */
+static int do_shift(void *self)
+{
+    rank_t *t = self;
+    size_t len = (size_t)t->rank * 1000;
+    unsigned char *out = malloc(len + 1);
+    memset(out, t->rank, len + 1);
+    void *in = NULL;
+    size_t in_len = 0;
+    int rc = ring_shift(t->r, out, len, &in, &in_len, t->timeout_ms, t->err, sizeof t->err);
+    free(out);
+    int prev = (t->rank + t->world - 1) % t->world;
+    if (rc == 0 && in_len != (size_t)prev * 1000) rc = -2;
+    for (size_t i = 0; rc == 0 && i < in_len; i++)
+        if (((unsigned char *)in)[i] != prev) rc = -3;
+    if (rc == 0 && in_len == 0 && in) rc = -4;
+    free(in);
+    return rc;
+}
+
+static void test_shift(void **state)
+{
+    (void)state;
+    int fds = count_fds();
+    for (int w = 1; w <= MAXW; w++) {
+        rank_t ranks[MAXW] = {0};
+        run_ring(ranks, w, do_shift, NULL);
+        for (int r = 0; r < w; r++) {
+            if (ranks[r].rc != 0) fail_msg("world %d rank %d: rc %d %s", w, r, ranks[r].rc, ranks[r].err);
+            ring_close(ranks[r].r);
+        }
+    }
+    assert_int_equal(count_fds(), fds);
+}
+
 /* rank 1 closes its sockets instead of taking part */
 static int die_or_reduce(void *self)
 {
@@ -369,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_sums),
         cmocka_unit_test(test_allreduce_bit_identical),
         cmocka_unit_test(test_broadcast),
+        cmocka_unit_test(test_shift),
         cmocka_unit_test(test_wrong_token_rejected),
         cmocka_unit_test(test_stray_then_peer_connects),
         cmocka_unit_test(test_peer_closed_fails_fast),

@@ -1,4 +1,5 @@
 #include "workers/comm/ring.h"
+#include "workers/comm/sock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,12 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RING_MAGIC 0x474e5452u /* "GNTR" */
-#define RING_VERSION 1u
-#define RING_TOKEN_MAX 255
-#define RING_SOCKBUF (4 << 20)
 #define RING_SEGMENT (1 << 20) /* the most bytes per send/recv call (fewer calls beat finer overlap on loopback) */
-#define RING_HELLO_MS 1000     /* an accepted connection says hello within this, or is dropped */
 
 struct ring {
     int rank, world;
@@ -31,170 +27,9 @@ struct ring {
     size_t tmp_n;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int left_ms(int64_t deadline)
-{
-    int64_t l = deadline - now_ms();
-    return l < 0 ? 0 : l > 1000000 ? 1000000 : (int)l;
-}
-
-static void tune(int fd)
-{
-    int one = 1, buf = RING_SOCKBUF;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-}
-
-static int nonblocking(int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
 int ring_listen(const char *bind_host, int *port, char *err, size_t errlen)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
-    int rc = getaddrinfo(bind_host, "0", &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errlen, "ring: cannot resolve %s: %s", bind_host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd >= 0) {
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        tune(fd); /* accepted sockets inherit the buffer sizes (window scaling is set at the handshake) */
-    }
-    struct sockaddr_storage sa;
-    socklen_t len = sizeof(sa);
-    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 64) != 0 || nonblocking(fd) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-        snprintf(err, errlen, "ring: cannot listen on %s: %s", bind_host, strerror(errno));
-        if (fd >= 0) close(fd);
-        freeaddrinfo(res);
-        return -1;
-    }
-    freeaddrinfo(res);
-    *port =
-        sa.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&sa)->sin6_port) : ntohs(((struct sockaddr_in *)&sa)->sin_port);
-    return fd;
-}
-
-/* waits for fd to be ready for `events`; 1 ready, 0 timed out, -1 error */
-static int wait_fd(int fd, short events, int ms)
-{
-    struct pollfd p = {fd, events, 0};
-    for (;;) {
-        int rc = poll(&p, 1, ms);
-        if (rc < 0 && errno == EINTR) continue;
-        return rc < 0 ? -1 : rc;
-    }
-}
-
-/* blocking-style I/O on a nonblocking socket, bounded by the deadline; 0 or -1 */
-static int write_all(int fd, const void *p, size_t n, int64_t deadline)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t k = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (k > 0) {
-            c += k, n -= (size_t)k;
-        } else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(fd, POLLOUT, left_ms(deadline)) <= 0) return -1;
-        } else {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *p, size_t n, int64_t deadline)
-{
-    char *c = p;
-    while (n > 0) {
-        ssize_t k = recv(fd, c, n, MSG_DONTWAIT);
-        if (k > 0) {
-            c += k, n -= (size_t)k;
-        } else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(fd, POLLIN, left_ms(deadline)) <= 0) return -1;
-        } else {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-typedef struct {
-    uint32_t magic, version, rank, world, toklen;
-} hello;
-
-static int send_hello(int fd, int rank, int world, const char *token, int64_t deadline)
-{
-    hello h = {RING_MAGIC, RING_VERSION, (uint32_t)rank, (uint32_t)world, (uint32_t)strlen(token)};
-    return write_all(fd, &h, sizeof(h), deadline) == 0 && write_all(fd, token, h.toklen, deadline) == 0 ? 0 : -1;
-}
-
-/* 0 when the peer is the rank we expect in our gang */
-static int check_hello(int fd, int want_rank, int world, const char *token, int64_t deadline)
-{
-    hello h;
-    char tok[RING_TOKEN_MAX + 1];
-    if (read_all(fd, &h, sizeof(h), deadline) != 0 || h.magic != RING_MAGIC || h.version != RING_VERSION ||
-        h.toklen > RING_TOKEN_MAX || read_all(fd, tok, h.toklen, deadline) != 0)
-        return -1;
-    tok[h.toklen] = '\0';
-    return strcmp(tok, token) == 0 && (int)h.rank == want_rank && (int)h.world == world ? 0 : -1;
-}
-
-static int dial(const char *addr, int64_t deadline, char *err, size_t errlen)
-{
-    char host[256];
-    const char *colon = strrchr(addr, ':');
-    if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof(host)) {
-        snprintf(err, errlen, "ring: bad peer address '%s' (want host:port)", addr);
-        return -1;
-    }
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = '\0';
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int rc = getaddrinfo(host, colon + 1, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errlen, "ring: cannot resolve %s: %s", addr, gai_strerror(rc));
-        return -1;
-    }
-    int last = 0;
-    while (left_ms(deadline) > 0) {
-        int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) break;
-        tune(fd);
-        nonblocking(fd);
-        if (connect(fd, res->ai_addr, res->ai_addrlen) == 0 ||
-            (errno == EINPROGRESS && wait_fd(fd, POLLOUT, left_ms(deadline)) > 0)) {
-            int soerr = 0;
-            socklen_t sl = sizeof(soerr);
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-            if (soerr == 0) {
-                freeaddrinfo(res);
-                return fd;
-            }
-            last = soerr;
-        } else {
-            last = errno;
-        }
-        close(fd);
-        struct timespec ts = {0, 20 * 1000000}; /* refused: the peer may not listen yet */
-        nanosleep(&ts, NULL);
-    }
-    freeaddrinfo(res);
-    snprintf(err, errlen, "ring: cannot connect to the next rank at %s: %s", addr, last ? strerror(last) : "timed out");
-    return -1;
+    return sock_listen(bind_host, port, err, errlen);
 }
 
 ring *ring_connect(int listen_fd, int rank, int world, const char *next_addr, const char *token, int timeout_ms, char *err,
@@ -211,31 +46,31 @@ ring *ring_connect(int listen_fd, int rank, int world, const char *next_addr, co
         close(listen_fd);
         return r;
     }
-    if (strlen(token) > RING_TOKEN_MAX) {
+    if (strlen(token) > SOCK_TOKEN_MAX) {
         close(listen_fd);
         free(r);
-        snprintf(err, errlen, "ring: token longer than %d bytes", RING_TOKEN_MAX);
+        snprintf(err, errlen, "ring: token longer than %d bytes", SOCK_TOKEN_MAX);
         return NULL;
     }
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = sock_now_ms() + timeout_ms;
     int prev_rank = (rank + world - 1) % world;
     /* connecting first cannot deadlock: the kernel completes the handshake from the backlog */
-    r->next = dial(next_addr, deadline, err, errlen);
-    if (r->next >= 0 && send_hello(r->next, rank, world, token, deadline) != 0) {
+    r->next = sock_dial(next_addr, deadline, err, errlen);
+    if (r->next >= 0 && sock_send_hello(r->next, rank, world, token, deadline) != 0) {
         snprintf(err, errlen, "ring: the next rank at %s closed the connection during setup", next_addr);
         close(r->next);
         r->next = -1;
     }
     while (r->next >= 0 && r->prev < 0) {
-        if (wait_fd(listen_fd, POLLIN, left_ms(deadline)) <= 0) {
+        if (sock_wait_fd(listen_fd, POLLIN, sock_left_ms(deadline)) <= 0) {
             snprintf(err, errlen, "ring: rank %d (previous) did not connect within %d ms", prev_rank, timeout_ms);
             break;
         }
         int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) continue;
         /* a rank says hello as soon as it is connected: a silent stray must not hold up the real one behind it */
-        int64_t hello_by = now_ms() + RING_HELLO_MS;
-        if (check_hello(fd, prev_rank, world, token, hello_by < deadline ? hello_by : deadline) == 0)
+        int64_t hello_by = sock_now_ms() + SOCK_HELLO_MS;
+        if (sock_check_hello(fd, prev_rank, world, token, hello_by < deadline ? hello_by : deadline) == 0)
             r->prev = fd;
         else
             close(fd); /* a stray or stale connection: keep waiting for ours */
@@ -245,7 +80,7 @@ ring *ring_connect(int listen_fd, int rank, int world, const char *next_addr, co
         ring_close(r);
         return NULL;
     }
-    tune(r->prev);
+    sock_tune(r->prev);
     return r;
 }
 

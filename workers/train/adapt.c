@@ -36,7 +36,7 @@ struct pol {
     int scale_lr; /* 0 none, 1 linear, 2 sqrt */
     /* state */
     double win_sum, reference;
-    long win_n;
+    long win_n, ref_batch; /* the reference holds for one global batch */
 };
 
 struct train_policies {
@@ -160,6 +160,8 @@ static void ss_after_step(pol *self, train_policies *all, train_adapt *a)
 {
     (void)all;
     if (!(a->samples_per_s > 0)) return;
+    if (a->batch != self->ref_batch) /* another global batch: another throughput; measure again */
+        self->ref_batch = a->batch, self->reference = 0, self->win_sum = 0, self->win_n = 0;
     self->win_sum += a->samples_per_s, self->win_n++;
     if (self->win_n < self->window) return;
     double mean = self->win_sum / (double)self->win_n;

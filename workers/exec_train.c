@@ -34,10 +34,10 @@
 
 typedef struct {
     exec_ctx *ctx;
-    ring *ring;  /* CPU gangs */
-    mesh *mesh;  /* CPU gangs with the strategy_switch policy: tree and star */
+    ring *ring;   /* CPU gangs */
+    mesh *mesh;   /* CPU gangs with the strategy_switch policy: tree and star */
     int strategy; /* the all-reduce in use (train_strategy) */
-    gnccl *nccl; /* GPU gangs */
+    gnccl *nccl;  /* GPU gangs */
     int rank;
     int timeout_ms;
     int world;

@@ -114,7 +114,8 @@ static void test_tree_and_star_sums(void **state)
                         float want = 0;
                         for (int q = 0; q < w; q++)
                             want += (float)((i * 5 + (size_t)q * 11) % 97);
-                        if (ranks[r].buf[i] != want) fail_msg("world %d n %zu rank %d [%zu] = %g, want %g", w, n, r, i, ranks[r].buf[i], want);
+                        if (ranks[r].buf[i] != want)
+                            fail_msg("world %d n %zu rank %d [%zu] = %g, want %g", w, n, r, i, ranks[r].buf[i], want);
                     }
                 }
                 for (int r = 0; r < w; r++)
@@ -154,7 +155,8 @@ static void test_closed_peer_fails_fast(void **state)
         run_mesh(ranks, 5);
         for (int r = 0; r < 5; r++) {
             if (r != 3 && (ranks[r].rc != -1 || ranks[r].elapsed > 5.0))
-                fail_msg("fanout %d rank %d: rc %d after %.2f s: %s", ranks[r].fanout, r, ranks[r].rc, ranks[r].elapsed, ranks[r].err);
+                fail_msg("fanout %d rank %d: rc %d after %.2f s: %s", ranks[r].fanout, r, ranks[r].rc, ranks[r].elapsed,
+                         ranks[r].err);
             free(ranks[r].buf);
         }
     }

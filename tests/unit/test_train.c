@@ -860,9 +860,9 @@ typedef struct {
 typedef struct {
     dp_shared *s;
     int rank, calls, polls, stop_after;
-    int slow_after_polls;    /* sleeps 3 ms per step from then on (a slower network, for the strategy switch) */
+    int slow_after_polls; /* sleeps 3 ms per step from then on (a slower network, for the strategy switch) */
     int strategy_calls, strategy_last;
-    int events_batch;        /* adaptation events seen (rank 0) */
+    int events_batch; /* adaptation events seen (rank 0) */
     long last_batch;
     const json_t *spec;
     const char *ckpt;
@@ -1202,6 +1202,7 @@ static void test_gns_estimator(void **state)
         train_gns_update(&g, small_sq, B, big_sq, (double)B * W);
     }
     double est = train_gns_value(&g);
+    print_message("gradient noise scale: estimated %.1f, true %.1f (%.2f%% off)\n", est, truth, 100 * fabs(est - truth) / truth);
     if (fabs(est - truth) > 0.05 * truth) fail_msg("noise scale %.1f, true %.1f", est, truth);
 }
 

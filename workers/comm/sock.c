@@ -186,4 +186,3 @@ int sock_dial(const char *addr, int64_t deadline, char *err, size_t errlen)
     snprintf(err, errlen, "cannot connect to %s: %s", addr, last ? strerror(last) : "timed out");
     return -1;
 }
-

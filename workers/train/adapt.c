@@ -195,7 +195,8 @@ int train_policies_validate(const json_t *spec, char *field, size_t fl, char *ms
     }
     size_t i;
     json_t *p;
-    json_array_foreach(ps, i, p) {
+    json_array_foreach(ps, i, p)
+    {
         char prefix[48];
         snprintf(prefix, sizeof prefix, "spec.policies[%zu]", i);
         const kind *k = json_is_object(p) ? find(json_string_value(json_object_get(p, "name"))) : NULL;
@@ -218,7 +219,8 @@ train_policies *train_policies_create(const json_t *spec)
     all->gns_every = 10;
     size_t i;
     json_t *j;
-    json_array_foreach(ps, i, j) {
+    json_array_foreach(ps, i, j)
+    {
         const kind *k = find(json_string_value(json_object_get(j, "name")));
         if (!k || all->n == MAX_POLICIES) continue;
         pol *p = &all->p[all->n++];
@@ -299,9 +301,10 @@ int train_policies_switch(train_policies *p, train_adapt *a)
         if (p->p[i].k == &ss_kind) {
             p->p[i].reference = 0, p->p[i].win_sum = 0, p->p[i].win_n = 0; /* measure the new one */
             snprintf(a->event, sizeof a->event, "strategy");
-            snprintf(a->detail, sizeof a->detail, "all-reduce %s -> %s: a majority of the workers measured under %.0f%% of the "
-                     "reference throughput", train_strategy_name(a->strategy), train_strategy_name(next),
-                     p->p[i].threshold * 100);
+            snprintf(a->detail, sizeof a->detail,
+                     "all-reduce %s -> %s: a majority of the workers measured under %.0f%% of the "
+                     "reference throughput",
+                     train_strategy_name(a->strategy), train_strategy_name(next), p->p[i].threshold * 100);
         }
     return next;
 }

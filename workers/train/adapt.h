@@ -45,9 +45,9 @@ const char *train_strategy_name(int s);
 typedef struct {
     long step, epoch;
     int world;
-    long batch;         /* the global batch now */
-    double lr;          /* the base learning rate now */
-    double gns;         /* 0 until measured */
+    long batch;           /* the global batch now */
+    double lr;            /* the base learning rate now */
+    double gns;           /* 0 until measured */
     double samples_per_s; /* this rank's view of the last step */
     int strategy;
     /* requests */

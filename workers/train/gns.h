@@ -14,9 +14,9 @@
 #define GANTRY_TRAIN_GNS_H
 
 typedef struct {
-    double alpha;     /* weight of a new sample in the moving averages */
-    double g2, s;     /* smoothed |G|^2 and S */
-    long n;           /* updates so far */
+    double alpha; /* weight of a new sample in the moving averages */
+    double g2, s; /* smoothed |G|^2 and S */
+    long n;       /* updates so far */
 } train_gns;
 
 void train_gns_init(train_gns *g, double alpha);

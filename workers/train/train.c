@@ -353,9 +353,15 @@ static void adapt_event(loop *L, const train_adapt *a)
 
 static void adapt_fill(const loop *L, train_adapt *a)
 {
-    *a = (train_adapt){.step = (long)L->st.step, .epoch = (long)L->st.epoch, .world = L->world, .batch = L->batch,
-                       .lr = L->o->lr, .gns = train_policies_gns_value(L->pol), .samples_per_s = L->last_sps,
-                       .strategy = L->strategy, .lr_factor = 1.0};
+    *a = (train_adapt){.step = (long)L->st.step,
+                       .epoch = (long)L->st.epoch,
+                       .world = L->world,
+                       .batch = L->batch,
+                       .lr = L->o->lr,
+                       .gns = train_policies_gns_value(L->pol),
+                       .samples_per_s = L->last_sps,
+                       .strategy = L->strategy,
+                       .lr_factor = 1.0};
 }
 
 /* the vote passed: every rank moves to the next all-reduce strategy at this step */
@@ -425,8 +431,9 @@ static int step(loop *L, int stop_vote)
     bool gns = L->world > 1 && train_policies_want_gns(L->pol, (long)L->st.step);
     if (L->world > 1) {
         /* the global batch's mean gradient is the sum of slice means weighted by slice/len */
-        float tot[RED_TAIL] = {(float)(loss * cnt), (float)correct, (float)cnt, (float)stop_vote,
-                               gns ? (float)grad_sq(L, 1.0f) : 0.0f, L->vote ? 1.0f : 0.0f};
+        float tot[RED_TAIL] = {
+            (float)(loss * cnt),  (float)correct, (float)cnt, (float)stop_vote, gns ? (float)grad_sq(L, 1.0f) : 0.0f,
+            L->vote ? 1.0f : 0.0f};
         if (reduce_grads(L, (float)cnt / (float)len, tot)) {
             L->m->rng.s = rng0; /* survivors keep the state before this step */
             return -2;

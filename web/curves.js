@@ -113,9 +113,10 @@ export function mountCurves(root, { id, type, signal }) {
     const status = h('div', {});
     const events = h('div', { 'data-testid': 'curve-events' });
     const selection = h('div', { 'data-testid': 'model-selection' });
+    const curvesBox = h('div', { class: 'curves' }, conf.charts.map((c, i) => h('figure', {}, h('figcaption', {}, c.title), hosts[i])));
     let selectionPlot = null;
     replace(root, status, facts, type === 'training' ? split : '', type === 'training' ? events : '', type === 'training' ? selection : '',
-        h('div', { class: 'curves' }, conf.charts.map((c, i) => h('figure', {}, h('figcaption', {}, c.title), hosts[i]))));
+        curvesBox);
     let uPlot = null, plots = [], points = [], busy = false, again = false;
     loadUplot().then((u) => { uPlot = u; draw(); }, (e) => replace(status, notice('error', e.message, 'curves-error')));
     update();
@@ -155,6 +156,7 @@ export function mountCurves(root, { id, type, signal }) {
                     h('td', {}, step === null ? '—' : step.toLocaleString()), h('td', {}, what), h('td', {}, detail))))) : '');
         }
         if (type === 'training' && points.some((p) => p && Number.isInteger(p.config))) {
+            facts.hidden = true, curvesBox.hidden = true; /* per-step charts mean nothing here */
             drawSelection();
             return;
         }
@@ -190,6 +192,7 @@ export function mountCurves(root, { id, type, signal }) {
         const palette = ['#2356c2', '#c2410c', '#15803d', '#8a5a00', '#7c3aed', '#0e7490', '#be185d', '#4d7c0f'];
         selectionPlot = new uPlot({
             width: widthOf(host, 300), height: 200,
+            scales: { x: { time: false } },
             axes: [{ label: 'epoch' }, { size: 64 }],
             series: [{ label: 'epoch' }, ...data.slice(1).map((_, i) => ({ label: `#${i}`, stroke: palette[i % palette.length], width: 2, spanGaps: true }))],
         }, data, host);

@@ -47,6 +47,11 @@ def test_training_curves_in_chromium():
     run_page_test("training.mjs", "training.png", timeout=300)
 
 
+def test_selection_and_adaptation_in_chromium():
+    """an adaptive job's page lists its adaptations; a grid search's page shows a row per configuration"""
+    run_page_test("selection.mjs", "selection.png", timeout=420)
+
+
 def test_inference_curves_in_chromium():
     """a served model's page: request rate, p99 against the SLO and replicas, live"""
     run_page_test("inference.mjs", "inference.png", timeout=300)

@@ -633,7 +633,7 @@ int mop_run(const json_t *spec, const char *model_path, const train_hooks *hooks
     for (int i = 0; i < n; i++)
         json_array_append_new(rows, config_row(configs, i, tl[i], ta[i], trl[i], done[i], stopped[i]));
     const json_t *bspec = json_object_get(json_array_get(configs, (size_t)best), "spec");
-    *result = json_pack("{s:{s:f, s:f, s:f, s:f, s:i, s:i, s:O}, s:o, s:{s:O, s:I}}", "metrics", "test_accuracy", ta[best],
+    *result = json_pack("{s:{s:f, s:f, s:f, s:f, s:i, s:i}, s:O, s:o, s:{s:O, s:I}}", "metrics", "test_accuracy", ta[best],
                         "test_loss", tl[best], "train_loss", trl[best], "epochs", done[best], "configurations", n, "best", best,
                         "best_params", json_object_get(json_array_get(configs, (size_t)best), "params"), "configurations", rows,
                         "model", "architecture", json_object_get(bspec, "model"), "parameters", (json_int_t)nparams);

@@ -51,7 +51,7 @@ void mop_partition_order(int n, int w, int m, int *order);
  * or world 1); models move with hooks->shift.  Rank 0 writes the best model to
  * model_path.  Returns 0 with *result = {"metrics": {the best configuration's
  * "test_accuracy", "test_loss", "train_loss", "epochs", "configurations",
- * "best"}, "configurations": [{"index", "params", "test_accuracy", "test_loss",
+ * "best"}, "best_params", "configurations": [{"index", "params", "test_accuracy", "test_loss",
  * "train_loss", "epochs", "stopped"}], "model": {"architecture", "parameters"}},
  * 1 when stopped, -1 with err, -2 with err when a peer was lost. */
 int mop_run(const json_t *spec, const char *model_path, const train_hooks *hooks, json_t **result, char *err, size_t err_len);

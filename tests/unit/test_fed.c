@@ -15,6 +15,7 @@
 #include "workers/fed/admm.h"
 #include "workers/fed/design.h"
 #include "workers/fed/mask.h"
+#include "workers/fed/partition.h"
 
 static void test_designs_up_to_99(void **state)
 {
@@ -326,6 +327,41 @@ static void test_privacy_rank(void **state)
     }
 }
 
+/* Dirichlet label skew: every sample on one site; small alpha concentrates each class on few sites */
+static void test_partition(void **state)
+{
+    (void)state;
+    enum { N = 20000, C = 10, S = 9 };
+    static int32_t labels[N];
+    static int site[N];
+    for (int i = 0; i < N; i++)
+        labels[i] = i % C;
+    double skew[2];
+    for (int t = 0; t < 2; t++) {
+        double alpha = t ? 100.0 : 0.1;
+        for (int i = 0; i < N; i++)
+            site[i] = -1;
+        assert_int_equal(fed_partition_dirichlet(labels, N, C, S, alpha, 7, site), 0);
+        int count[S][C] = {{0}};
+        for (int i = 0; i < N; i++) {
+            assert_true(site[i] >= 0 && site[i] < S);
+            count[site[i]][labels[i]]++;
+        }
+        /* skew: the mean over classes of the largest site's share of the class */
+        double sum = 0;
+        for (int c = 0; c < C; c++) {
+            int mx = 0;
+            for (int s = 0; s < S; s++)
+                mx = count[s][c] > mx ? count[s][c] : mx;
+            sum += (double)mx / (N / C);
+        }
+        skew[t] = sum / C;
+    }
+    assert_true(skew[0] > 0.5);   /* alpha 0.1: most of a class on one site */
+    assert_true(skew[1] < 0.2);   /* alpha 100: close to 1/9 each */
+    assert_int_equal(fed_partition_dirichlet(labels, N, C, 0, 1, 1, site), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_admm_identities),
         cmocka_unit_test(test_masks_cancel),
         cmocka_unit_test(test_privacy_rank),
+        cmocka_unit_test(test_partition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

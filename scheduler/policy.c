@@ -146,6 +146,30 @@ int policy_decide(const pol_job *jobs, int njobs, pol_worker *workers, int nwork
             wait(d, "quota: tenant uses %d of its %d slots; this job needs %d", t->used, quota, slots);
             continue;
         }
+        if (j->nsites > 0) { /* pinned slots: each site's own worker, or wait (no reservation, no preemption) */
+            int pick[POL_MAX_GANG], k = 0;
+            for (; k < j->nsites && k < POL_MAX_GANG; k++) {
+                pick[k] = -1;
+                for (int i = 0; i < nworkers && pick[k] < 0; i++) {
+                    bool taken = false;
+                    for (int q = 0; q < k; q++)
+                        taken |= pick[q] == i;
+                    if (workers[i].free && !taken && workers[i].site && strcmp(workers[i].site, j->sites[k]) == 0) pick[k] = i;
+                }
+                if (pick[k] < 0) break;
+            }
+            if (k < j->nsites) {
+                wait(d, "site %s: no free worker labelled site=%s", j->sites[k], j->sites[k]);
+                continue;
+            }
+            d->action = POL_PLACE;
+            d->nworkers = j->nsites;
+            for (k = 0; k < j->nsites; k++)
+                d->workers[k] = pick[k], workers[pick[k]].free = false;
+            t->used += j->nsites;
+            placed++;
+            continue;
+        }
         int free = count_free(workers, nworkers);
         if (reserved) {
             if (free == 0)

@@ -40,16 +40,19 @@ typedef struct {
     int priority;           /* of that job */
     bool preemptible;       /* that job may be preempted */
     unsigned long long seq; /* when it was assigned (larger: newer) */
+    const char *site;       /* its site label, or NULL */
 } pol_worker;
 
 typedef struct {
     const char *job_id;
     const char *tenant;
-    int priority;           /* 0 low, 1 normal, 2 high */
-    int slots;              /* 1..POL_MAX_GANG */
-    int max_slots;          /* elastic gangs: up to this many when workers are left over (0: slots) */
-    bool hold;              /* wait this round (an elastic generation gathering its predecessor's workers) */
-    unsigned long long seq; /* arrival order */
+    int priority;             /* 0 low, 1 normal, 2 high */
+    int slots;                /* 1..POL_MAX_GANG */
+    int max_slots;            /* elastic gangs: up to this many when workers are left over (0: slots) */
+    bool hold;                /* wait this round (an elastic generation gathering its predecessor's workers) */
+    unsigned long long seq;   /* arrival order */
+    const char *const *sites; /* federated: slot k only on a worker labelled site=sites[k] (nsites = slots) */
+    int nsites;
 } pol_job;
 
 typedef enum { POL_WAIT, POL_PLACE } pol_action;

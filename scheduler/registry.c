@@ -31,6 +31,8 @@ static void fill(reg_worker *w, const char *id, redisReply *info, redisReply *in
     json_t *j = json_loads(info->str, 0, NULL);
     const char *kind = json_string_value(json_object_get(j, "kind"));
     snprintf(w->kind, sizeof(w->kind), "%s", kind ? kind : "cpu");
+    const char *site = json_string_value(json_object_get(json_object_get(j, "labels"), "site"));
+    snprintf(w->site, sizeof(w->site), "%s", site ? site : "");
     json_decref(j);
     w->free = true;
     read_task(w, inflight, true);

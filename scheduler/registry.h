@@ -14,7 +14,8 @@
 
 typedef struct {
     char id[64];
-    char kind[8]; /* cpu | gpu */
+    char kind[8];  /* cpu | gpu */
+    char site[64]; /* its label site=NAME ("" none): where a federated job's site runs */
     bool free;
     /* what it runs (when not free): started when the task is in its in-flight list, not only queued for it */
     bool started;

@@ -2,6 +2,7 @@
 #include "common/jobstate.h"
 #include "common/utf8.h"
 #include "common/paths.h"
+#include "workers/fed/spec.h"
 #include "workers/place/place.h"
 #include "workers/serve/spec.h"
 #include "workers/train/train.h"
@@ -76,9 +77,13 @@ static int validate(json_t *body, job_new *out, char *field, size_t flen, char *
         out->slots = s.min_replicas; /* the replicas start together; the autoscaler adds more */
         return 0;
     }
+    if (strcmp(out->type, "federated") == 0) { /* one slot per site, each on its labelled worker */
+        if (fed_spec_validate(spec, field, flen, msg, mlen) != 0) return -1;
+        out->slots = (int)json_array_size(json_object_get(spec, "sites"));
+        return 0;
+    }
     snprintf(field, flen, "type");
-    snprintf(msg, mlen, "job type '%s' is not available in this version of gantry yet (placement, training and inference are)",
-             out->type);
+    snprintf(msg, mlen, "job type '%s' is not available in this version of gantry", out->type);
     return -1;
 }
 
@@ -92,15 +97,10 @@ int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char
     return rc;
 }
 
-int spec_confine_paths(const json_t *spec, const char *type, const json_t *roots, char *field, size_t flen, char *msg, size_t mlen)
+/* every path of a dataset object under the roots; field named under prefix */
+static int confine_dataset(const json_t *dataset, const char *prefix, const char **rootv, int n, char *field, size_t flen,
+                           char *msg, size_t mlen)
 {
-    if (strcmp(type, "training") != 0) return 0;
-    const json_t *dataset = json_object_get(spec, "dataset");
-    const char *rootv[16];
-    int n = 0;
-    size_t i;
-    json_t *r;
-    json_array_foreach(roots, i, r) if (n < 16 && json_is_string(r)) rootv[n++] = json_string_value(r);
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)dataset, key, v)
@@ -108,11 +108,31 @@ int spec_confine_paths(const json_t *spec, const char *type, const json_t *roots
         if (!json_is_string(v) || strcmp(key, "name") == 0 || strcmp(key, "format") == 0) continue;
         char resolved[4096], why[512];
         if (path_confine(rootv, n, json_string_value(v), true, resolved, sizeof(resolved), why, sizeof(why)) != 0) {
-            snprintf(field, flen, "spec.dataset.%s", key);
+            snprintf(field, flen, "%s.%s", prefix, key);
             utf8_copy(msg, mlen, why);
             utf8_trim(field);
             return -1;
         }
     }
     return 0;
+}
+
+int spec_confine_paths(const json_t *spec, const char *type, const json_t *roots, char *field, size_t flen, char *msg, size_t mlen)
+{
+    const char *rootv[16];
+    int n = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(roots, i, r) if (n < 16 && json_is_string(r)) rootv[n++] = json_string_value(r);
+    if (strcmp(type, "training") == 0)
+        return confine_dataset(json_object_get(spec, "dataset"), "spec.dataset", rootv, n, field, flen, msg, mlen);
+    if (strcmp(type, "federated") != 0) return 0;
+    json_t *site;
+    json_array_foreach(json_object_get(spec, "sites"), i, site)
+    {
+        char prefix[48];
+        snprintf(prefix, sizeof(prefix), "spec.sites[%zu].dataset", i);
+        if (confine_dataset(json_object_get(site, "dataset"), prefix, rootv, n, field, flen, msg, mlen)) return -1;
+    }
+    return confine_dataset(json_object_get(spec, "test"), "spec.test", rootv, n, field, flen, msg, mlen);
 }

@@ -6,6 +6,7 @@ static const executor executors[] = {
     {"placement", exec_placement},
     {"training", exec_training},
     {"inference", exec_inference},
+    {"federated", exec_federated},
 };
 
 const executor *executor_find(const char *type)

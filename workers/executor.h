@@ -32,6 +32,7 @@ typedef struct exec_ctx {
     const char *worker_id;
     const char *worker_kind; /* "cpu" or "gpu": which backend a training job uses */
     void *opaque;
+    const char *site; /* the worker's label site=NAME ("" none): which site of a federated job it runs */
 } exec_ctx;
 
 /* What an executor returns: */
@@ -55,5 +56,6 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
  * hand-off state, the dataset) unless job_id is that job; NULL: always */
 void exec_training_release(const char *job_id);
 int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
+int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 
 #endif

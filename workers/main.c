@@ -45,6 +45,7 @@ static config_opt opts[] = {
 static volatile sig_atomic_t stopping;
 static char state_dir[PATH_MAX]; /* absolute: paths in results must mean the same thing to every process */
 static char worker_id[40], source[96], info_json[2048];
+static char site_label[64]; /* --labels site=NAME: the federated site this worker runs */
 static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
 static char running_job[64];
 
@@ -250,7 +251,7 @@ static void run_task(rs_conn *r, const char *raw)
     set_running(t.job_id);
     run_state st = {r, 0, fence_generation, STOP_NONE, ""};
     exec_ctx ctx = {&t, on_progress, on_cancelled, state_dir, on_rendezvous, on_gang_put, on_gang_get, OPT("advertise-host"),
-                    r,  worker_id,   OPT("kind"),  &st};
+                    r,  worker_id,   OPT("kind"),  &st,       site_label};
     json_t *result = NULL;
     char err[512] = "";
     int rc = -1;
@@ -336,6 +337,7 @@ static void build_info(void)
         if (eq) {
             *eq = '\0';
             json_object_set_new(labels, kv, json_string(eq + 1));
+            if (strcmp(kv, "site") == 0) snprintf(site_label, sizeof(site_label), "%s", eq + 1);
         }
     }
     free(list);

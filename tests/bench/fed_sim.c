@@ -106,7 +106,8 @@ static int aggregate(secured *S, double **w, size_t dim, uint64_t round, double 
                 unsigned char key[32];
                 int o = members[q];
                 if (o == i) continue;
-                rc = fed_shared_key(S->priv[i], S->pub[i], S->pub[o], key) || fed_mask(enc, dim, key, i < o ? 1 : -1, round, (uint64_t)k);
+                rc = fed_shared_key(S->priv[i], S->pub[i], S->pub[o], key) ||
+                     fed_mask(enc, dim, key, i < o ? 1 : -1, round, (uint64_t)k);
             }
             for (size_t j = 0; j < dim; j++) /* what the group's sum receives: masked, modulo 2^64 */
                 gsum[(size_t)g * dim + j] += enc[j];
@@ -152,7 +153,8 @@ int main(int argc, char **argv)
     int local = atoi(arg(argc, argv, "--local-steps", "50")), batch = atoi(arg(argc, argv, "--batch", "32"));
     double alpha = atof(arg(argc, argv, "--alpha", "0.5"));
     uint64_t seed = (uint64_t)atoll(arg(argc, argv, "--seed", "1"));
-    secured S = {.n = sites, .p = {0.1, 0.9, 2}, .iters = atoi(arg(argc, argv, "--iters", "7")), .masked = !flag(argc, argv, "--no-mask")};
+    secured S = {
+        .n = sites, .p = {0.1, 0.9, 2}, .iters = atoi(arg(argc, argv, "--iters", "7")), .masked = !flag(argc, argv, "--no-mask")};
     char err[512], spec_text[512];
     if (sites < 3 || sites > MAXS) {
         fprintf(stderr, "--sites must be in [3, %d]\n", MAXS);

@@ -357,19 +357,16 @@ static void test_partition(void **state)
         }
         skew[t] = sum / C;
     }
-    assert_true(skew[0] > 0.5);   /* alpha 0.1: most of a class on one site */
-    assert_true(skew[1] < 0.2);   /* alpha 100: close to 1/9 each */
+    assert_true(skew[0] > 0.5); /* alpha 0.1: most of a class on one site */
+    assert_true(skew[1] < 0.2); /* alpha 100: close to 1/9 each */
     assert_int_equal(fed_partition_dirichlet(labels, N, C, 0, 1, 1, site), -1);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_designs_up_to_99),
-        cmocka_unit_test(test_admm_identities),
-        cmocka_unit_test(test_masks_cancel),
-        cmocka_unit_test(test_privacy_rank),
-        cmocka_unit_test(test_partition),
+        cmocka_unit_test(test_designs_up_to_99), cmocka_unit_test(test_admm_identities), cmocka_unit_test(test_masks_cancel),
+        cmocka_unit_test(test_privacy_rank),     cmocka_unit_test(test_partition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

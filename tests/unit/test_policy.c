@@ -38,13 +38,13 @@ static int job(cluster *c, const char *tenant, int prio, int slots)
     static const char *ids[MAXJ] = {"j0",  "j1",  "j2",  "j3",  "j4",  "j5",  "j6",  "j7",  "j8",  "j9",  "j10",
                                     "j11", "j12", "j13", "j14", "j15", "j16", "j17", "j18", "j19", "j20", "j21",
                                     "j22", "j23", "j24", "j25", "j26", "j27", "j28", "j29", "j30", "j31"};
-    c->j[c->nj] = (pol_job){ids[c->nj], tenant, prio, slots, 0, false, (unsigned long long)c->nj};
+    c->j[c->nj] = (pol_job){ids[c->nj], tenant, prio, slots, 0, false, (unsigned long long)c->nj, NULL, 0};
     return c->nj++;
 }
 
 static void busy(cluster *c, int w, const char *tenant, int prio, bool preemptible, unsigned long long seq)
 {
-    c->w[w] = (pol_worker){false, tenant, "running", prio, preemptible, seq};
+    c->w[w] = (pol_worker){false, tenant, "running", prio, preemptible, seq, NULL};
 }
 
 static int decide(cluster *c)
@@ -242,6 +242,42 @@ static void test_elastic_gang_takes_leftovers(void **state)
     assert_int_equal(c.d[e].nworkers, 3);
 }
 
+/* a federated job's slots go to the workers labelled with its sites, or it waits naming the site */
+static void test_sites_pin_slots(void **state)
+{
+    (void)state;
+    cluster c = {0};
+    workers(&c, 5);
+    static const char *labels[5] = {NULL, "b", "a", "c", "a"};
+    for (int i = 0; i < 5; i++)
+        c.w[i].site = labels[i];
+    tenant(&c, "t", 1, -1);
+    static const char *sites[] = {"a", "b", "a"};
+    int f = job(&c, "t", 1, 3);
+    c.j[f].sites = sites, c.j[f].nsites = 3;
+    int other = job(&c, "t", 1, 1);
+    decide(&c);
+    assert_int_equal(c.d[f].action, POL_PLACE);
+    assert_int_equal(c.d[f].nworkers, 3);
+    assert_int_equal(c.d[f].workers[0], 2);         /* a */
+    assert_int_equal(c.d[f].workers[1], 1);         /* b */
+    assert_int_equal(c.d[f].workers[2], 4);         /* the other a */
+    assert_int_equal(c.d[other].action, POL_PLACE); /* the unlabelled or left workers serve the rest */
+    /* a site without a free worker: wait, naming it, and hold nothing back for others */
+    cluster d = {0};
+    workers(&d, 2);
+    d.w[0].site = "a", d.w[1].site = "b";
+    tenant(&d, "t", 1, -1);
+    static const char *need[] = {"a", "z"};
+    f = job(&d, "t", 1, 2);
+    d.j[f].sites = need, d.j[f].nsites = 2;
+    other = job(&d, "t", 1, 1);
+    decide(&d);
+    assert_int_equal(d.d[f].action, POL_WAIT);
+    assert_non_null(strstr(d.d[f].reason, "site z"));
+    assert_int_equal(d.d[other].action, POL_PLACE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_no_preemption_of_protected_or_equal),
         cmocka_unit_test(test_gang_preempts_only_when_enough),
         cmocka_unit_test(test_elastic_gang_takes_leftovers),
+        cmocka_unit_test(test_sites_pin_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1082,7 +1082,7 @@ static void test_spec_invalid_top_level(void **state)
     expect_invalid(longname, "name");
 }
 
-static void test_spec_types_not_available(void **state)
+static void test_spec_types_validated(void **state)
 {
     (void)state;
     /* training is validated by its library (the field names what is missing) */
@@ -1092,7 +1092,7 @@ static void test_spec_types_not_available(void **state)
     expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"slo\":{\"percentile\":100}}}", "spec.slo.percentile");
     expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"max_batch\":0}}", "spec.max_batch");
     expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"resolved\":{}}}", "spec.resolved");
-    expect_invalid("{\"type\":\"federated\",\"spec\":{}}", "type");
+    expect_invalid("{\"type\":\"federated\",\"spec\":{}}", "spec.batch_size"); /* validated by workers/fed/spec.c */
 }
 
 #define TRAIN_SPEC(extra)                                                                                                          \
@@ -1217,7 +1217,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_jobs_count_by_state, open_migrated, close_db),
         cmocka_unit_test(test_http_json_depth),
         cmocka_unit_test(test_spec_invalid_top_level),
-        cmocka_unit_test(test_spec_types_not_available),
+        cmocka_unit_test(test_spec_types_validated),
         cmocka_unit_test(test_spec_training_gang),
         cmocka_unit_test(test_spec_valid_placement),
         cmocka_unit_test(test_spec_invalid_placement),

@@ -1,0 +1,82 @@
+"""Federated jobs through the real stack: sites as CPU workers labelled site=NAME, each training on
+its own part of Fashion-MNIST (a Dirichlet split), aggregating by SecureD-FL (ADMM over a Kirkman
+design's groups, masked group sums through Redis), the model registered; bad specs refused naming
+the field; a site without a worker makes the job wait, saying which."""
+
+import time
+
+from harness import Stack, wait_until
+
+MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 32}, {"type": "relu"},
+                                        {"type": "dense", "units": 10}]}
+
+
+def fed_job(n, rounds=3, name="fed-mnist", **extra):
+    sites = [{"name": f"s{i}", "dataset": {"name": "fashion-mnist",
+                                            "partition": {"sites": n, "index": i, "alpha": 0.5, "seed": 1}}}
+             for i in range(n)]
+    spec = {"model": MLP, "optimizer": {"type": "adam", "lr": 0.002}, "batch_size": 32, "local_steps": 40,
+            "rounds": rounds, "seed": 1, "sites": sites, "exchange_timeout_s": 60}
+    spec.update(extra)
+    return {"type": "federated", "name": name, "spec": spec}
+
+
+def test_nine_sites_secured_fl():
+    with Stack(workers=0) as s:
+        for i in range(9):
+            s.start_worker(i, labels=f"site=s{i},zone=test")
+        _, tok = s.tenant("hospitals")
+        jid = s.submit(tok, fed_job(9, rounds=4))
+        done = s.wait_state(tok, jid, "succeeded", timeout=300)
+        m = done["result"]["metrics"]
+        assert m["sites"] == 9 and m["rounds"] == 4 and m["test_accuracy"] > 0.6, m
+        assert m["residual"] < 1e-6, m  # z reached FedAvg's average
+        design = done["result"]["design"]
+        assert design["classes"] == 4 and "AG(2,3)" in design["kind"], design
+        pairs = {}
+        for cls in design["groups"]:  # pairs meet once: a Kirkman triple system
+            assert sorted(x for g in cls for x in g) == sorted(f"s{i}" for i in range(9))
+            for g in cls:
+                for a in g:
+                    for b in g:
+                        if a < b:
+                            pairs[(a, b)] = pairs.get((a, b), 0) + 1
+        assert len(pairs) == 36 and set(pairs.values()) == {1}
+        points = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+        rounds = [p for p in points if "round" in p]
+        assert [p["round"] for p in rounds] == [1, 2, 3, 4], rounds
+        assert all(p["bytes_sent"] > 0 and p["residual"] < 1e-6 for p in rounds), rounds
+        assert rounds[-1]["test_accuracy"] >= rounds[0]["test_accuracy"] - 0.02, rounds
+        # each site ran on its own labelled worker
+        started = {e["source"] for e in s.events(tok, jid) if e["state"] == "running"}
+        assert started == {f"worker:w_test{i}" for i in range(9)}, started
+        models = s.get("/v1/models", tok).json["models"]
+        assert [x["name"] for x in models] == ["fed-mnist"], models
+
+
+def test_federated_errors_and_waiting_for_a_site():
+    with Stack(workers=0) as s:
+        for i in range(3):
+            s.start_worker(i, labels=f"site=s{i}")
+        _, tok = s.tenant("banks")
+        bad = [
+            (fed_job(2), "spec.sites"),
+            (dict(fed_job(3), spec=dict(fed_job(3)["spec"], masking=False, admm={"iterations": 5})), "spec.admm.iterations"),
+            (dict(fed_job(3), spec=dict(fed_job(3)["spec"], aggregation="median")), "spec.aggregation"),
+            (dict(fed_job(3), spec=dict(fed_job(3)["spec"], sites=fed_job(3)["spec"]["sites"][:2] * 2)), "spec.sites[2].name"),
+        ]
+        for job, field in bad:
+            r = s.post("/v1/jobs", tok, job)
+            assert r.status == 400 and r.json["error"]["field"] == field, (field, r.json)
+        # a site whose worker is missing: the job waits and says which
+        job = fed_job(4, rounds=1)
+        jid = s.submit(tok, job)
+        wait_until("the wait reason", lambda: [e for e in s.events(tok, jid) if "site s3" in e["reason"]], 30)
+        assert s.job(tok, jid)["state"] == "queued"
+        s.start_worker(3, labels="site=s3")
+        done = s.wait_state(tok, jid, "succeeded", timeout=240)
+        assert done["result"]["metrics"]["sites"] == 4  # a searched packing (4 sites: one group of 4)
+        # FedAvg with masks over all sites, in the same job type
+        jid = s.submit(tok, fed_job(4, rounds=2, name="fedavg", aggregation="fedavg"))
+        done = s.wait_state(tok, jid, "succeeded", timeout=240)
+        assert done["result"]["metrics"]["residual"] < 1e-6 and done["result"]["metrics"]["test_accuracy"] > 0.5

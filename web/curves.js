@@ -66,6 +66,13 @@ export function configSeries(points) {
     return [epochs, ...ys];
 }
 
+// A federated job's design (result.design): one row per parallel class, its
+// groups as "{a, b, c}" strings.
+export function designRows(design) {
+    const classes = design && Array.isArray(design.groups) ? design.groups : [];
+    return classes.map((cls, i) => [i, (Array.isArray(cls) ? cls : []).map((g) => `{${(Array.isArray(g) ? g : []).join(', ')}}`)]);
+}
+
 // Shares of the time split of a training point, in percent.
 export function timeSplit(p) {
     const parts = ['compute_s', 'comm_s', 'data_s'].map((k) => (p && isNum(p[k]) ? p[k] : 0));
@@ -84,6 +91,17 @@ const CHARTS = {
         facts: [['step', 'Step'], ['epoch', 'Epoch'], ['loss', 'Loss'], ['accuracy', 'Accuracy'], ['test_accuracy', 'Test accuracy'],
             ['samples_per_s', 'Samples/s'], ['workers', 'Workers']],
     },
+    federated: {
+        x: 'round', xLabel: 'round',
+        charts: [
+            { title: 'Test accuracy of the global model', keys: ['test_accuracy'], labels: ['test accuracy'], colors: ['#c2410c'] },
+            { title: 'Consensus residual ‖z − Σ aᵢwᵢ‖ / ‖Σ aᵢwᵢ‖', keys: ['residual'], labels: ['residual'], colors: ['#2356c2'], log: true,
+                tick: (v) => v.toExponential(0) },
+            { title: 'Sent per site (MB)', keys: ['bytes_sent'], labels: ['bytes'], colors: ['#15803d'], tick: (v) => (v / 1e6).toFixed(2) },
+        ],
+        facts: [['round', 'Round'], ['test_accuracy', 'Test accuracy'], ['test_loss', 'Test loss'], ['residual', 'Residual'],
+            ['sites', 'Sites'], ['round_s', 'Round time (s)']],
+    },
     inference: {
         x: 'ts', xLabel: 'time', time: true,
         charts: [
@@ -100,6 +118,7 @@ const fmt = (k, v) => {
     if (!isNum(v)) return '—';
     if (k.includes('accuracy') || k === 'slo_attainment') return `${(100 * v).toFixed(2)}%`;
     if (k === 'epoch') return v.toFixed(2);
+    if (k === 'residual') return v.toExponential(1);
     if (Number.isInteger(v)) return v.toLocaleString();
     return v >= 100 ? Math.round(v).toLocaleString() : v.toPrecision(4);
 };
@@ -166,8 +185,9 @@ export function mountCurves(root, { id, type, signal }) {
             if (plots[i]) { plots[i].setData(data); return; }
             plots[i] = new uPlot({
                 width: widthOf(hosts[i], 300), height: 180,
-                scales: { x: { time: !!conf.time } },
-                axes: [conf.time ? { space: 70, incrs: CLOCK_INCRS, values: (u, splits, ai, space, incr) => clockAxis(splits, incr) } : { label: conf.xLabel }, { size: 64 }],
+                scales: { x: { time: !!conf.time }, ...(c.log ? { y: { distr: 3 } } : {}) },
+                axes: [conf.time ? { space: 70, incrs: CLOCK_INCRS, values: (u, splits, ai, space, incr) => clockAxis(splits, incr) } : { label: conf.xLabel },
+                    c.tick ? { size: 64, values: (u, splits) => splits.map((v) => (v === null ? '' : c.tick(v))) } : { size: 64 }],
                 series: [{ label: conf.xLabel }, ...c.keys.map((k, j) => ({ label: c.labels[j], stroke: c.colors[j], width: 2, spanGaps: true, points: { show: data[0].length < 60 } }))],
             }, data, hosts[i]);
         });

@@ -4,7 +4,7 @@
 import { api, ApiError, jobPath } from './api.js';
 import { h, replace, notice } from './dom.js';
 import { candidatesTable, devicesTable } from './placement.js';
-import { mountCurves } from './curves.js';
+import { mountCurves, designRows } from './curves.js';
 import {
     badge, timeEl, fmtBytes, fmtMicros, fmtSeconds, fmtPct, progressCell,
     prettyJson, isTerminal,
@@ -86,7 +86,7 @@ export function mount(root, { me, live, params, signal }) {
     }
 
     function render(j, events) {
-        if (!curves && (j.type === 'training' || j.type === 'inference')) {
+        if (!curves && (j.type === 'training' || j.type === 'inference' || j.type === 'federated')) {
             curvesSec.hidden = false;
             curves = mountCurves(curvesBox, { id, type: j.type, signal });
         } else if (curves) {
@@ -210,6 +210,7 @@ export function mount(root, { me, live, params, signal }) {
         const parts = [];
         if (j.type === 'placement' && typeof r === 'object') parts.push(placement(r, j.spec, j.id || id));
         if (r.metrics && typeof r.metrics === 'object') parts.push(metrics(r.metrics));
+        if (j.type === 'federated' && r.design) parts.push(designView(r.design));
         parts.push(rawJson(r));
         replace(resultBox, parts);
     }
@@ -224,6 +225,17 @@ function rawJson(r) {
         if (details.open && !pre.firstChild) pre.textContent = prettyJson(r);
     });
     return details;
+}
+
+// the communication groups of a federated job: a row per parallel class
+function designView(d) {
+    const rows = designRows(d);
+    return h('div', { 'data-testid': 'design' },
+        h('h3', {}, `Communication groups: ${d.kind || 'design'}, ${rows.length} parallel class${rows.length === 1 ? '' : 'es'}`),
+        h('p', { class: 'muted' }, 'Iteration k of the aggregation sums within the groups of class k mod P; two sites share a group at most once.'),
+        h('table', { class: 'events' },
+            h('thead', {}, h('tr', {}, h('th', {}, 'Class'), h('th', {}, 'Groups'))),
+            h('tbody', {}, rows.map(([c, groups]) => h('tr', { 'data-testid': 'design-class' }, h('td', {}, String(c)), h('td', {}, groups.join('  ')))))));
 }
 
 function metrics(m) {

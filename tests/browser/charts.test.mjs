@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { buildLanes, firstReaching, barAt } from '../../web/gantt.js';
 import { alignSteps, clockAxis, BYTE_INCRS, CLOCK_INCRS } from '../../web/charts.js';
 import { microsAxis, niceStep } from '../../web/format.js';
-import { series, latest, timeSplit, eventRows, configRows, configSeries } from '../../web/curves.js';
+import { series, latest, timeSplit, eventRows, configRows, configSeries, designRows } from '../../web/curves.js';
 
 let checks = 0;
 async function check(name, fn) {
@@ -159,6 +159,11 @@ await check('curves: model selection rows (latest per configuration, best first)
     assert.equal(rows[1][1], 'optimizer.lr = 0.01');
     assert.deepEqual(configSeries(pts), [[1, 2], [0.8, null], [0.7, 0.85]]);
     assert.deepEqual(configSeries(null), [[]]);
+});
+
+await check('federated: the design as rows of groups', () => {
+    assert.deepEqual(designRows({ groups: [[['a', 'b', 'c'], ['d', 'e', 'f']], [['a', 'd', 'g']]] }), [[0, ['{a, b, c}', '{d, e, f}']], [1, ['{a, d, g}']]]);
+    assert.deepEqual(designRows(null), []);
 });
 
 console.log(`ok ${checks} checks`);

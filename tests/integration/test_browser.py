@@ -52,6 +52,21 @@ def test_selection_and_adaptation_in_chromium():
     run_page_test("selection.mjs", "selection.png", timeout=420)
 
 
+def test_federated_page_in_chromium():
+    """a federated job's page: accuracy, residual and bytes per round; the design's groups"""
+    out = os.path.join(ROOT, "tests", "out", "browser")
+    os.makedirs(out, exist_ok=True)
+    with Stack(workers=0) as s:
+        for i in range(3):
+            s.start_worker(i, labels=f"site=s{i}")
+        env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}", GANTRY_ADMIN_TOKEN=ADMIN, GANTRY_TEST_OUT=out)
+        r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "federated.mjs")], env=env, capture_output=True,
+                           text=True, timeout=300)
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        assert r.returncode == 0, "federated.mjs failed"
+        assert os.path.exists(os.path.join(out, "federated.png"))
+
+
 def test_inference_curves_in_chromium():
     """a served model's page: request rate, p99 against the SLO and replicas, live"""
     run_page_test("inference.mjs", "inference.png", timeout=300)

@@ -80,3 +80,39 @@ def test_federated_errors_and_waiting_for_a_site():
         jid = s.submit(tok, fed_job(4, rounds=2, name="fedavg", aggregation="fedavg"))
         done = s.wait_state(tok, jid, "succeeded", timeout=240)
         assert done["result"]["metrics"]["residual"] < 1e-6 and done["result"]["metrics"]["test_accuracy"] > 0.5
+
+
+def test_sites_read_their_own_files():
+    """gantry-fed-split cuts Fashion-MNIST into per-site IDX files under the tenant's root; a
+    federated job names them (paths confined to the tenant's roots: one outside is refused, naming
+    the site's field) and each site trains on its own file"""
+    import os
+    import subprocess
+    import tempfile
+    from harness import ADMIN, BUILD
+    root = tempfile.mkdtemp(prefix="gantry-fed-")
+    out = subprocess.run([os.path.join(BUILD, "workers", "fed", "gantry-fed-split"), "--sites", "3", "--alpha", "1",
+                          "--out", root], capture_output=True, text=True, check=True).stdout
+    assert out.count("site ") == 3, out
+    fm = "/usr/share/datasets/fashion-mnist"
+    with Stack(workers=0) as s:
+        for i in range(3):
+            s.start_worker(i, labels=f"site=s{i}")
+        tid, tok = s.tenant("clinics")
+        assert s.request("PATCH", f"/v1/tenants/{tid}", ADMIN, {"roots": [root, fm]}).status == 200
+        job = fed_job(3, rounds=2)
+        for i, site in enumerate(job["spec"]["sites"]):
+            site["dataset"] = {"format": "idx", "train_images": f"{root}/site-{i}-images-idx3-ubyte",
+                               "train_labels": f"{root}/site-{i}-labels-idx1-ubyte",
+                               "test_images": f"{fm}/t10k-images-idx3-ubyte.gz", "test_labels": f"{fm}/t10k-labels-idx1-ubyte.gz"}
+        outside = json_copy(job)
+        outside["spec"]["sites"][1]["dataset"]["train_images"] = "/etc/passwd"
+        r = s.post("/v1/jobs", tok, outside)
+        assert r.status == 400 and r.json["error"]["field"] == "spec.sites[1].dataset.train_images", r.json
+        done = s.wait_state(tok, s.submit(tok, job), "succeeded", timeout=240)
+        assert done["result"]["metrics"]["test_accuracy"] > 0.5, done["result"]["metrics"]
+
+
+def json_copy(x):
+    import json
+    return json.loads(json.dumps(x))

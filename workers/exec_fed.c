@@ -170,22 +170,6 @@ static int exchange(site *S, const double *v, int c, int group_all, int masked, 
     return 0;
 }
 
-static void get_params(const train_model *m, double *v)
-{
-    size_t o = 0;
-    for (int p = 0; p < m->nparams; p++)
-        for (size_t i = 0; i < m->params[p]->n; i++)
-            v[o++] = m->params[p]->w[i];
-}
-
-static void set_params(train_model *m, const double *v)
-{
-    size_t o = 0;
-    for (int p = 0; p < m->nparams; p++)
-        for (size_t i = 0; i < m->params[p]->n; i++)
-            m->params[p]->w[i] = (float)v[o++];
-}
-
 /* this site's samples: its dataset, or its part of the built-in one (partition) */
 static int load_site(const json_t *spec, int s, train_data *tr, train_data *te, char *err, size_t errlen)
 {
@@ -338,13 +322,13 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
                  fedavg ? "FedAvg" : "SecureD-FL", masked ? " with masked group sums" : " without masks");
         ctx->progress(ctx, 0.0, note, NULL);
     }
-    get_params(m, z); /* every site starts from the same seeded model */
+    train_model_params_out(m, z); /* every site starts from the same seeded model */
     size_t *order = malloc(sizeof(size_t) * (tr.n ? tr.n : 1)), pos = tr.n;
     train_rng rr = {train_rng_mix(seed, 53, (uint64_t)S.me)};
     double tl = 0, ta = 0, residual = 0;
     for (int round = 1; round <= rounds; round++) {
         double t0 = now_s(), sent0 = S.bytes_sent;
-        set_params(m, z);
+        train_model_params_in(m, z);
         for (long step = 0; step < local && tr.n > 0; step++) {
             int b = 0, correct;
             for (; b < batch; b++) {
@@ -356,7 +340,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             train_model_grad(m, xb, yb, b, dl, &correct);
             train_optim_step(o, m->be, o->lr);
         }
-        get_params(m, w);
+        train_model_params_out(m, w);
         int erc = 0;
         if (fedavg) {
             erc = exchange(&S, w, 0, 1, masked, z, err, errlen);
@@ -382,7 +366,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             num += (z[j] - avg[j]) * (z[j] - avg[j]), den += avg[j] * avg[j];
         residual = sqrt(num / (den > 0 ? den : 1));
         if (S.me == 0) {
-            set_params(m, z);
+            train_model_params_in(m, z);
             evaluate(m, &te, xb, yb, cap, &tl, &ta);
             json_t *pt = json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:i}", "round", round, "step", (json_int_t)round,
                                    "test_accuracy", ta, "test_loss", tl, "residual", residual, "bytes_sent", S.bytes_sent - sent0,
@@ -403,7 +387,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     snprintf(models, sizeof(models), "%s/models", ctx->state_dir);
     snprintf(artifact, sizeof(artifact), "%s/%s.model", models, ctx->task->job_id);
     train_ckpt_state st = {.step = (uint64_t)rounds, .seed = seed, .rng = m->rng.s};
-    set_params(m, z);
+    train_model_params_in(m, z);
     if (path_mkdirs(models) != 0 || train_ckpt_save(artifact, m, NULL, &st, err, errlen)) goto out;
     json_t *groups = json_array();
     for (int c = 0; c < S.d.classes; c++) {

@@ -36,25 +36,9 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static size_t nparams(const train_model *m)
+static size_t nparams_of(const train_model *m)
 {
     return train_model_param_count(m);
-}
-
-static void get_params(const train_model *m, double *v)
-{
-    size_t o = 0;
-    for (int p = 0; p < m->nparams; p++)
-        for (size_t i = 0; i < m->params[p]->n; i++)
-            v[o++] = m->params[p]->w[i];
-}
-
-static void set_params(train_model *m, const double *v)
-{
-    size_t o = 0;
-    for (int p = 0; p < m->nparams; p++)
-        for (size_t i = 0; i < m->params[p]->n; i++)
-            m->params[p]->w[i] = (float)v[o++];
 }
 
 static double accuracy(train_model *m, const train_data *te, float *xb, int32_t *yb, int cap)
@@ -203,11 +187,11 @@ int main(int argc, char **argv)
         o[0][s] = train_optim_create(json_object_get(spec, "optimizer"), m[s]);
         o[1][s] = train_optim_create(json_object_get(spec, "optimizer"), m[s]);
     }
-    size_t dim = nparams(eval);
+    size_t dim = nparams_of(eval);
     double *zs = malloc(sizeof(double) * dim), *za = malloc(sizeof(double) * dim), **w = malloc(sizeof(double *) * (size_t)sites);
     for (int s = 0; s < sites; s++)
         w[s] = malloc(sizeof(double) * dim);
-    get_params(eval, zs);
+    train_model_params_out(eval, zs);
     memcpy(za, zs, sizeof(double) * dim);
     float *xb = malloc(sizeof(float) * 1000 * tr.dim), *dl = malloc(sizeof(float) * (size_t)batch * 10);
     int32_t *yb = malloc(sizeof(int32_t) * 1000);
@@ -222,7 +206,7 @@ int main(int argc, char **argv)
         for (int method = 0; method < 2; method++) { /* 0: SecureD-FL's global model, 1: FedAvg's */
             double *z = method ? za : zs;
             for (int s = 0; s < sites; s++) {
-                set_params(m[s], z);
+                train_model_params_in(m[s], z);
                 size_t saved = pos[s];
                 for (int step = 0; step < local && cnt[s] > 0; step++) {
                     int b = 0, correct;
@@ -235,7 +219,7 @@ int main(int argc, char **argv)
                     train_optim_step(o[method][s], be, o[method][s]->lr);
                 }
                 if (method == 0) pos[s] = saved; /* both methods see the same local batches */
-                get_params(m[s], w[s]);
+                train_model_params_out(m[s], w[s]);
             }
             if (method == 0) {
                 double t0 = now();
@@ -244,14 +228,14 @@ int main(int argc, char **argv)
                     return 1;
                 }
                 ms = (now() - t0) * 1e3;
-                set_params(eval, zs);
+                train_model_params_in(eval, zs);
                 acc_s = accuracy(eval, &te, xb, yb, 1000);
             } else {
                 memset(za, 0, sizeof(double) * dim);
                 for (int s = 0; s < sites; s++)
                     for (size_t j = 0; j < dim; j++)
                         za[j] += S.a[s] * w[s][j];
-                set_params(eval, za);
+                train_model_params_in(eval, za);
                 acc_a = accuracy(eval, &te, xb, yb, 1000);
             }
         }

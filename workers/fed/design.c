@@ -18,6 +18,8 @@
  * cover every pair exactly once: q parallel classes. */
 #include "workers/fed/design.h"
 
+#include "workers/train/rng.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,16 +174,8 @@ typedef struct {
     unsigned char *used; /* n x n: the pair already shares a group */
     int *grp;            /* the class being built: site -> group */
     long budget;
-    uint64_t rng;
+    train_rng rng;
 } search;
-
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
 
 static int fits(const search *S, const int *members, int k, int cand)
 {
@@ -199,7 +193,7 @@ static int fill(search *S, int g, int *members, int k)
         int next_members[8];
         return fill(S, g + 1, next_members, 0);
     }
-    int n = S->n, start = (int)(next(&S->rng) % (uint64_t)n);
+    int n = S->n, start = (int)train_rng_below(&S->rng, (uint64_t)n);
     if (k == 0) { /* the group's first member: the lowest free site (no symmetric retries) */
         for (int i = 0; i < n; i++)
             if (S->grp[i] < 0) {
@@ -235,7 +229,7 @@ static int searched(int n, fed_design *d)
     }
     for (int g = 0; g < ngroups; g++)
         sizes[g] = g == 0 ? big : 3;
-    search S = {n, sizes, ngroups, used, grp, 0, 0x5EEDull * (uint64_t)n};
+    search S = {n, sizes, ngroups, used, grp, 0, {0x5EEDull * (uint64_t)n}};
     for (int tries = 0; found < maxc && tries < 8; tries++) {
         for (int i = 0; i < n; i++)
             grp[i] = -1;

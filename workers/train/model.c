@@ -288,3 +288,19 @@ double train_model_grad(train_model *m, const float *x, const int32_t *y, int n,
     train_model_backward(m, dlogits, n);
     return loss;
 }
+
+void train_model_params_out(const train_model *m, double *v)
+{
+    size_t o = 0;
+    for (int p = 0; p < m->nparams; p++)
+        for (size_t i = 0; i < m->params[p]->n; i++)
+            v[o++] = m->params[p]->w[i];
+}
+
+void train_model_params_in(train_model *m, const double *v)
+{
+    size_t o = 0;
+    for (int p = 0; p < m->nparams; p++)
+        for (size_t i = 0; i < m->params[p]->n; i++)
+            m->params[p]->w[i] = (float)v[o++];
+}

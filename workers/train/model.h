@@ -76,6 +76,10 @@ void train_model_backward(train_model *m, const float *dy, int n);
  * Returns the mean loss; *correct the argmax hits. */
 double train_model_grad(train_model *m, const float *x, const int32_t *y, int n, float *dlogits, int *correct);
 
+/* all parameters as one vector of train_model_param_count doubles (federated averaging works on them) */
+void train_model_params_out(const train_model *m, double *v);
+void train_model_params_in(train_model *m, const double *v);
+
 /* layer-level entry points (used by the model and by the gradient checks) */
 const float *train_layer_forward(train_model *m, train_layer *l, const float *x, int n, bool training);
 const float *train_layer_backward(train_model *m, train_layer *l, const float *dy, int n, bool need_dx);

@@ -324,7 +324,8 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     train_model_params_out(m, z); /* every site starts from the same seeded model */
     size_t *order = malloc(sizeof(size_t) * (tr.n ? tr.n : 1)), pos = tr.n;
-    train_rng rr = {train_rng_mix(seed, 53, (uint64_t)S.me)};
+    /* the data order and the duals from separate streams: SecureD-FL and FedAvg jobs with one seed train alike */
+    train_rng rr = {train_rng_mix(seed, 53, (uint64_t)S.me)}, rl = {train_rng_mix(seed, 59, (uint64_t)S.me)};
     double tl = 0, ta = 0, residual = 0;
     for (int round = 1; round <= rounds; round++) {
         double t0 = now_s(), sent0 = S.bytes_sent;
@@ -346,7 +347,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             erc = exchange(&S, w, 0, 1, masked, z, err, errlen);
         } else {
             for (size_t j = 0; j < S.dim; j++)
-                lambda[j] = 0.02 * (double)train_rng_normal(&rr), z[j] = 0;
+                lambda[j] = 0.02 * (double)train_rng_normal(&rl), z[j] = 0;
             for (int k = 0; k < iters && erc == 0; k++) {
                 double rho = fed_admm_rho(&P, k);
                 fed_admm_x(w, lambda, z, rho, x, S.dim);

@@ -1,0 +1,29 @@
+"""Operations documents checked by real tools against a running stack: the OpenAPI document by an
+OpenAPI 3.1 validator from npm, and /metrics by Prometheus's promtool (naming and types)."""
+
+import os
+import subprocess
+import urllib.request
+
+from harness import ROOT, Stack, placement_job
+
+
+def test_openapi_document_is_valid_openapi_3_1():
+    with Stack(workers=1) as s:
+        env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}")
+        r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "openapi.test.mjs")], env=env, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "paths valid" in r.stdout, r.stdout
+
+
+def test_metrics_pass_promtool():
+    with Stack(workers=1) as s:
+        _, tok = s.tenant("ops")
+        s.wait_state(tok, s.submit(tok, placement_job()), "succeeded", timeout=60)
+        s.get("/v1/jobs", tok)  # some traffic in the histograms
+        text = urllib.request.urlopen(f"http://127.0.0.1:{s.port}/metrics", timeout=10).read()
+        assert b"gantry_http_requests_total" in text
+        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, timeout=60)
+        problems = (r.stdout + r.stderr).decode()
+        assert r.returncode == 0 and not problems.strip(), problems

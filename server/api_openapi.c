@@ -1,8 +1,12 @@
 /* api_openapi.c - GET /v1/openapi.json, generated from the route table (routes.c):
  * every path and method, its summary, the role it needs (x-gantry-role) and its
- * error shape.  Tests enumerate routes from it, so a new route is covered at once. */
+ * error shape.  Tests enumerate routes from it, so a new route is covered at once.
+ * The job submission's schemas are written from the shapes the server validates
+ * with (spec.c, common/schema.h). */
 #include "server/api.h"
+#include "server/spec.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static json_t *error_schema(void)
@@ -10,6 +14,22 @@ static json_t *error_schema(void)
     return json_pack("{s:s, s:{s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:[ss]}}, s:[sss]}}, s:[s]}", "type", "object", "properties",
                      "error", "type", "object", "properties", "code", "type", "string", "message", "type", "string", "field",
                      "type", "string", "null", "required", "code", "message", "field", "required", "error");
+}
+
+/* request bodies with a schema in components (the rest: any object) */
+static const struct {
+    const char *method, *pattern, *schema;
+} bodies[] = {{"POST", "/v1/jobs", "JobSubmission"}};
+
+static json_t *body_schema(const route *r)
+{
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
+        if (!strcmp(bodies[i].method, r->method) && !strcmp(bodies[i].pattern, r->pattern)) {
+            char ref[96];
+            snprintf(ref, sizeof ref, "#/components/schemas/%s", bodies[i].schema);
+            return json_pack("{s:s}", "$ref", ref);
+        }
+    return json_pack("{s:s}", "type", "object");
 }
 
 static json_t *operation(const route *r)
@@ -32,9 +52,9 @@ static json_t *operation(const route *r)
         json_decref(params);
     if (r->body != BODY_NONE)
         json_object_set_new(op, "requestBody",
-                            json_pack("{s:b, s:{s:{s:{s:s}}}}", "required",
+                            json_pack("{s:b, s:{s:{s:o}}}", "required",
                                       strcmp(r->method, "POST") == 0 && strstr(r->pattern, "cancel") == NULL, "content",
-                                      "application/json", "schema", "type", "object"));
+                                      "application/json", "schema", body_schema(r)));
     return op;
 }
 
@@ -54,11 +74,13 @@ void api_openapi(http_ctx *c)
         method[n] = '\0';
         json_object_set_new(item, method, operation(&routes[i]));
     }
-    json_t *doc = json_pack("{s:s, s:{s:s, s:s, s:s}, s:o, s:{s:{s:o}, s:{s:{s:s, s:s}}}}", "openapi", "3.1.0", "info", "title",
+    json_t *schemas = spec_job_schemas();
+    json_object_set_new(schemas, "Error", error_schema());
+    json_t *doc = json_pack("{s:s, s:{s:s, s:s, s:s}, s:o, s:{s:o, s:{s:{s:s, s:s}}}}", "openapi", "3.1.0", "info", "title",
                             "gantry", "version", "0.1.0", "description",
                             "Multi-tenant ML operations service. Every route except the probes needs "
                             "'Authorization: Bearer <token>'.",
-                            "paths", paths, "components", "schemas", "Error", error_schema(), "securitySchemes", "bearer", "type",
-                            "http", "scheme", "bearer");
+                            "paths", paths, "components", "schemas", schemas, "securitySchemes", "bearer", "type", "http", "scheme",
+                            "bearer");
     http_reply_json(c, 200, doc);
 }

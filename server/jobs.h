@@ -14,7 +14,7 @@ typedef struct {
     char id[48];
     char tenant_id[48];
     char type[16];
-    char name[256];
+    char name[808]; /* 200 characters of up to 4 bytes */
     int priority;
     int slots;
     json_t *spec; /* borrowed */

@@ -6,11 +6,72 @@
 #include "workers/place/place.h"
 #include "workers/serve/spec.h"
 #include "workers/train/train.h"
+#include "common/schema.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define NAME_MAX_LEN 200
+/* ---- the submission's shape (common/schema.h) ---- */
+
+#define X(t) #t,
+static const char *const type_values[] = {JOB_TYPES(X) NULL};
+#undef X
+#define X(n, v) #n,
+static const char *const priority_values[] = {JOB_PRIORITIES(X) NULL};
+#undef X
+
+static const sch type_s = {SCH_STR, .values = type_values, .msg = "required: one of placement, training, inference, federated"};
+static const sch name_s = {SCH_STR, SCH_IN(1, 200), .desc = "a label for people (default: the type)"};
+#define DEFAULT_PRIORITY "normal"
+static const sch priority_s = {SCH_STR, .values = priority_values, .dflt = "\"" DEFAULT_PRIORITY "\"",
+                               .desc = "queue order; a high job may preempt preemptible lower ones"};
+static const sch preemptible_s = {SCH_BOOL, .dflt = "false", .desc = "may be stopped (and requeued) for a higher-priority job"};
+static const sch spec_s = {SCH_OBJECT, .flags = SCH_OPEN, .msg = "required: an object with the job's settings"};
+static const sch_member job_m[] = {{"type", &type_s, 1},         {"name", &name_s, 0},
+                                   {"priority", &priority_s, 0}, {"preemptible", &preemptible_s, 0},
+                                   {"spec", &spec_s, 1},         {0}};
+static const sch job_s = {SCH_OBJECT, .members = job_m};
+
+/* Each job type: its spec's shape (for the document), its validator (the
+ * shape, then the rules between fields) and the slots it takes at once. */
+static int placement_slots(const json_t *spec)
+{
+    (void)spec;
+    return 1;
+}
+
+static int training_slots(const json_t *spec) /* a gang: that many slots at once (elastic: at least min) */
+{
+    json_t *w = json_object_get(spec, "workers");
+    return json_is_object(w) ? (int)json_integer_value(json_object_get(w, "min")) : (int)train_spec_long(spec, "workers");
+}
+
+static int inference_slots(const json_t *spec) /* the replicas start together; the autoscaler adds more */
+{
+    serve_settings s;
+    serve_settings_get(spec, &s);
+    return s.min_replicas;
+}
+
+static int federated_slots(const json_t *spec) /* one slot per site, each on its labelled worker */
+{
+    return (int)json_array_size(json_object_get(spec, "sites"));
+}
+
+typedef struct {
+    const char *type, *title;
+    const sch *shape;
+    int (*validate)(const json_t *spec, char *field, size_t fl, char *msg, size_t ml);
+    int (*slots)(const json_t *spec);
+} job_kind;
+
+static const job_kind kinds[] = {
+    {"placement", "PlacementSpec", &place_spec_shape, place_spec_validate, placement_slots},
+    {"training", "TrainingSpec", &train_spec_shape, train_spec_validate, training_slots},
+    {"inference", "InferenceSpec", &serve_spec_shape, serve_spec_validate, inference_slots},
+    {"federated", "FederatedSpec", &fed_spec_shape, fed_spec_validate, federated_slots},
+};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
 
 static int fail(char *field, size_t flen, char *msg, size_t mlen, const char *f, const char *m)
 {
@@ -21,70 +82,48 @@ static int fail(char *field, size_t flen, char *msg, size_t mlen, const char *f,
 
 static int validate(json_t *body, job_new *out, char *field, size_t flen, char *msg, size_t mlen)
 {
-    static const char *const known[] = {"type", "name", "priority", "preemptible", "spec"};
-    const char *key;
-    json_t *v;
-    json_object_foreach(body, key, v)
-    {
-        int ok = 0;
-        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-            ok |= strcmp(key, known[i]) == 0;
-        if (!ok) {
-            snprintf(field, flen, "%s", key);
-            snprintf(msg, mlen, "unknown field '%s' (a job has type, name, priority, preemptible and spec)", key);
-            return -1;
-        }
+    if (sch_check(&job_s, body, "", field, flen, msg, mlen)) {
+        if (field[0] == '.') memmove(field, field + 1, strlen(field)); /* top-level names have no prefix */
+        return -1;
     }
-    json_t *type = json_object_get(body, "type");
-    if (!json_is_string(type))
-        return fail(field, flen, msg, mlen, "type", "required: one of placement, training, inference, federated");
-    if (!job_type_valid(json_string_value(type)))
-        return fail(field, flen, msg, mlen, "type", "must be one of placement, training, inference, federated");
-    snprintf(out->type, sizeof(out->type), "%s", json_string_value(type));
-
+    snprintf(out->type, sizeof(out->type), "%s", json_string_value(json_object_get(body, "type")));
     json_t *name = json_object_get(body, "name");
-    if (name && !json_is_string(name)) return fail(field, flen, msg, mlen, "name", "must be a string");
-    if (name && (json_string_length(name) == 0 || json_string_length(name) > NAME_MAX_LEN))
-        return fail(field, flen, msg, mlen, "name", "must be 1 to 200 characters");
     snprintf(out->name, sizeof(out->name), "%s", name ? json_string_value(name) : out->type);
-
-    json_t *prio = json_object_get(body, "priority");
-    out->priority = 1;
-    if (prio && (!json_is_string(prio) || (out->priority = job_priority_parse(json_string_value(prio))) < 0))
-        return fail(field, flen, msg, mlen, "priority", "must be one of low, normal, high");
-
-    json_t *pre = json_object_get(body, "preemptible");
-    if (pre && !json_is_boolean(pre)) return fail(field, flen, msg, mlen, "preemptible", "must be true or false");
-    out->preemptible = json_is_true(pre);
-
-    json_t *spec = json_object_get(body, "spec");
-    if (!json_is_object(spec)) return fail(field, flen, msg, mlen, "spec", "required: an object with the job's settings");
-    out->spec = spec;
-    out->slots = 1;
-
-    if (strcmp(out->type, "placement") == 0) return place_spec_validate(spec, field, flen, msg, mlen);
-    if (strcmp(out->type, "training") == 0) {
-        if (train_spec_validate(spec, field, flen, msg, mlen) != 0) return -1;
-        json_t *w = json_object_get(spec, "workers"); /* a gang: that many slots at once (elastic: at least min) */
-        if (w) out->slots = (int)json_integer_value(json_is_object(w) ? json_object_get(w, "min") : w);
-        return 0;
-    }
-    if (strcmp(out->type, "inference") == 0) {
-        if (serve_spec_validate(spec, field, flen, msg, mlen) != 0) return -1;
-        if (json_object_get(spec, "resolved")) return fail(field, flen, msg, mlen, "spec.resolved", "is set by the server");
-        serve_settings s;
-        serve_settings_get(spec, &s);
-        out->slots = s.min_replicas; /* the replicas start together; the autoscaler adds more */
-        return 0;
-    }
-    if (strcmp(out->type, "federated") == 0) { /* one slot per site, each on its labelled worker */
-        if (fed_spec_validate(spec, field, flen, msg, mlen) != 0) return -1;
-        out->slots = (int)json_array_size(json_object_get(spec, "sites"));
+    out->priority = job_priority_parse(json_string_value(json_object_get(body, "priority")));
+    if (out->priority < 0) out->priority = job_priority_parse(DEFAULT_PRIORITY);
+    out->preemptible = json_is_true(json_object_get(body, "preemptible"));
+    out->spec = json_object_get(body, "spec");
+    for (size_t k = 0; k < NKINDS; k++) {
+        if (strcmp(out->type, kinds[k].type) != 0) continue;
+        if (kinds[k].validate(out->spec, field, flen, msg, mlen) != 0) return -1;
+        if (!strcmp(out->type, "inference") && json_object_get(out->spec, "resolved"))
+            return fail(field, flen, msg, mlen, "spec.resolved", "is set by the server");
+        out->slots = kinds[k].slots(out->spec);
         return 0;
     }
     snprintf(field, flen, "type");
     snprintf(msg, mlen, "job type '%s' is not available in this version of gantry", out->type);
     return -1;
+}
+
+json_t *spec_job_schemas(void)
+{
+    json_t *out = json_object(), *alts = json_array();
+    for (size_t k = 0; k < NKINDS; k++) {
+        char ref[96];
+        snprintf(ref, sizeof ref, "#/components/schemas/%s", kinds[k].title);
+        json_t *job = sch_json(&job_s), *props = json_object_get(job, "properties");
+        json_object_set_new(props, "type", json_pack("{s:s}", "const", kinds[k].type));
+        json_object_set_new(props, "spec", json_pack("{s:s}", "$ref", ref));
+        json_array_append_new(alts, job);
+        json_object_set_new(out, kinds[k].title, sch_json(kinds[k].shape));
+    }
+    json_object_set_new(out, "JobSubmission",
+                        json_pack("{s:s, s:o}", "description",
+                                  "POST /v1/jobs: a job of one type, its spec checked by that type's schema (then by the "
+                                  "rules between fields the schemas' descriptions name)",
+                                  "oneOf", alts));
+    return out;
 }
 
 int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char *msg, size_t mlen)

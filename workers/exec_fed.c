@@ -65,16 +65,10 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static long spec_long(const json_t *o, const char *key, long def)
+/* a member of the (valid) spec, or the default its shape documents */
+static double num(const sch *shape, const json_t *o, const char *key)
 {
-    json_t *v = json_object_get(o, key);
-    return json_is_integer(v) ? (long)json_integer_value(v) : def;
-}
-
-static double spec_num(const json_t *o, const char *key, double def)
-{
-    json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : def;
+    return sch_number(shape, o, key, 0);
 }
 
 /* waits until every site's key <prefix>:<tag>:<s> exists, then fetches them; the replies in out (caller frees) */
@@ -179,9 +173,10 @@ static int load_site(const json_t *spec, int s, train_data *tr, train_data *te, 
     const json_t *part =
         json_object_get(json_object_get(json_array_get(json_object_get(spec, "sites"), (size_t)s), "dataset"), "partition");
     if (rc || !part) return rc;
-    int sites = (int)spec_long(part, "sites", 1), index = (int)spec_long(part, "index", 0), *where = malloc(sizeof(int) * tr->n);
-    if (!where || fed_partition_dirichlet(tr->y, tr->n, tr->classes, sites, spec_num(part, "alpha", 0.5),
-                                          (uint64_t)spec_long(part, "seed", 1), where)) {
+    int sites = (int)num(&fed_partition_shape, part, "sites"), index = (int)num(&fed_partition_shape, part, "index");
+    int *where = malloc(sizeof(int) * tr->n);
+    if (!where || fed_partition_dirichlet(tr->y, tr->n, tr->classes, sites, num(&fed_partition_shape, part, "alpha"),
+                                          (uint64_t)num(&fed_partition_shape, part, "seed"), where)) {
         free(where);
         snprintf(err, errlen, "cannot split the dataset");
         return -1;
@@ -229,7 +224,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
                  ctx->site && *ctx->site ? ctx->site : "(none)");
         return EXEC_FAILED;
     }
-    S.timeout_ms = (int)spec_long(spec, "exchange_timeout_s", 120) * 1000;
+    S.timeout_ms = (int)num(&fed_spec_shape, spec, "exchange_timeout_s") * 1000;
     snprintf(S.prefix, sizeof(S.prefix), "gantry:fed:%s:%d", ctx->task->job_id, ctx->task->attempt);
     ctx->progress(ctx, 0.0, "waiting for the other sites", NULL);
     rdv_members mem;
@@ -257,8 +252,8 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         train_data_free(&tr2);
         if (lrc) goto out;
     }
-    int batch = (int)spec_long(spec, "batch_size", 32), cap = batch > 1000 ? batch : 1000;
-    uint64_t seed = (uint64_t)spec_long(spec, "seed", 1);
+    int batch = (int)num(&fed_spec_shape, spec, "batch_size"), cap = batch > 1000 ? batch : 1000;
+    uint64_t seed = (uint64_t)num(&fed_spec_shape, spec, "seed");
     if (!(m = train_model_create(json_object_get(spec, "model"), train_backend_cpu(), seed, cap, err, errlen))) goto out;
     if (train_model_in_size(m) != tr.dim) {
         snprintf(err, errlen, "spec.model.input has %zu values per sample but site %s's data has %zu", train_model_in_size(m),
@@ -313,9 +308,10 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     const char *agg = json_string_value(json_object_get(spec, "aggregation"));
     int fedavg = agg && !strcmp(agg, "fedavg"), masked = !json_is_false(json_object_get(spec, "masking"));
     const json_t *admm = json_object_get(spec, "admm");
-    fed_admm_params P = {spec_num(admm, "rho", 0.1), spec_num(admm, "decay", 0.9), (int)spec_long(admm, "decay_every", 2)};
-    int iters = (int)spec_long(admm, "iterations", 7), rounds = (int)spec_long(spec, "rounds", 1);
-    long local = spec_long(spec, "local_steps", 50);
+    fed_admm_params P = {num(&fed_admm_shape, admm, "rho"), num(&fed_admm_shape, admm, "decay"),
+                         (int)num(&fed_admm_shape, admm, "decay_every")};
+    int iters = (int)num(&fed_admm_shape, admm, "iterations"), rounds = (int)num(&fed_spec_shape, spec, "rounds");
+    long local = (long)num(&fed_spec_shape, spec, "local_steps");
     if (S.me == 0) {
         char note[300];
         snprintf(note, sizeof(note), "%d sites met; design: %s, %d classes; %s%s", S.n, S.d.kind, S.d.classes,

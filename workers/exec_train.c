@@ -29,9 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_COLLECTIVE_TIMEOUT_S 120
-#define DEFAULT_RENDEZVOUS_TIMEOUT_S 60
-
 typedef struct {
     exec_ctx *ctx;
     ring *ring;   /* CPU gangs */
@@ -195,12 +192,6 @@ static int copy_file(const char *from, const char *to)
     return rc;
 }
 
-static long spec_long(const json_t *spec, const char *key, long def)
-{
-    json_t *v = json_object_get(spec, key);
-    return json_is_integer(v) ? (long)json_integer_value(v) : def;
-}
-
 /* joins the rendezvous and forms the ring; 0, or -1 with err */
 static bool wants_strategies(const json_t *spec)
 {
@@ -218,7 +209,7 @@ static bool wants_strategies(const json_t *spec)
  * the tree and star all-reduce (its port after a '+' in the published address); 0, or -1 with err */
 static int form_gang(exec_ctx *ctx, int *world, gang *g, char *err, size_t errlen)
 {
-    int port = 0, mport = 0, rdv_ms = (int)spec_long(ctx->task->spec, "rendezvous_timeout_s", DEFAULT_RENDEZVOUS_TIMEOUT_S) * 1000;
+    int port = 0, mport = 0, rdv_ms = (int)train_spec_long(ctx->task->spec, "rendezvous_timeout_s") * 1000;
     bool mesh_too = wants_strategies(ctx->task->spec);
     int fd = ring_listen(ctx->advertise_host, &port, err, errlen), mfd = -1;
     if (fd < 0) return -1;
@@ -265,7 +256,7 @@ static int form_gang(exec_ctx *ctx, int *world, gang *g, char *err, size_t errle
 /* GPU workers: ranks from the rendezvous, rank 0's NCCL id through it, then the communicator */
 static int form_gpu_gang(exec_ctx *ctx, int *world, gang *g, char *err, size_t errlen)
 {
-    int rdv_ms = (int)spec_long(ctx->task->spec, "rendezvous_timeout_s", DEFAULT_RENDEZVOUS_TIMEOUT_S) * 1000;
+    int rdv_ms = (int)train_spec_long(ctx->task->spec, "rendezvous_timeout_s") * 1000;
     rdv_members m;
     char id[GNCCL_ID_HEX];
     if (ctx->rendezvous(ctx, *world, "nccl", rdv_ms, &m, err, errlen) != 0) return -1;
@@ -289,12 +280,10 @@ int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     snprintf(ckpt, sizeof(ckpt), "%s/checkpoint", dir);
     /* an elastic job ({"min","max"}) learns its size from the rendezvous: the workers it got */
     bool elastic = json_is_object(json_object_get(ctx->task->spec, "workers"));
-    int world = elastic ? 0 : (int)spec_long(ctx->task->spec, "workers", 1);
+    int world = elastic ? 0 : (int)train_spec_long(ctx->task->spec, "workers");
     bool in_gang = elastic || world > 1;
     bool search = json_object_get(ctx->task->spec, "search") != NULL; /* model selection (workers/train/mop.h) */
-    gang g = {.ctx = ctx,
-              .timeout_ms = (int)spec_long(ctx->task->spec, "collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S) * 1000,
-              .world = 1};
+    gang g = {.ctx = ctx, .timeout_ms = (int)train_spec_long(ctx->task->spec, "collective_timeout_s") * 1000, .world = 1};
     train_hooks hooks = {.progress = on_metrics,
                          .should_stop = should_stop,
                          .ctx = &g,

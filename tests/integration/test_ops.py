@@ -5,16 +5,33 @@ import os
 import subprocess
 import urllib.request
 
-from harness import ROOT, Stack, placement_job
+from harness import ROOT, Stack, placement_job, wait_until
 
 
 def test_openapi_document_is_valid_openapi_3_1():
+    """the document passes an OpenAPI 3.1 validator; its job schema (compiled by Ajv) accepts the jobs
+    the server accepts, alternatives included (elastic workers, policies, a search, a fedavg run)"""
+    import json
+    from test_federated import fed_job
     with Stack(workers=1) as s:
-        env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}")
+        _, tok = s.tenant("ops-openapi")
+        with open(os.path.join(ROOT, "deploy", "examples", "training.json")) as f:
+            training = json.load(f)
+        training["spec"].update({"workers": {"min": 1, "max": 2}, "schedule": {"type": "step", "step_size": 10},
+                                 "policies": [{"name": "gns"}, {"name": "adaptive_batch", "min": 32, "scale_lr": "sqrt"}],
+                                 "search": {"type": "random", "configurations": 2,
+                                            "params": {"optimizer.lr": {"min": 1e-4, "max": 1e-2, "log": True},
+                                                       "batch_size": [32, 64]}}})
+        training["spec"]["workers"] = 2  # model selection needs a fixed number of workers
+        jobs = [placement_job(), training, fed_job(3), fed_job(4, aggregation="fedavg", masking=False)]
+        for j in jobs:  # the server takes every one
+            r = s.post("/v1/jobs", tok, j)
+            assert r.status == 201, r
+        env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}", GANTRY_JOBS=json.dumps(jobs))
         r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "openapi.test.mjs")], env=env, capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 0, r.stdout + r.stderr
-        assert "paths valid" in r.stdout, r.stdout
+        assert "paths valid" in r.stdout and "ok job schemas: 7 jobs valid" in r.stdout, r.stdout
 
 
 def test_metrics_pass_promtool():
@@ -85,3 +102,84 @@ def test_grafana_dashboard_uses_real_metrics():
         exposed = set(re.findall(r"^# TYPE (gantry_[a-z_]+) ", text, re.M))
         # the inference families appear once an inference job runs; every other one is there now
         assert {n for n in names if "inference" not in n} <= exposed, names - exposed
+
+
+def _mutations(schema, value, path, comps):
+    """(path, new value or _UNKNOWN marker) pairs that break one rule of the schema at a time: a bound
+    passed, a value not in an enumeration, a boolean given as text, an unknown member; plain objects
+    and the first item of arrays are walked, and of alternatives (oneOf) the one the value takes"""
+    if "$ref" in schema:
+        schema = comps[schema["$ref"].rsplit("/", 1)[1]]
+    if "oneOf" in schema:
+        kinds = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+
+        def fits(alt):
+            if alt.get("type") != kinds.get(type(value)):
+                return False
+            tags = {k: p["const"] for k, p in alt.get("properties", {}).items() if "const" in p}
+            return all(value.get(k) == c for k, c in tags.items())
+        return next((_mutations(a, value, path, comps) for a in schema["oneOf"] if fits(a)), [])
+    t = schema.get("type")
+    t = t[0] if isinstance(t, list) else t
+    out = []
+    if t == "object" and isinstance(value, dict):
+        if schema.get("additionalProperties") is False:
+            out.append((path + ".no_such_field", 1))
+        for name, sub in schema.get("properties", {}).items():
+            out += [(p, v) for p, v in _mutations(sub, value.get(name), f"{path}.{name}", comps)]
+    elif t == "array" and isinstance(value, list) and value and "items" in schema:
+        out += _mutations(schema["items"], value[0], f"{path}[0]", comps)
+    elif t in ("integer", "number"):
+        if "maximum" in schema:
+            out.append((path, schema["maximum"] + 1))
+        if "minimum" in schema:
+            out.append((path, schema["minimum"] - 1))
+        if "exclusiveMinimum" in schema:
+            out.append((path, schema["exclusiveMinimum"]))
+        if "exclusiveMaximum" in schema:
+            out.append((path, schema["exclusiveMaximum"]))
+    elif t == "string" and "enum" in schema:
+        out.append((path, "no-such-value"))
+    elif t == "boolean":
+        out.append((path, "yes"))
+    return out
+
+
+def _set(doc, path, value):
+    import re
+    keys = [k for k in re.findall(r"[^.\[\]]+", path)]
+    for k in keys[:-1]:
+        doc = doc[int(k)] if isinstance(doc, list) else doc.setdefault(k, {})
+    doc[int(keys[-1]) if isinstance(doc, list) else keys[-1]] = value
+
+
+def test_job_schemas_are_what_the_server_enforces():
+    """The document's job spec schemas come from the shapes the server validates with: every bound,
+    enumeration and closed object the document states, broken one at a time on a valid job of each
+    type, is refused with 400 naming exactly that field (hundreds of submissions)."""
+    import copy
+    import json
+    from test_federated import fed_job
+    with Stack(workers=1) as s:
+        _, tok = s.tenant("ops-schemas")
+        doc = s.get("/v1/openapi.json").json
+        comps = doc["components"]["schemas"]
+        body = doc["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": "#/components/schemas/JobSubmission"}, body
+        examples = {}
+        for kind in ("training", "inference"):
+            with open(os.path.join(ROOT, "deploy", "examples", kind + ".json")) as f:
+                examples[kind] = json.load(f)
+        jobs = {"placement": placement_job(), "federated": fed_job(3), **examples}
+        titles = {"placement": "PlacementSpec", "training": "TrainingSpec", "inference": "InferenceSpec",
+                  "federated": "FederatedSpec"}
+        checked = 0
+        for kind, job in jobs.items():
+            for path, bad in _mutations(comps[titles[kind]], job["spec"], "spec", comps):
+                j = copy.deepcopy(job)
+                _set(j, path, bad)
+                r = wait_until(f"{path} answered", lambda: (r := s.post("/v1/jobs", tok, j)).status != 429 and r, timeout=30)
+                assert r.status == 400, (kind, path, bad, r)
+                assert r.json["error"]["field"] == path, (kind, path, bad, r.json)
+                checked += 1
+        assert checked >= 100, checked  # 110 when written

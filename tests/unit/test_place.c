@@ -182,12 +182,14 @@ static const bad_case BAD[] = {
      ",'devices':[{'name':'d','memory_bytes':1},{'name':'e','memory_bytes':1}],'comm':{'latency_us':[[0,1],[1]]}}}",
      "spec.graph.comm.latency_us[1]", "array of 2 numbers"},
     {"{'graph':{" OPS3 "," DEV ",'comm':{'latency_us':[[0,1],[1,0]]}}}", "spec.graph.comm.latency_us", "1x1 matrix"},
-    {"{'graph':{" OPS3 "," DEV "},'algorithms':'m-topo'}", "spec.algorithms", "must be an array"},
-    {"{'graph':{" OPS3 "," DEV "},'algorithms':[]}", "spec.algorithms", "at least one"},
-    {"{'graph':{" OPS3 "," DEV "},'algorithms':['m-topo','m-foo']}", "spec.algorithms[1]", "unknown algorithm 'm-foo'"},
-    {"{'graph':{" OPS3 "," DEV "},'algorithms':[3]}", "spec.algorithms[0]", "must be a string"},
-    {"{'graph':{" OPS3 "," DEV "},'fuse':'yes'}", "spec.fuse", "must be a boolean"},
-    {"{'graph':{" OPS3 "," DEV "},'coplace':1}", "spec.coplace", "must be a boolean"},
+    {"{'graph':{" OPS3 "," DEV "},'algorithms':'m-topo'}", "spec.algorithms", "must be a non-empty array"},
+    {"{'graph':{" OPS3 "," DEV "},'algorithms':[]}", "spec.algorithms", "must be a non-empty array"},
+    {"{'graph':{" OPS3 "," DEV "},'algorithms':['m-topo','m-foo']}", "spec.algorithms[1]",
+     "must be \"m-topo\", \"m-etf\", \"m-sct\", \"single\" or \"all\""},
+    {"{'graph':{" OPS3 "," DEV "},'algorithms':[3]}", "spec.algorithms[0]", "must be \"m-topo\""},
+    {"{'graph':{" OPS3 "," DEV "},'fuse':'yes'}", "spec.fuse", "must be true or false"},
+    {"{'graph':{" OPS3 "," DEV "},'coplace':1}", "spec.coplace", "must be true or false"},
+    {"{'graph':{" OPS3 "," DEV "},'fuze':true}", "spec.fuze", "unknown field 'fuze' (known: graph, strategy, algorithms, fuse, coplace)"},
 };
 
 static void test_spec_errors_name_the_field(void **state)
@@ -213,7 +215,8 @@ static void test_spec_valid(void **state)
     char field[160], msg[320];
     const char *ok[] = {
         "{'graph':{" OPS3 "," DEV "}}",
-        "{'graph':{" OPS3 "," DEV "},'algorithms':['all'],'fuse':true,'coplace':false,'whatever':[1]}",
+        "{'graph':{" OPS3 "," DEV "},'algorithms':['all'],'fuse':true,'coplace':false}",
+        "{'graph':{" OPS3 "," DEV ",'whatever':[1]},'algorithms':null,'fuse':null}", /* the graph's unknown fields are ignored */
         "{'graph':{" OPS3 "," DEV ",'edges':null,'comm':{'latency_us':0}},'algorithms':['single','m-topo','single']}",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {

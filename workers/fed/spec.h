@@ -19,7 +19,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/schema.h"
+
 #define FED_MAX_JOB_SITES 64
+
+/* the spec's shape (in the API document), its admm and partition members' (their defaults) */
+extern const sch fed_spec_shape, fed_admm_shape, fed_partition_shape;
 
 int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml);
 /* the training spec of site s's local steps (new reference): model, optimizer, its dataset, batch_size, seed */

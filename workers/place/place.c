@@ -30,14 +30,51 @@ typedef struct algo_entry {
     int always; /* weighed even when not requested (shown only when feasible) */
 } algo_entry;
 
+#define ALGO(i, fn, always)                                                                                                        \
+    {                                                                                                                              \
+        ALGO_NAME_##i, fn, always                                                                                                  \
+    }
+#define ALGO_NAME_0 "m-topo"
+#define ALGO_NAME_1 "m-etf"
+#define ALGO_NAME_2 "m-sct"
+#define ALGO_NAME_3 "single"
+
 static const algo_entry ALGOS[] = {
-    {"m-topo", place_algo_topo, 1},
-    {"m-etf", place_algo_etf, 0},
-    {"m-sct", place_algo_sct, 0},
-    {"single", place_algo_single, 1},
+    ALGO(0, place_algo_topo, 1),
+    ALGO(1, place_algo_etf, 0),
+    ALGO(2, place_algo_sct, 0),
+    ALGO(3, place_algo_single, 1),
 };
 
 #define N_ALGOS ((int)(sizeof ALGOS / sizeof ALGOS[0]))
+
+/* ---- the spec's shape (common/schema.h): validation and the API document ---- */
+
+/* what spec.algorithms may name: the table's rows, then "all" */
+static const char *const algo_values[] = {ALGO_NAME_0, ALGO_NAME_1, ALGO_NAME_2, ALGO_NAME_3, "all", NULL};
+_Static_assert(sizeof algo_values / sizeof algo_values[0] == N_ALGOS + 2, "algo_values lists every row of ALGOS");
+static const sch algo_s = {SCH_STR, .values = algo_values};
+static const sch algos_s = {SCH_ARRAY,
+                            .flags = SCH_LO | SCH_NULLABLE,
+                            .lo = 1,
+                            .items = &algo_s,
+                            .dflt = "[\"m-topo\"]",
+                            .desc = "placement algorithms to run (all: every one); the fastest feasible plan wins, and "
+                                    "m-topo and single are always weighed"};
+static const sch graph_s = {SCH_OBJECT, .flags = SCH_OPEN,
+                            .desc = "the operator graph: {ops, edges, devices, comm}, in the format of docs/graph.schema.json "
+                                    "(op and device names unique, edges between existing ops, acyclic)"};
+static const sch strategy_s = {SCH_OBJECT, .flags = SCH_OPEN,
+                               .desc = "an AMP parallel strategy search instead of a graph (docs/placement.md)"};
+static const sch fuse_s = {SCH_BOOL, .flags = SCH_NULLABLE, .dflt = "false",
+                           .desc = "fuse chains of ops before placing (fewer, larger ops; faster on big graphs)"};
+static const sch coplace_s = {SCH_BOOL, .flags = SCH_NULLABLE, .dflt = "false",
+                              .desc = "keep each op with the ops it must share a device with (m-TOPO's co-placement)"};
+static const sch_member spec_m[] = {{"graph", &graph_s, 0}, {"strategy", &strategy_s, 0}, {"algorithms", &algos_s, 0},
+                                    {"fuse", &fuse_s, 0},   {"coplace", &coplace_s, 0},   {0}};
+const sch place_spec_shape = {SCH_OBJECT, .members = spec_m,
+                              .desc = "A placement job: split an operator graph over memory-limited devices and simulate "
+                                      "the plan's step time; give a graph or a strategy search, not both."};
 #define DEFAULT_ALGO "m-topo"
 #define SINGLE_ALGO "single"
 
@@ -55,15 +92,6 @@ static int algo_find(const char *name)
 
 /* ---- spec validation ---- */
 
-static void known_names(char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < N_ALGOS && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s, ", ALGOS[i].name);
-    if (used < len) snprintf(buf + used, len - used, "all");
-}
-
 /* Adds table row i to the selection unless already there. */
 static void select_algo(int *sel, int *n_sel, int i)
 {
@@ -72,50 +100,27 @@ static void select_algo(int *sel, int *n_sel, int i)
     sel[(*n_sel)++] = i;
 }
 
-/* Fills sel (N_ALGOS entries at most) with table rows, in request order. */
-static int parse_algorithms(perr *e, const json_t *spec, int *sel, int *n_sel)
+/* Fills sel (N_ALGOS entries at most) with table rows, in request order (the names fit algo_s). */
+static void parse_algorithms(const json_t *spec, int *sel, int *n_sel)
 {
     const json_t *a = json_object_get(spec, "algorithms");
     *n_sel = 0;
     if (!a || json_is_null(a)) {
         select_algo(sel, n_sel, algo_find(DEFAULT_ALGO));
-        return 0;
+        return;
     }
-    if (!json_is_array(a)) return perr_fail(e, "spec.algorithms", "must be an array of algorithm names");
-    if (json_array_size(a) == 0) return perr_fail(e, "spec.algorithms", "must name at least one algorithm");
     size_t i;
     const json_t *v;
     json_array_foreach(a, i, v)
     {
-        char field[48], known[128];
-        snprintf(field, sizeof field, "spec.algorithms[%zu]", i);
-        if (!json_is_string(v)) return perr_fail(e, field, "must be a string");
         const char *name = json_string_value(v);
-        if (strcmp(name, "all") == 0) {
-            for (int k = 0; k < N_ALGOS; k++)
-                select_algo(sel, n_sel, k);
+        if (strcmp(name, "all") != 0) {
+            select_algo(sel, n_sel, algo_find(name));
             continue;
         }
-        int k = algo_find(name);
-        known_names(known, sizeof known);
-        if (k < 0) {
-            char cut[65];
-            utf8_copy(cut, sizeof(cut), name);
-            return perr_fail(e, field, "unknown algorithm '%s' (known: %s)", cut, known);
-        }
-        select_algo(sel, n_sel, k);
+        for (int k = 0; k < N_ALGOS; k++)
+            select_algo(sel, n_sel, k);
     }
-    return 0;
-}
-
-static int read_bool(perr *e, const json_t *spec, const char *key, int *out)
-{
-    char field[32];
-    const json_t *v = json_object_get(spec, key);
-    snprintf(field, sizeof field, "spec.%s", key);
-    if (v && !json_is_boolean(v) && !json_is_null(v)) return perr_fail(e, field, "must be a boolean");
-    *out = json_is_true(v);
-    return 0;
 }
 
 typedef struct options {
@@ -127,16 +132,16 @@ typedef struct options {
 /* Everything but the graph's (or strategy's) contents. */
 static int check_options(perr *e, const json_t *spec, options *o)
 {
-    if (!json_is_object(spec)) return perr_fail(e, "spec", "must be an object");
+    if (sch_check(&place_spec_shape, spec, "spec", e->field, e->field_len, e->msg, e->msg_len)) return -1;
     o->graph = json_object_get(spec, "graph");
     o->strategy = json_object_get(spec, "strategy");
     if (o->graph && o->strategy) return perr_fail(e, "spec.strategy", "give either a graph or a strategy search, not both");
-    if (o->strategy) return json_is_object(o->strategy) ? 0 : perr_fail(e, "spec.strategy", "must be an object");
+    if (o->strategy) return 0;
     if (!o->graph) return perr_fail(e, "spec.graph", "is required (or spec.strategy for a parallel strategy search)");
-    if (!json_is_object(o->graph)) return perr_fail(e, "spec.graph", "must be an object");
-    if (parse_algorithms(e, spec, o->sel, &o->n_sel) < 0) return -1;
-    if (read_bool(e, spec, "fuse", &o->fuse) < 0) return -1;
-    return read_bool(e, spec, "coplace", &o->coplace);
+    parse_algorithms(spec, o->sel, &o->n_sel);
+    o->fuse = json_is_true(json_object_get(spec, "fuse"));
+    o->coplace = json_is_true(json_object_get(spec, "coplace"));
+    return 0;
 }
 
 static int validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len)

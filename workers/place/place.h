@@ -14,8 +14,13 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/schema.h"
+
 /* 0 when the placement job spec is valid; else -1 with the JSON path of the bad field in `field` (e.g. "spec.graph.ops[2].name")
  * and a human message in `msg`. */
+/* the spec's shape (in the API document) */
+extern const sch place_spec_shape;
+
 int place_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
 
 /* Runs the requested algorithms (names "m-topo", "m-etf", "m-sct", "single"; "all" means every one) on the graph, after

@@ -3,82 +3,81 @@
 #include <stdio.h>
 #include <string.h>
 
-static int bad(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
-{
-    snprintf(field, fl, "%s", f);
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
+#include "common/schema.h"
 
-/* absent, or an integer in [lo, hi] */
-static int int_in(const json_t *o, const char *key, long lo, long hi)
-{
-    json_t *v = json_object_get(o, key);
-    return !v || (json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi) ? 0 : -1;
-}
+/* ---- the shape (schema.h): validation, defaults and the API document ---- */
+
+static const sch model_s = {SCH_STR, SCH_IN(1, 200), .desc = "the name of a registered model",
+                            .msg = "required: the name of a registered model (1 to 200 characters)"};
+static const sch version_s = {SCH_INT, SCH_IN(1, 1000000000), .desc = "the model version to serve; absent: the latest",
+                              .msg = "must be a positive integer (default: the latest version)"};
+static const sch latency_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 3600000), .dflt = "100", .desc = "the latency objective, milliseconds",
+                              .msg = "must be a positive number of milliseconds"};
+static const sch percentile_s = {SCH_NUM, SCH_IN_HI_OPEN(50, 100), .dflt = "99",
+                                 .desc = "the share of requests (percent) that must meet latency_ms",
+                                 .msg = "must be a number in [50, 100), e.g. 99"};
+static const sch_member slo_m[] = {{"latency_ms", &latency_s, 0}, {"percentile", &percentile_s, 0}, {0}};
+static const sch slo_s = {SCH_OBJECT, .members = slo_m, .desc = "the latency objective the autoscaler keeps",
+                          .msg = "must be an object {latency_ms, percentile}"};
+static const sch replica_count_s = {SCH_INT, SCH_IN(1, SERVE_MAX_REPLICAS)};
+static const sch replica_min_s = {SCH_INT, SCH_IN(1, SERVE_MAX_REPLICAS), .dflt = "1"};
+static const sch replica_max_s = {SCH_INT, SCH_IN(1, SERVE_MAX_REPLICAS), .desc = "at least min; absent: min"};
+static const sch_member replicas_m[] = {{"min", &replica_min_s, 0}, {"max", &replica_max_s, 0}, {0}};
+static const sch replicas_range_s = {SCH_OBJECT, .members = replicas_m, .desc = "the autoscaler's range"};
+static const sch *const replicas_alts[] = {&replica_count_s, &replicas_range_s, NULL};
+static const sch replicas_s = {SCH_ONEOF, .alts = replicas_alts, .desc = "a fixed number of replicas, or {min, max} to autoscale",
+                               .msg = "must be an integer in [1, 64] or {\"min\",\"max\"}"};
+static const sch weight_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 1000), .dflt = "1",
+                             .desc = "the job's weight when the autoscaler shares the cluster",
+                             .msg = "must be a positive number (at most 1000)"};
+static const sch max_batch_s = {SCH_INT, SCH_IN(1, SERVE_MAX_SAMPLES), .dflt = "32", .desc = "samples per batch at most"};
+static const sch batch_delay_s = {SCH_INT, SCH_IN(0, 1000), .dflt = "2",
+                                  .desc = "how long a replica waits to fill a batch under load, ms"};
+static const sch queue_limit_s = {SCH_INT, SCH_IN(1, 1000000), .dflt = "1000", .desc = "queued requests at most; beyond: 429"};
+static const sch timeout_s = {SCH_INT, SCH_IN(1, 600000), .dflt = "5000", .desc = "a request's deadline, ms; beyond: 504"};
+static const sch resolved_s = {SCH_OBJECT, .flags = SCH_OPEN, .desc = "set by the server: the model version resolved at submission",
+                               .msg = "is set by the server"};
+static const sch_member spec_m[] = {{"model", &model_s, 1},
+                                    {"version", &version_s, 0},
+                                    {"slo", &slo_s, 0},
+                                    {"replicas", &replicas_s, 0},
+                                    {"weight", &weight_s, 0},
+                                    {"max_batch", &max_batch_s, 0},
+                                    {"batch_delay_ms", &batch_delay_s, 0},
+                                    {"queue_limit", &queue_limit_s, 0},
+                                    {"timeout_ms", &timeout_s, 0},
+                                    {"resolved", &resolved_s, 0},
+                                    {0}};
+const sch serve_spec_shape = {SCH_OBJECT, .members = spec_m,
+                              .desc = "An inference job: serve a registered model under a latency objective "
+                                      "(Open Inference Protocol v2 at /v2/models/{model}/infer). See docs/inference.md."};
 
 int serve_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
 {
-    if (!json_is_object(spec)) return bad(field, fl, msg, ml, "spec", "must be an object");
-    json_t *model = json_object_get(spec, "model");
-    if (!json_is_string(model) || json_string_length(model) == 0 || json_string_length(model) > 200)
-        return bad(field, fl, msg, ml, "spec.model", "required: the name of a registered model (1 to 200 characters)");
-    if (int_in(spec, "version", 1, 1000000000L))
-        return bad(field, fl, msg, ml, "spec.version", "must be a positive integer (default: the latest version)");
-    json_t *slo = json_object_get(spec, "slo");
-    if (slo && !json_is_object(slo)) return bad(field, fl, msg, ml, "spec.slo", "must be an object {latency_ms, percentile}");
-    json_t *lat = json_object_get(slo, "latency_ms"), *pct = json_object_get(slo, "percentile");
-    if (lat && (!json_is_number(lat) || !(json_number_value(lat) > 0) || json_number_value(lat) > 3600000))
-        return bad(field, fl, msg, ml, "spec.slo.latency_ms", "must be a positive number of milliseconds");
-    if (pct && (!json_is_number(pct) || !(json_number_value(pct) >= 50) || !(json_number_value(pct) < 100)))
-        return bad(field, fl, msg, ml, "spec.slo.percentile", "must be a number in [50, 100), e.g. 99");
-    json_t *rep = json_object_get(spec, "replicas");
-    if (json_is_object(rep)) {
-        if (int_in(rep, "min", 1, SERVE_MAX_REPLICAS))
-            return bad(field, fl, msg, ml, "spec.replicas.min", "must be an integer in [1, 64]");
-        if (int_in(rep, "max", 1, SERVE_MAX_REPLICAS))
-            return bad(field, fl, msg, ml, "spec.replicas.max", "must be an integer in [1, 64]");
-        json_t *mn = json_object_get(rep, "min"), *mx = json_object_get(rep, "max");
-        if (mn && mx && json_integer_value(mx) < json_integer_value(mn))
-            return bad(field, fl, msg, ml, "spec.replicas.max", "must not be below replicas.min");
-    } else if (rep && (!json_is_integer(rep) || json_integer_value(rep) < 1 || json_integer_value(rep) > SERVE_MAX_REPLICAS)) {
-        return bad(field, fl, msg, ml, "spec.replicas", "must be an integer in [1, 64] or {\"min\",\"max\"}");
+    if (sch_check(&serve_spec_shape, spec, "spec", field, fl, msg, ml)) return -1;
+    json_t *rep = json_object_get(spec, "replicas"), *mn = json_object_get(rep, "min"), *mx = json_object_get(rep, "max");
+    if (mn && mx && json_integer_value(mx) < json_integer_value(mn)) {
+        snprintf(field, fl, "spec.replicas.max");
+        snprintf(msg, ml, "must not be below replicas.min");
+        return -1;
     }
-    json_t *w = json_object_get(spec, "weight");
-    if (w && (!json_is_number(w) || !(json_number_value(w) > 0) || json_number_value(w) > 1000))
-        return bad(field, fl, msg, ml, "spec.weight", "must be a positive number (at most 1000)");
-    if (int_in(spec, "max_batch", 1, SERVE_MAX_SAMPLES))
-        return bad(field, fl, msg, ml, "spec.max_batch", "must be an integer in [1, 1024]");
-    if (int_in(spec, "batch_delay_ms", 0, 1000))
-        return bad(field, fl, msg, ml, "spec.batch_delay_ms", "must be an integer in [0, 1000]");
-    if (int_in(spec, "queue_limit", 1, 1000000))
-        return bad(field, fl, msg, ml, "spec.queue_limit", "must be an integer in [1, 1000000]");
-    if (int_in(spec, "timeout_ms", 1, 600000))
-        return bad(field, fl, msg, ml, "spec.timeout_ms", "must be an integer in [1, 600000]");
-    if (json_object_get(spec, "resolved") && !json_is_object(json_object_get(spec, "resolved")))
-        return bad(field, fl, msg, ml, "spec.resolved", "is set by the server");
     return 0;
-}
-
-static double num(const json_t *o, const char *key, double def)
-{
-    json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : def;
 }
 
 void serve_settings_get(const json_t *spec, serve_settings *s)
 {
+    const sch *slo_shape = sch_member_shape(&serve_spec_shape, "slo");
     json_t *slo = json_object_get(spec, "slo"), *rep = json_object_get(spec, "replicas"), *res = json_object_get(spec, "resolved");
     s->model = json_string_value(json_object_get(spec, "model"));
-    s->version = (int)num(res, "version", num(spec, "version", 1));
-    s->slo_ms = num(slo, "latency_ms", 100);
-    s->slo_q = num(slo, "percentile", 99) / 100.0;
-    s->min_replicas = json_is_integer(rep) ? (int)json_integer_value(rep) : (int)num(rep, "min", 1);
-    s->max_replicas = json_is_integer(rep) ? s->min_replicas : (int)num(rep, "max", s->min_replicas);
+    s->version = (int)sch_number(&resolved_s, res, "version", sch_number(&serve_spec_shape, spec, "version", 1));
+    s->slo_ms = sch_number(slo_shape, slo, "latency_ms", 0);
+    s->slo_q = sch_number(slo_shape, slo, "percentile", 0) / 100.0;
+    s->min_replicas = json_is_integer(rep) ? (int)json_integer_value(rep) : (int)sch_number(&replicas_range_s, rep, "min", 0);
+    s->max_replicas = json_is_integer(rep) ? s->min_replicas : (int)sch_number(&replicas_range_s, rep, "max", s->min_replicas);
     if (s->max_replicas < s->min_replicas) s->max_replicas = s->min_replicas;
-    s->weight = num(spec, "weight", 1);
-    s->max_batch = (int)num(spec, "max_batch", 32);
-    s->batch_delay_ms = (int)num(spec, "batch_delay_ms", 2);
-    s->queue_limit = (int)num(spec, "queue_limit", 1000);
-    s->timeout_ms = (int)num(spec, "timeout_ms", 5000);
+    s->weight = sch_number(&serve_spec_shape, spec, "weight", 0);
+    s->max_batch = (int)sch_number(&serve_spec_shape, spec, "max_batch", 0);
+    s->batch_delay_ms = (int)sch_number(&serve_spec_shape, spec, "batch_delay_ms", 0);
+    s->queue_limit = (int)sch_number(&serve_spec_shape, spec, "queue_limit", 0);
+    s->timeout_ms = (int)sch_number(&serve_spec_shape, spec, "timeout_ms", 0);
 }

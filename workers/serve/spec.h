@@ -7,8 +7,13 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/schema.h"
+
 #define SERVE_MAX_REPLICAS 64
 #define SERVE_MAX_SAMPLES 1024 /* samples in one request, and max_batch */
+
+/* the spec's shape (its JSON Schema is in the API document) */
+extern const sch serve_spec_shape;
 
 /* 0 when valid; else -1 with the field (e.g. "spec.slo.latency_ms") and a message */
 int serve_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);

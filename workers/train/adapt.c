@@ -21,7 +21,8 @@ typedef struct pol pol;
 
 typedef struct {
     const char *name;
-    int (*validate)(const json_t *j, const char *prefix, char *field, size_t fl, char *msg, size_t ml);
+    const sch *shape; /* its parameters (common/schema.h): validation, defaults, the API document */
+    int (*rules)(const json_t *j, const char *prefix, char *field, size_t fl, char *msg, size_t ml); /* beyond the shape */
     void (*before_train)(pol *self, train_adapt *a);
     void (*after_step)(pol *self, train_policies *all, train_adapt *a);
     void (*after_epoch)(pol *self, train_adapt *a);
@@ -56,57 +57,46 @@ static int fail(char *field, size_t fl, char *msg, size_t ml, const char *prefix
     return -1;
 }
 
-static int opt_int(const json_t *j, const char *key, long lo, long hi, const char *prefix, char *field, size_t fl, char *msg,
-                   size_t ml)
-{
-    json_t *v = json_object_get(j, key);
-    if (!v) return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-        char m[96];
-        snprintf(m, sizeof m, "must be an integer in [%ld, %ld]", lo, hi);
-        return fail(field, fl, msg, ml, prefix, key, m);
-    }
-    return 0;
-}
+static const sch every_s = {SCH_INT, SCH_IN(1, 1000000), .dflt = "10", .desc = "steps between measurements"};
 
-static long get_int(const json_t *j, const char *key, long def)
+/* a parameter's value or the default its shape documents */
+static double param(const kind *k, const json_t *j, const char *key)
 {
-    json_t *v = json_object_get(j, key);
-    return json_is_integer(v) ? (long)json_integer_value(v) : def;
-}
-
-static double get_num(const json_t *j, const char *key, double def)
-{
-    json_t *v = json_object_get(j, key);
-    return json_is_number(v) ? json_number_value(v) : def;
+    return sch_number(k->shape, j, key, 0);
 }
 
 /* ---- gns: the monitor ---- */
 
-static int gns_validate(const json_t *j, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
-{
-    if (opt_int(j, "every_steps", 1, 1000000, prefix, field, fl, msg, ml)) return -1;
-    json_t *a = json_object_get(j, "alpha");
-    if (a && (!json_is_number(a) || !(json_number_value(a) > 0 && json_number_value(a) <= 1)))
-        return fail(field, fl, msg, ml, prefix, "alpha", "must be a number in (0, 1]");
-    return 0;
-}
-
-static const kind gns_kind = {"gns", gns_validate, NULL, NULL, NULL, NULL};
+static const char *const gns_v[] = {"gns", NULL};
+static const sch gns_name_s = {SCH_STR, .values = gns_v};
+static const sch alpha_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 1), .dflt = "0.05", .desc = "the smoothing of the estimates"};
+static const sch_member gns_m[] = {{"name", &gns_name_s, 1}, {"every_steps", &every_s, 0}, {"alpha", &alpha_s, 0}, {0}};
+static const sch gns_s = {SCH_OBJECT, .members = gns_m, .desc = "monitor the gradient noise scale (shown with the curves)"};
+static const kind gns_kind = {"gns", &gns_s, NULL, NULL, NULL, NULL, NULL};
 
 /* ---- adaptive_batch ---- */
 
-static int ab_validate(const json_t *j, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
+static const char *const ab_v[] = {"adaptive_batch", NULL}, *const scale_v[] = {"none", "linear", "sqrt", NULL};
+static const sch ab_name_s = {SCH_STR, .values = ab_v};
+static const sch ab_min_s = {SCH_INT, SCH_IN(1, 65536), .dflt = "1", .desc = "the smallest global batch"};
+static const sch ab_max_s = {SCH_INT, SCH_IN(1, 65536), .dflt = "65536", .desc = "the largest global batch (at least min)"};
+static const sch ab_every_s = {SCH_INT, SCH_IN(1, 1000000), .dflt = "100", .desc = "steps between decisions"};
+static const sch ab_warmup_s = {SCH_INT, SCH_IN(0, 1000000000), .dflt = "100", .desc = "steps before the first decision"};
+static const sch scale_lr_s = {SCH_STR, .values = scale_v, .dflt = "\"none\"", .desc = "how the learning rate follows the batch"};
+static const sch_member ab_m[] = {{"name", &ab_name_s, 1},
+                                  {"min", &ab_min_s, 0},
+                                  {"max", &ab_max_s, 0},
+                                  {"every_steps", &ab_every_s, 0},
+                                  {"warmup_steps", &ab_warmup_s, 0},
+                                  {"scale_lr", &scale_lr_s, 0},
+                                  {0}};
+static const sch ab_s = {SCH_OBJECT, .members = ab_m,
+                         .desc = "double or halve the global batch toward the gradient noise scale (within [min, max])"};
+
+static int ab_rules(const json_t *j, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
 {
-    if (opt_int(j, "min", 1, 65536, prefix, field, fl, msg, ml) || opt_int(j, "max", 1, 65536, prefix, field, fl, msg, ml) ||
-        opt_int(j, "every_steps", 1, 1000000, prefix, field, fl, msg, ml) ||
-        opt_int(j, "warmup_steps", 0, 1000000000, prefix, field, fl, msg, ml))
-        return -1;
-    if (get_int(j, "min", 1) > get_int(j, "max", 65536)) return fail(field, fl, msg, ml, prefix, "max", "must not be below min");
-    json_t *s = json_object_get(j, "scale_lr");
-    const char *v = json_string_value(s);
-    if (s && (!v || (strcmp(v, "none") && strcmp(v, "linear") && strcmp(v, "sqrt"))))
-        return fail(field, fl, msg, ml, prefix, "scale_lr", "must be \"none\", \"linear\" or \"sqrt\"");
+    if (sch_number(&ab_s, j, "min", 0) > sch_number(&ab_s, j, "max", 0))
+        return fail(field, fl, msg, ml, prefix, "max", "must not be below min");
     return 0;
 }
 
@@ -138,17 +128,19 @@ static void ab_after_step(pol *self, train_policies *all, train_adapt *a)
                  self->scale_lr == 1 ? "linear" : "sqrt");
 }
 
-static const kind ab_kind = {"adaptive_batch", ab_validate, NULL, ab_after_step, NULL, NULL};
+static const kind ab_kind = {"adaptive_batch", &ab_s, ab_rules, NULL, ab_after_step, NULL, NULL};
 
 /* ---- strategy_switch ---- */
 
-static int ss_validate(const json_t *j, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
-{
-    json_t *t = json_object_get(j, "threshold");
-    if (t && (!json_is_number(t) || !(json_number_value(t) > 0 && json_number_value(t) < 1)))
-        return fail(field, fl, msg, ml, prefix, "threshold", "must be a number in (0, 1)");
-    return opt_int(j, "window_steps", 1, 1000000, prefix, field, fl, msg, ml);
-}
+static const char *const ss_v[] = {"strategy_switch", NULL};
+static const sch ss_name_s = {SCH_STR, .values = ss_v};
+static const sch threshold_s = {SCH_NUM,       .flags = SCH_LO | SCH_LO_OPEN | SCH_HI | SCH_HI_OPEN,
+                                .lo = 0,       .hi = 1,
+                                .dflt = "0.8", .desc = "switch when throughput falls below this share of the reference"};
+static const sch window_s = {SCH_INT, SCH_IN(1, 1000000), .dflt = "50", .desc = "steps per throughput window"};
+static const sch_member ss_m[] = {{"name", &ss_name_s, 1}, {"threshold", &threshold_s, 0}, {"window_steps", &window_s, 0}, {0}};
+static const sch ss_s = {SCH_OBJECT, .members = ss_m,
+                         .desc = "vote to switch the all-reduce strategy (ring, tree, star) when throughput falls"};
 
 static void ss_before_train(pol *self, train_adapt *a)
 {
@@ -172,10 +164,15 @@ static void ss_after_step(pol *self, train_policies *all, train_adapt *a)
         a->vote_switch = true;
 }
 
-static const kind ss_kind = {"strategy_switch", ss_validate, ss_before_train, ss_after_step, NULL, NULL};
+static const kind ss_kind = {"strategy_switch", &ss_s, NULL, ss_before_train, ss_after_step, NULL, NULL};
 
 static const kind *kinds[] = {&gns_kind, &ab_kind, &ss_kind};
 #define NKINDS (sizeof kinds / sizeof kinds[0])
+
+static const sch *const policy_alts[] = {&gns_s, &ab_s, &ss_s, NULL};
+static const sch policy_s = {SCH_ONEOF, .alts = policy_alts, .tag = "name"};
+const sch train_policies_shape = {SCH_ARRAY, SCH_IN(0, MAX_POLICIES), .items = &policy_s,
+                                  .desc = "adaptation policies, each at most once"};
 
 static const kind *find(const char *name)
 {
@@ -188,20 +185,15 @@ int train_policies_validate(const json_t *spec, char *field, size_t fl, char *ms
 {
     const json_t *ps = json_object_get(spec, "policies");
     if (!ps) return 0;
-    if (!json_is_array(ps) || json_array_size(ps) > MAX_POLICIES) {
-        snprintf(field, fl, "spec.policies");
-        snprintf(msg, ml, "must be a list of at most %d policies ({\"name\": ..., parameters})", MAX_POLICIES);
-        return -1;
-    }
+    if (sch_check(&train_policies_shape, ps, "spec.policies", field, fl, msg, ml)) return -1;
     size_t i;
     json_t *p;
     json_array_foreach(ps, i, p)
     {
         char prefix[48];
         snprintf(prefix, sizeof prefix, "spec.policies[%zu]", i);
-        const kind *k = json_is_object(p) ? find(json_string_value(json_object_get(p, "name"))) : NULL;
-        if (!k) return fail(field, fl, msg, ml, prefix, "name", "must be one of gns, adaptive_batch, strategy_switch");
-        if (k->validate(p, prefix, field, fl, msg, ml)) return -1;
+        const kind *k = find(json_string_value(json_object_get(p, "name")));
+        if (k->rules && k->rules(p, prefix, field, fl, msg, ml)) return -1;
         for (size_t j = 0; j < i; j++)
             if (find(json_string_value(json_object_get(json_array_get(ps, j), "name"))) == k)
                 return fail(field, fl, msg, ml, prefix, "name", "is given twice");
@@ -215,8 +207,8 @@ train_policies *train_policies_create(const json_t *spec)
     if (!json_is_array(ps) || json_array_size(ps) == 0) return NULL;
     train_policies *all = calloc(1, sizeof *all);
     if (!all) return NULL;
-    train_gns_init(&all->gns, 0.05);
-    all->gns_every = 10;
+    train_gns_init(&all->gns, param(&gns_kind, NULL, "alpha")); /* adaptive_batch alone: the monitor's defaults */
+    all->gns_every = (long)param(&gns_kind, NULL, "every_steps");
     size_t i;
     json_t *j;
     json_array_foreach(ps, i, j)
@@ -225,17 +217,17 @@ train_policies *train_policies_create(const json_t *spec)
         if (!k || all->n == MAX_POLICIES) continue;
         pol *p = &all->p[all->n++];
         p->k = k;
-        p->every = get_int(j, "every_steps", k == &ab_kind ? 100 : 10);
-        p->warmup = get_int(j, "warmup_steps", 100);
-        p->min = get_int(j, "min", 1);
-        p->max = get_int(j, "max", 65536);
-        p->window = get_int(j, "window_steps", 50);
-        p->threshold = get_num(j, "threshold", 0.8);
+        p->every = (long)param(k, j, "every_steps");
+        p->warmup = (long)param(k, j, "warmup_steps");
+        p->min = (long)param(k, j, "min");
+        p->max = (long)param(k, j, "max");
+        p->window = (long)param(k, j, "window_steps");
+        p->threshold = param(k, j, "threshold");
         const char *s = json_string_value(json_object_get(j, "scale_lr"));
         p->scale_lr = s && !strcmp(s, "linear") ? 1 : s && !strcmp(s, "sqrt") ? 2 : 0;
         if (k == &gns_kind) {
             all->gns_on = true, all->gns_every = p->every;
-            train_gns_init(&all->gns, get_num(j, "alpha", 0.05));
+            train_gns_init(&all->gns, param(k, j, "alpha"));
         }
         if (k == &ab_kind) all->gns_on = true;
     }

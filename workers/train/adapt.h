@@ -37,6 +37,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/schema.h"
+
 typedef enum { TRAIN_RING, TRAIN_TREE, TRAIN_STAR, TRAIN_NSTRATEGIES } train_strategy;
 
 const char *train_strategy_name(int s);
@@ -59,6 +61,9 @@ typedef struct {
 } train_adapt;
 
 typedef struct train_policies train_policies;
+
+/* spec.policies' shape (in the API document) */
+extern const sch train_policies_shape;
 
 /* 0 when spec.policies is absent or valid; else -1 with field and msg */
 int train_policies_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/schema.h"
 #include "workers/train/backend.h"
 #include "workers/train/rng.h"
 
@@ -56,6 +57,9 @@ typedef struct train_model {
 
 /* 0 when arch is a valid architecture; else -1, with field named under prefix
  * (e.g. "spec.model.layers[2].units") and msg */
+/* the architecture's shape (in the API document) */
+extern const sch train_arch_shape;
+
 int train_arch_validate(const json_t *arch, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len);
 
 /* NULL with err on an invalid architecture or out of memory */

@@ -71,24 +71,54 @@ static json_t *draw(const json_t *dom, train_rng *r)
     return json_real(lo + u * (hi - lo));
 }
 
+/* ---- the search's shape (common/schema.h): validation and the API document ---- */
+
+static const char *const search_types[] = {"grid", "random", NULL};
+static const sch search_type_s = {SCH_STR, .values = search_types};
+static const sch values_s = {SCH_ARRAY, SCH_IN(1, MOP_MAX_CONFIGS), .desc = "the values to try (grid or random)"};
+static const sch bound_s = {SCH_NUM, .desc = "a bound of the range"};
+static const sch log_s = {SCH_BOOL, .dflt = "false", .desc = "draw uniformly in log space (min > 0)"};
+static const sch_member range_m[] = {{"min", &bound_s, 1}, {"max", &bound_s, 1}, {"log", &log_s, 0}, {0}};
+static const sch range_s = {SCH_OBJECT, .members = range_m, .desc = "a range to draw from (random search; min <= max)"};
+static const sch *const domain_alts[] = {&values_s, &range_s, NULL};
+static const sch domain_s = {SCH_ONEOF, .alts = domain_alts,
+                             .msg = "must be a list of values or {\"min\", \"max\", \"log\": bool} (min <= max; min > 0 with log)"};
+static const sch params_s = {SCH_OBJECT,
+                             .flags = SCH_LO | SCH_HI | SCH_OPEN,
+                             .lo = 1,
+                             .hi = MOP_MAX_PARAMS,
+                             .items = &domain_s,
+                             .desc = "spec paths (e.g. \"optimizer.lr\") and their domains; not dataset, workers, epochs, "
+                                     "steps or search",
+                             .msg = "must be an object of 1 to 16 parameters (spec paths)"};
+static const sch configurations_s = {SCH_INT, SCH_IN(1, MOP_MAX_CONFIGS), .desc = "how many to draw (a random search: required)"};
+static const sch search_seed_s = {SCH_INT, SCH_IN(0, SCH_MAX_SAFE_INT), .dflt = "1", .desc = "draws the random configurations"};
+static const sch after_s = {SCH_INT, SCH_MIN(1), .desc = "epochs before the cut"};
+static const sch keep_s = {
+    SCH_NUM, .flags = SCH_LO | SCH_LO_OPEN | SCH_HI | SCH_HI_OPEN,          .lo = 0,
+    .hi = 1, .desc = "the share of configurations kept (by test accuracy)", .msg = "must be a fraction in (0, 1)"};
+static const sch_member early_m[] = {{"after_epochs", &after_s, 1}, {"keep", &keep_s, 1}, {0}};
+static const sch early_s = {SCH_OBJECT, .members = early_m, .desc = "stop the weaker configurations early"};
+static const sch_member search_m[] = {
+    {"type", &search_type_s, 1}, {"params", &params_s, 1},    {"configurations", &configurations_s, 0},
+    {"seed", &search_seed_s, 0}, {"early_stop", &early_s, 0}, {0}};
+const sch mop_search_shape = {SCH_OBJECT, .members = search_m,
+                              .desc = "Model selection (Cerebro's model hopping): train every configuration of the "
+                                      "search on a fixed number of workers for whole epochs; a grid takes every "
+                                      "combination (at most 256)."};
+
+/* beyond the shape: a grid needs lists, a range needs min <= max (and min > 0 in log space) */
 static int check_domain(const json_t *dom, bool grid, const char *name, char *field, size_t fl, char *msg, size_t ml)
 {
     snprintf(field, fl, "spec.search.params.%s", name);
-    if (json_is_array(dom)) {
-        if (json_array_size(dom) < 1 || json_array_size(dom) > MOP_MAX_CONFIGS) {
-            snprintf(msg, ml, "must list 1 to %d values", MOP_MAX_CONFIGS);
-            return -1;
-        }
-        return 0;
-    }
+    if (json_is_array(dom)) return 0;
     if (grid) {
         snprintf(msg, ml, "must be a list of values (a grid search)");
         return -1;
     }
-    json_t *lo = json_object_get(dom, "min"), *hi = json_object_get(dom, "max"), *lg = json_object_get(dom, "log");
-    if (!json_is_object(dom) || !json_is_number(lo) || !json_is_number(hi) || !(json_number_value(lo) <= json_number_value(hi)) ||
-        (lg && !json_is_boolean(lg)) || (json_is_true(lg) && !(json_number_value(lo) > 0))) {
-        snprintf(msg, ml, "must be a list of values or {\"min\", \"max\", \"log\": bool} (min <= max; min > 0 with log)");
+    double lo = json_number_value(json_object_get(dom, "min")), hi = json_number_value(json_object_get(dom, "max"));
+    if (!(lo <= hi) || (json_is_true(json_object_get(dom, "log")) && !(lo > 0))) {
+        snprintf(msg, ml, "%s", domain_s.msg);
         return -1;
     }
     return 0;
@@ -98,14 +128,9 @@ int mop_expand(const json_t *spec, json_t **out, char *field, size_t fl, char *m
 {
     *out = NULL;
     const json_t *search = json_object_get(spec, "search");
-    if (!json_is_object(search)) return bad(field, fl, msg, ml, "spec.search", "must be an object");
-    const char *type = json_string_value(json_object_get(search, "type"));
-    if (!type || (strcmp(type, "grid") && strcmp(type, "random")))
-        return bad(field, fl, msg, ml, "spec.search.type", "must be \"grid\" or \"random\"");
-    bool grid = !strcmp(type, "grid");
+    if (sch_check(&mop_search_shape, search, "spec.search", field, fl, msg, ml)) return -1;
+    bool grid = !strcmp(json_string_value(json_object_get(search, "type")), "grid");
     const json_t *params = json_object_get(search, "params");
-    if (!json_is_object(params) || json_object_size(params) < 1 || json_object_size(params) > MOP_MAX_PARAMS)
-        return bad(field, fl, msg, ml, "spec.search.params", "must be an object of 1 to 16 parameters (spec paths)");
     if (!json_is_integer(json_object_get(spec, "epochs")) || json_object_get(spec, "steps"))
         return bad(field, fl, msg, ml, "spec.epochs", "model selection runs whole epochs: give epochs (not steps)");
     if (json_is_object(json_object_get(spec, "workers")))
@@ -132,26 +157,15 @@ int mop_expand(const json_t *spec, json_t **out, char *field, size_t fl, char *m
         if (grid) n *= (long)json_array_size(v);
         if (n > MOP_MAX_CONFIGS) return bad(field, fl, msg, ml, "spec.search.params", "the grid has more than 256 configurations");
     }
-    json_t *nc = json_object_get(search, "configurations"), *seed = json_object_get(search, "seed");
+    json_t *nc = json_object_get(search, "configurations");
     if (!grid) {
-        if (!json_is_integer(nc) || json_integer_value(nc) < 1 || json_integer_value(nc) > MOP_MAX_CONFIGS)
-            return bad(field, fl, msg, ml, "spec.search.configurations", "must be an integer in [1, 256] (a random search)");
+        if (!nc) return bad(field, fl, msg, ml, "spec.search.configurations", "is required: how many to draw (a random search)");
         n = (long)json_integer_value(nc);
-    }
-    if (seed && (!json_is_integer(seed) || json_integer_value(seed) < 0))
-        return bad(field, fl, msg, ml, "spec.search.seed", "must be a non-negative integer");
-    const json_t *es = json_object_get(search, "early_stop");
-    if (es) {
-        json_t *after = json_object_get(es, "after_epochs"), *keep = json_object_get(es, "keep");
-        if (!json_is_object(es) || !json_is_integer(after) || json_integer_value(after) < 1)
-            return bad(field, fl, msg, ml, "spec.search.early_stop.after_epochs", "must be a positive integer");
-        if (!json_is_number(keep) || !(json_number_value(keep) > 0 && json_number_value(keep) < 1))
-            return bad(field, fl, msg, ml, "spec.search.early_stop.keep", "must be a fraction in (0, 1)");
     }
     json_t *base = json_deep_copy(spec), *configs = json_array();
     json_object_del(base, "search");
     train_rng r;
-    train_rng_seed(&r, train_rng_mix(seed ? (uint64_t)json_integer_value(seed) : 1, 23, 0));
+    train_rng_seed(&r, train_rng_mix((uint64_t)sch_number(&mop_search_shape, search, "seed", 0), 23, 0));
     for (long i = 0; i < n; i++) {
         json_t *cfg = json_deep_copy(base), *chosen = json_object();
         long rest = i;

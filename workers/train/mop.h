@@ -31,9 +31,13 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/schema.h"
 #include "workers/train/train.h"
 
 #define MOP_MAX_CONFIGS 256
+
+/* spec.search's shape (in the API document) */
+extern const sch mop_search_shape;
 
 /* The configurations of a spec's search: *out an array of {"params": {name: value},
  * "spec": the full spec of that configuration (without "search")}.  0, or -1

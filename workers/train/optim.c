@@ -8,65 +8,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int bad(char *field, size_t fl, char *msg, size_t ml, const char *prefix, const char *key, const char *m)
-{
-    snprintf(field, fl, "%s%s%s", prefix, key ? "." : "", key ? key : "");
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
+/* ---- shapes (common/schema.h): validation, defaults and the API document ---- */
 
-/* optional number in (lo, hi] or [lo, hi] */
-static int num_ok(const json_t *o, const char *key, double lo, double hi, int open_lo)
-{
-    json_t *v = json_object_get(o, key);
-    if (!v) return 1;
-    if (!json_is_number(v)) return 0;
-    double x = json_number_value(v);
-    return (open_lo ? x > lo : x >= lo) && x <= hi;
-}
+static const char *const sgd_v[] = {"sgd", NULL}, *const adam_v[] = {"adam", NULL};
+static const sch sgd_type_s = {SCH_STR, .values = sgd_v}, adam_type_s = {SCH_STR, .values = adam_v};
+static const sch lr_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 10), .desc = "the base learning rate"};
+static const sch momentum_s = {SCH_NUM, SCH_IN_HI_OPEN(0, 1), .dflt = "0"};
+static const sch beta1_s = {SCH_NUM, SCH_IN_HI_OPEN(0, 1), .dflt = "0.9"};
+static const sch beta2_s = {SCH_NUM, SCH_IN_HI_OPEN(0, 1), .dflt = "0.999"};
+static const sch eps_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 1), .dflt = "1e-08"};
+static const sch_member sgd_m[] = {{"type", &sgd_type_s, 1}, {"lr", &lr_s, 1}, {"momentum", &momentum_s, 0}, {0}};
+static const sch_member adam_m[] = {{"type", &adam_type_s, 1}, {"lr", &lr_s, 1},   {"beta1", &beta1_s, 0},
+                                    {"beta2", &beta2_s, 0},    {"eps", &eps_s, 0}, {0}};
+static const sch sgd_s = {SCH_OBJECT, .members = sgd_m, .desc = "SGD with (heavy-ball) momentum"};
+static const sch adam_s = {SCH_OBJECT, .members = adam_m, .desc = "Adam"};
+static const sch *const optim_alts[] = {&sgd_s, &adam_s, NULL};
+const sch train_optim_shape = {SCH_ONEOF, .alts = optim_alts, .tag = "type", .desc = "the optimizer"};
 
-int train_optim_validate(const json_t *o, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
-{
-    if (!json_is_object(o)) return bad(field, fl, msg, ml, prefix, NULL, "must be an object");
-    const char *t = json_string_value(json_object_get(o, "type"));
-    if (!t || (strcmp(t, "sgd") && strcmp(t, "adam")))
-        return bad(field, fl, msg, ml, prefix, "type", "must be \"sgd\" or \"adam\"");
-    if (!json_is_number(json_object_get(o, "lr")) || !num_ok(o, "lr", 0, 10, 1))
-        return bad(field, fl, msg, ml, prefix, "lr", "must be a number in (0, 10]");
-    if (!num_ok(o, "momentum", 0, 0.999999, 0)) return bad(field, fl, msg, ml, prefix, "momentum", "must be a number in [0, 1)");
-    if (!num_ok(o, "beta1", 0, 0.999999, 0)) return bad(field, fl, msg, ml, prefix, "beta1", "must be a number in [0, 1)");
-    if (!num_ok(o, "beta2", 0, 0.999999, 0)) return bad(field, fl, msg, ml, prefix, "beta2", "must be a number in [0, 1)");
-    if (!num_ok(o, "eps", 0, 1, 1)) return bad(field, fl, msg, ml, prefix, "eps", "must be a number in (0, 1]");
-    return 0;
-}
+static const char *const sched_v[] = {"constant", "step", "cosine", NULL};
+static const sch sched_type_s = {SCH_STR, .values = sched_v, .dflt = "\"constant\""};
+static const sch warmup_s = {SCH_INT, SCH_MIN(0), .dflt = "0", .desc = "steps of linear warm-up from lr/warmup_steps to lr"};
+static const sch step_size_s = {SCH_INT, SCH_MIN(1), .desc = "steps between decays (a step schedule: required)"};
+static const sch gamma_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 1), .dflt = "0.1", .desc = "the factor of each decay (step)"};
+static const sch min_lr_s = {SCH_NUM, SCH_IN(0, 10), .dflt = "0", .desc = "where cosine ends"};
+static const sch_member sched_m[] = {{"type", &sched_type_s, 0}, {"warmup_steps", &warmup_s, 0}, {"step_size", &step_size_s, 0},
+                                     {"gamma", &gamma_s, 0},     {"min_lr", &min_lr_s, 0},       {0}};
+const sch train_schedule_shape = {SCH_OBJECT, .members = sched_m,
+                                  .desc = "the learning-rate schedule (absent: constant); a step schedule needs step_size"};
 
-static int int_ok(const json_t *o, const char *key, long lo)
+int train_schedule_rules(const json_t *s, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
 {
-    json_t *v = json_object_get(o, key);
-    return !v || (json_is_integer(v) && json_integer_value(v) >= lo);
-}
-
-int train_schedule_validate(const json_t *s, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
-{
-    if (!s) return 0;
-    if (!json_is_object(s)) return bad(field, fl, msg, ml, prefix, NULL, "must be an object");
     const char *t = json_string_value(json_object_get(s, "type"));
-    json_t *tj = json_object_get(s, "type");
-    if (tj && (!t || (strcmp(t, "constant") && strcmp(t, "step") && strcmp(t, "cosine"))))
-        return bad(field, fl, msg, ml, prefix, "type", "must be \"constant\", \"step\" or \"cosine\"");
-    if (!int_ok(s, "warmup_steps", 0)) return bad(field, fl, msg, ml, prefix, "warmup_steps", "must be a non-negative integer");
-    if (!int_ok(s, "step_size", 1)) return bad(field, fl, msg, ml, prefix, "step_size", "must be a positive integer");
-    if (t && !strcmp(t, "step") && !json_object_get(s, "step_size"))
-        return bad(field, fl, msg, ml, prefix, "step_size", "is required for a step schedule");
-    if (!num_ok(s, "gamma", 0, 1, 1)) return bad(field, fl, msg, ml, prefix, "gamma", "must be a number in (0, 1]");
-    if (!num_ok(s, "min_lr", 0, 10, 0)) return bad(field, fl, msg, ml, prefix, "min_lr", "must be a number in [0, 10]");
+    if (t && !strcmp(t, "step") && !json_object_get(s, "step_size")) {
+        snprintf(field, fl, "%s.step_size", prefix);
+        snprintf(msg, ml, "is required for a step schedule");
+        return -1;
+    }
     return 0;
 }
 
-static float num(const json_t *o, const char *key, double def)
+/* a member's value or the default its shape documents */
+static float num(const sch *shape, const json_t *o, const char *key)
 {
-    json_t *v = json_object_get(o, key);
-    return (float)(v ? json_number_value(v) : def);
+    return (float)sch_number(shape, o, key, 0);
 }
 
 train_optim *train_optim_create(const json_t *j, train_model *model)
@@ -74,11 +58,11 @@ train_optim *train_optim_create(const json_t *j, train_model *model)
     train_optim *o = calloc(1, sizeof *o);
     if (!o) return NULL;
     o->type = !strcmp(json_string_value(json_object_get(j, "type")), "adam") ? TRAIN_ADAM : TRAIN_SGD;
-    o->lr = num(j, "lr", 0.01);
-    o->momentum = num(j, "momentum", 0.0);
-    o->beta1 = num(j, "beta1", 0.9);
-    o->beta2 = num(j, "beta2", 0.999);
-    o->eps = num(j, "eps", 1e-8);
+    o->lr = num(&sgd_s, j, "lr");
+    o->momentum = num(&sgd_s, j, "momentum");
+    o->beta1 = num(&adam_s, j, "beta1");
+    o->beta2 = num(&adam_s, j, "beta2");
+    o->eps = num(&adam_s, j, "eps");
     o->n = model->nparams;
     o->params = model->params;
     o->m = calloc((size_t)o->n, sizeof *o->m);
@@ -127,15 +111,12 @@ void train_optim_step(train_optim *o, const train_backend *be, float lr)
 void train_schedule_init(train_schedule *s, const json_t *j)
 {
     memset(s, 0, sizeof *s);
-    s->gamma = 0.1f;
-    if (!j) return;
     const char *t = json_string_value(json_object_get(j, "type"));
     s->type = !t || !strcmp(t, "constant") ? TRAIN_SCHED_CONSTANT : !strcmp(t, "step") ? TRAIN_SCHED_STEP : TRAIN_SCHED_COSINE;
-    json_t *v;
-    if ((v = json_object_get(j, "warmup_steps"))) s->warmup = (long)json_integer_value(v);
-    if ((v = json_object_get(j, "step_size"))) s->step_size = (long)json_integer_value(v);
-    s->gamma = num(j, "gamma", 0.1);
-    s->min_lr = num(j, "min_lr", 0.0);
+    s->warmup = (long)sch_number(&train_schedule_shape, j, "warmup_steps", 0);
+    s->step_size = (long)sch_number(&train_schedule_shape, j, "step_size", 0);
+    s->gamma = num(&train_schedule_shape, j, "gamma");
+    s->min_lr = num(&train_schedule_shape, j, "min_lr");
 }
 
 float train_schedule_lr(const train_schedule *s, float base, long step, long total)

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/schema.h"
 #include "workers/train/data.h"
 
 #define TRAIN_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -70,8 +71,17 @@ typedef struct {
     const train_data *train_set, *test_set;
 } train_hooks;
 
-/* 0 when the spec is valid; else -1 with field (e.g. "spec.optimizer.lr") and message */
+/* the spec's shape and its dataset's (in the API document; the federated spec reuses the dataset) */
+extern const sch train_spec_shape, train_dataset_shape;
+/* spec.batch_size and spec.seed (the federated spec has them too) */
+extern const sch train_batch_shape, train_seed_shape;
+
+/* 0 when the spec is valid: its shape, then the rules between fields; else -1
+ * with field (e.g. "spec.optimizer.lr") and message */
 int train_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
+
+/* a numeric member of a valid spec, or the default its shape documents */
+long train_spec_long(const json_t *spec, const char *key);
 
 /* Loads the training and test sets of a valid spec (spec.dataset; a CSV's shape
  * from spec.model.input).  0, or -1 with err naming the file. */

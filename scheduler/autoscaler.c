@@ -97,8 +97,7 @@ static int load_jobs(autoscaler *a, rs_conn *r)
             j->raw = strdup(raw);
             serve_settings s;
             serve_settings_get(t.spec, &s);
-            json_t *hint = json_object_get(t.spec, "service_ms");
-            j->spec = (as_job){json_is_number(hint) ? json_number_value(hint) / 1000 : DEFAULT_SERVICE_S,
+            j->spec = (as_job){s.service_ms > 0 ? s.service_ms / 1000 : DEFAULT_SERVICE_S,
                                s.slo_ms / 1000,
                                s.slo_q,
                                s.weight,

@@ -53,6 +53,13 @@ static void test_spec(void **state)
     assert_int_equal(s.max_batch, 8);
     assert_int_equal(s.queue_limit, 1000); /* defaults */
     assert_int_equal(s.timeout_ms, 5000);
+    assert_true(s.service_ms == 0 && s.weight == 1 && s.batch_delay_ms == 2);
+    json_decref(ok);
+    ok = J("{'model':'m','replicas':{'min':2},'service_ms':4.5}");
+    assert_int_equal(serve_spec_validate(ok, f, sizeof f, m, sizeof m), 0);
+    serve_settings_get(ok, &s);
+    assert_true(s.service_ms == 4.5);
+    assert_int_equal(s.max_replicas, 2); /* max defaults to min */
     json_decref(ok);
     ok = J("{'model':'m','replicas':3}");
     serve_settings_get(ok, &s);
@@ -74,6 +81,8 @@ static void test_spec(void **state)
     expect_field("{'model':'m','batch_delay_ms':-1}", "spec.batch_delay_ms");
     expect_field("{'model':'m','queue_limit':0}", "spec.queue_limit");
     expect_field("{'model':'m','timeout_ms':0}", "spec.timeout_ms");
+    expect_field("{'model':'m','service_ms':0}", "spec.service_ms");
+    expect_field("{'model':'m','max_batches':8}", "spec.max_batches"); /* misspelt: refused, not ignored */
 }
 
 static void test_scan(void **state)

@@ -35,6 +35,8 @@ static const sch batch_delay_s = {SCH_INT, SCH_IN(0, 1000), .dflt = "2",
                                   .desc = "how long a replica waits to fill a batch under load, ms"};
 static const sch queue_limit_s = {SCH_INT, SCH_IN(1, 1000000), .dflt = "1000", .desc = "queued requests at most; beyond: 429"};
 static const sch timeout_s = {SCH_INT, SCH_IN(1, 600000), .dflt = "5000", .desc = "a request's deadline, ms; beyond: 504"};
+static const sch service_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 600000),
+                              .desc = "a hint of the processing time per request, ms, until the replicas have measured it"};
 static const sch resolved_s = {SCH_OBJECT, .flags = SCH_OPEN, .desc = "set by the server: the model version resolved at submission",
                                .msg = "is set by the server"};
 static const sch_member spec_m[] = {{"model", &model_s, 1},
@@ -46,6 +48,7 @@ static const sch_member spec_m[] = {{"model", &model_s, 1},
                                     {"batch_delay_ms", &batch_delay_s, 0},
                                     {"queue_limit", &queue_limit_s, 0},
                                     {"timeout_ms", &timeout_s, 0},
+                                    {"service_ms", &service_s, 0},
                                     {"resolved", &resolved_s, 0},
                                     {0}};
 const sch serve_spec_shape = {SCH_OBJECT, .members = spec_m,
@@ -80,4 +83,5 @@ void serve_settings_get(const json_t *spec, serve_settings *s)
     s->batch_delay_ms = (int)sch_number(&serve_spec_shape, spec, "batch_delay_ms", 0);
     s->queue_limit = (int)sch_number(&serve_spec_shape, spec, "queue_limit", 0);
     s->timeout_ms = (int)sch_number(&serve_spec_shape, spec, "timeout_ms", 0);
+    s->service_ms = sch_number(&serve_spec_shape, spec, "service_ms", 0);
 }

@@ -25,6 +25,7 @@ typedef struct {
     double slo_ms, slo_q; /* q in (0,1), e.g. 0.99 */
     int min_replicas, max_replicas, max_batch, batch_delay_ms, queue_limit, timeout_ms;
     double weight;
+    double service_ms; /* the spec's hint of the processing time per request; 0: none (measured) */
 } serve_settings;
 void serve_settings_get(const json_t *spec, serve_settings *out);
 

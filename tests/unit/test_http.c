@@ -46,7 +46,8 @@ static void test_route_table(void **state)
         assert_non_null(routes[i].fn);
         assert_true(routes[i].pattern[0] == '/');
         /* probes and the API description are open, everything else under /v1 needs a token */
-        if (strncmp(routes[i].pattern, "/v1/", 4) == 0 && strcmp(routes[i].pattern, "/v1/openapi.json") != 0) assert_true(routes[i].role >= ROLE_VIEWER);
+        if (strncmp(routes[i].pattern, "/v1/", 4) == 0 && strcmp(routes[i].pattern, "/v1/openapi.json") != 0)
+            assert_true(routes[i].role >= ROLE_VIEWER);
         for (int j = 0; j < i; j++) /* no two routes with the same method and pattern */
             assert_false(strcmp(routes[i].method, routes[j].method) == 0 && strcmp(routes[i].pattern, routes[j].pattern) == 0);
     }

@@ -189,7 +189,8 @@ static const bad_case BAD[] = {
     {"{'graph':{" OPS3 "," DEV "},'algorithms':[3]}", "spec.algorithms[0]", "must be \"m-topo\""},
     {"{'graph':{" OPS3 "," DEV "},'fuse':'yes'}", "spec.fuse", "must be true or false"},
     {"{'graph':{" OPS3 "," DEV "},'coplace':1}", "spec.coplace", "must be true or false"},
-    {"{'graph':{" OPS3 "," DEV "},'fuze':true}", "spec.fuze", "unknown field 'fuze' (known: graph, strategy, algorithms, fuse, coplace)"},
+    {"{'graph':{" OPS3 "," DEV "},'fuze':true}", "spec.fuze",
+     "unknown field 'fuze' (known: graph, strategy, algorithms, fuse, coplace)"},
 };
 
 static void test_spec_errors_name_the_field(void **state)

@@ -71,11 +71,8 @@ static const char worker_script[] = REQUEUE_ONE_LUA "local n = 0 "
                                                     "redis.call('SREM', KEYS[3], ARGV[1]) "
                                                     "return n";
 
-/* KEYS: the key to delete (or a dummy).  ARGV: raw, max attempts, why, source, worker */
-static const char task_script[] =
-    REQUEUE_ONE_LUA "local n = requeue_one(ARGV[1], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[2]), ms) "
-                    "redis.call('DEL', KEYS[1]) "
-                    "return n";
+/* ARGV: raw, max attempts, why, source, worker */
+static const char task_script[] = REQUEUE_ONE_LUA "return requeue_one(ARGV[1], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[2]), ms)";
 
 static int eval_int(rs_conn *r, int argc, const char **argv, const char *what)
 {
@@ -104,12 +101,11 @@ int requeue_worker_tasks(rs_conn *r, const char *worker_id, int max_attempts, co
     return n;
 }
 
-int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why, const char *source, const char *worker_id,
-                 const char *also_del)
+int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why, const char *source, const char *worker_id)
 {
     char attempts[16];
     snprintf(attempts, sizeof(attempts), "%d", max_attempts);
-    const char *argv[] = {"EVAL", task_script, "1", also_del ? also_del : "gantry:nothing", raw, attempts, why, source, worker_id};
+    const char *argv[] = {"EVAL", task_script, "0", raw, attempts, why, source, worker_id};
     return eval_int(r, (int)(sizeof(argv) / sizeof(argv[0])), argv, "task");
 }
 

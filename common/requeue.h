@@ -26,11 +26,9 @@
 int requeue_worker_tasks(rs_conn *r, const char *worker_id, int max_attempts, const char *why);
 
 /* One task (its raw JSON).  max_attempts 0: no limit (preemption does not count
- * as a failure).  `also_del` (may be NULL) is a key deleted in the same step.
- * Returns 1 when this call requeued (or failed) the job, 0 when that attempt
+ * as a failure).  Returns 1 when this call requeued (or failed) the job, 0 when that attempt
  * was already requeued or finished, -1 when Redis is unreachable. */
-int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why, const char *source, const char *worker_id,
-                 const char *also_del);
+int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why, const char *source, const char *worker_id);
 
 /* Marks the attempt as finished (the marker, set NX): a later requeue of it does
  * nothing.  A gang's reporting member calls it before publishing the result. */

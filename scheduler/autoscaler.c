@@ -181,8 +181,6 @@ static bool is_draining(job *j, const char *worker, double now)
 
 static void note(rs_conn *r, const job *j, const char *reason, int live, int target)
 {
-    task_msg t;
-    if (msg_task_decode(j->raw, &t) != 0) return;
     event_msg e;
     msg_event_init(&e, j->id, "scheduler");
     snprintf(e.reason, sizeof(e.reason), "%s", reason);
@@ -191,17 +189,15 @@ static void note(rs_conn *r, const job *j, const char *reason, int live, int tar
     if (s) freeReplyObject(rs_command(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s));
     free(s);
     msg_event_clear(&e);
-    msg_task_clear(&t);
 }
 
-void autoscaler_tick(autoscaler *a, rs_conn *r, const registry *reg, double now)
+void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now)
 {
     if (now - a->last_tick < AS_TICK_S) return;
     a->last_tick = now;
     if (load_jobs(a, r) != 0 || a->n == 0 || !a->pol) return;
     as_obs obs[MAX_JOBS];
     int target[MAX_JOBS];
-    bool taken[REG_MAX_WORKERS] = {false};
     double capacity = 0;
     for (int w = 0; w < reg->n; w++) { /* the inference tier: every worker not running other work */
         bool ours = reg->w[w].free;
@@ -226,12 +222,15 @@ void autoscaler_tick(autoscaler *a, rs_conn *r, const registry *reg, double now)
         int live = obs[i].ready + obs[i].starting, want = target[i];
         char why[200];
         int added = 0, removed = 0;
-        for (int w = 0; w < reg->n && live + added < want; w++) {
-            if (!reg->w[w].free || taken[w]) continue;
+        task_msg t;
+        bool have_task = msg_task_decode(j->raw, &t) == 0;
+        for (int w = 0; have_task && w < reg->n && live + added < want; w++) {
+            if (!reg->w[w].free) continue;
             redisReply *rep = rs_command(r, "LPUSH %s%s %s", K_TASKS_PREFIX, reg->w[w].id, j->raw);
-            if (rep && rep->type == REDIS_REPLY_INTEGER) taken[w] = true, added++;
+            if (rep && rep->type == REDIS_REPLY_INTEGER) registry_assign(reg, w, &t), added++;
             freeReplyObject(rep);
         }
+        if (have_task) msg_task_clear(&t);
         for (int w = reg->n - 1; w >= 0 && live - removed > want; w--) {
             const reg_worker *rw = &reg->w[w];
             if (strcmp(rw->job_id, j->id) != 0 || !rw->started || is_draining(j, rw->id, now)) continue;

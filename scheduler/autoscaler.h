@@ -24,8 +24,9 @@ typedef struct autoscaler autoscaler;
 
 /* NULL when the policy name is unknown */
 autoscaler *autoscaler_create(const char *policy, const as_params *params);
-/* runs one tick when AS_TICK_S has passed since the last (now: monotonic seconds) */
-void autoscaler_tick(autoscaler *a, rs_conn *r, const registry *reg, double now);
+/* runs one tick when AS_TICK_S has passed since the last (now: monotonic seconds); the
+ * workers it gives a replica are marked in reg (registry_assign) */
+void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now);
 void autoscaler_free(autoscaler *a);
 
 #endif

@@ -61,13 +61,13 @@ void elastic_tick(elastic *e, rs_conn *r, const registry *reg, size_t queued, do
     redisReply *rep = rs_command(r, "HGETALL %s", K_ELASTIC);
     for (size_t i = 0; rep && rep->type == REDIS_REPLY_ARRAY && i + 1 < rep->elements; i += 2) {
         const char *job = rep->element[i]->str;
-        int max = atoi(rep->element[i + 1]->str), running = 0, started = 0;
+        int max = atoi(rep->element[i + 1]->str), running = 0, started = 0, attempt = 0;
         for (int w = 0; w < reg->n; w++)
-            if (strcmp(reg->w[w].job_id, job) == 0) running++, started += reg->w[w].started;
+            if (strcmp(reg->w[w].job_id, job) == 0) running++, started += reg->w[w].started, attempt = reg->w[w].attempt;
         if (running == 0) continue; /* queued, resizing or finished */
         tracked *t = track(e, job, now);
         if (queued > 0 || free_workers == 0 || running >= max || started < running || now - t->at < ELASTIC_SETTLE_S) continue;
-        redisReply *set = rs_command(r, "SET %s%s resize NX EX 60", K_PREEMPT_PREFIX, job);
+        redisReply *set = rs_command(r, "SET %s%s:%d resize NX EX 3600", K_PREEMPT_PREFIX, job, attempt);
         int ok = set && set->type == REDIS_REPLY_STATUS;
         freeReplyObject(set);
         if (!ok) continue;

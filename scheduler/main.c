@@ -193,7 +193,7 @@ static void drop_cancelled(rs_conn *r, sched_queue *q)
 
 static void signal_preemption(rs_conn *r, const reg_worker *victim, const char *for_job)
 {
-    redisReply *rep = rs_command(r, "SET %s%s %s NX EX 3600", K_PREEMPT_PREFIX, victim->job_id, for_job);
+    redisReply *rep = rs_command(r, "SET %s%s:%d %s NX EX 3600", K_PREEMPT_PREFIX, victim->job_id, victim->attempt, for_job);
     if (rep && rep->type == REDIS_REPLY_STATUS)
         log_info("preempting job %s on worker %s for job %s", victim->job_id, victim->id, for_job);
     freeReplyObject(rep);
@@ -273,10 +273,12 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
         if (res == DISPATCH_ERROR) continue; /* stays queued: the next round tries again (the claim makes it safe) */
         if (res == DISPATCH_CANCELLED)
             log_info("job %s was cancelled before placement", e->task.job_id);
-        else if (res == DISPATCH_OK)
+        else if (res == DISPATCH_OK) {
+            for (int k = 0; k < d[i].nworkers; k++)
+                registry_assign(reg, d[i].workers[k], &e->task);
             log_info("job %s (attempt %d, %d slot%s) -> %s", e->task.job_id, e->task.attempt, d[i].nworkers,
                      d[i].nworkers == 1 ? "" : "s", reg->w[d[i].workers[0]].id);
-        else
+        } else
             log_info("job %s attempt %d was already placed; duplicate acknowledged", e->task.job_id, e->task.attempt);
         done[i] = true;
     }

@@ -8,20 +8,32 @@
 #include <stdio.h>
 #include <string.h>
 
+static void hold(reg_worker *w, const task_msg *t, bool started)
+{
+    w->free = false;
+    w->started = started;
+    snprintf(w->job_id, sizeof(w->job_id), "%s", t->job_id);
+    w->attempt = t->attempt;
+    snprintf(w->tenant, sizeof(w->tenant), "%s", t->tenant);
+    w->priority = t->priority;
+    w->preemptible = t->preemptible;
+}
+
 /* fills what a busy worker runs from the task at the head of one of its lists */
 static void read_task(reg_worker *w, redisReply *list, bool started)
 {
     if (list->type != REDIS_REPLY_ARRAY || list->elements == 0) return;
     w->free = false;
     if (w->job_id[0]) return;
-    w->started = started;
     task_msg t;
     if (msg_task_decode(list->element[0]->str, &t) != 0) return;
-    snprintf(w->job_id, sizeof(w->job_id), "%s", t.job_id);
-    snprintf(w->tenant, sizeof(w->tenant), "%s", t.tenant);
-    w->priority = t.priority;
-    w->preemptible = t.preemptible;
+    hold(w, &t, started);
     msg_task_clear(&t);
+}
+
+void registry_assign(registry *reg, int w, const task_msg *t)
+{
+    if (w >= 0 && w < reg->n && reg->w[w].free) hold(&reg->w[w], t, false);
 }
 
 static void fill(reg_worker *w, const char *id, redisReply *info, redisReply *inflight, redisReply *tasks)

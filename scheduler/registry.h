@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "common/msg.h"
 #include "common/redis_sync.h"
 
 #define REG_MAX_WORKERS 4096
@@ -20,6 +21,7 @@ typedef struct {
     /* what it runs (when not free): started when the task is in its in-flight list, not only queued for it */
     bool started;
     char job_id[48];
+    int attempt; /* its generation (the task's attempt) */
     char tenant[48];
     int priority;
     bool preemptible;
@@ -33,5 +35,9 @@ typedef struct {
 
 /* refreshes the list; 0, or -1 when Redis is unreachable */
 int registry_refresh(rs_conn *r, registry *reg);
+
+/* records a task this process has just put in worker w's list, so that what runs later
+ * in the same round (the autoscaler, elastic resizes) never gives that slot away twice */
+void registry_assign(registry *reg, int w, const task_msg *t);
 
 #endif

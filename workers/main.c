@@ -178,7 +178,8 @@ static bool on_cancelled(exec_ctx *ctx)
         st->stop = STOP_FENCED;
         return true;
     }
-    redisReply *rep = rs_command(st->r, "MGET %s%s %s%s", K_CANCEL_PREFIX, ctx->task->job_id, K_PREEMPT_PREFIX, ctx->task->job_id);
+    redisReply *rep = rs_command(st->r, "MGET %s%s %s%s:%d", K_CANCEL_PREFIX, ctx->task->job_id, K_PREEMPT_PREFIX,
+                                 ctx->task->job_id, ctx->task->attempt);
     if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
         if (rep->element[0]->type == REDIS_REPLY_STRING) {
             st->stop = STOP_CANCELLED;
@@ -192,17 +193,19 @@ static bool on_cancelled(exec_ctx *ctx)
 }
 
 /* a preempted task goes back to gantry:jobs (attempt + 1) with a "queued" event; for a
- * gang, once, whichever member gets there first */
+ * gang, once, whichever member gets there first.  The preemption key of the generation
+ * stays (the other members must see it too), except for an inference replica: its job
+ * keeps its generation, and the replica the autoscaler starts next must not stop at once */
 static void requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, const char *by)
 {
-    char key[128], why[160];
-    snprintf(key, sizeof(key), "%s%s", K_PREEMPT_PREFIX, t->job_id);
+    char why[160];
     if (strcmp(by, "resize") == 0) /* an elastic gang asked to grow (scheduler/elastic.c) */
         snprintf(why, sizeof(why), "resize: stopped at a checkpoint to continue with more workers");
     else
         snprintf(why, sizeof(why), "preempted by job %s (higher priority)", by);
-    while (!stopping && requeue_task(r, raw, 0, why, source, worker_id, key) < 0)
+    while (!stopping && requeue_task(r, raw, 0, why, source, worker_id) < 0)
         usleep(100000);
+    if (strcmp(t->type, "inference") == 0) freeReplyObject(rs_command(r, "DEL %s%s:%d", K_PREEMPT_PREFIX, t->job_id, t->attempt));
     log_info("job %s preempted by %s; requeued", t->job_id, by);
 }
 
@@ -210,7 +213,7 @@ static void requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, co
 static void requeue_retry(rs_conn *r, const char *raw, const task_msg *t, const char *why)
 {
     int rc;
-    while ((rc = requeue_task(r, raw, max_attempts, why, source, worker_id, NULL)) < 0 && !stopping)
+    while ((rc = requeue_task(r, raw, max_attempts, why, source, worker_id)) < 0 && !stopping)
         usleep(100000);
     log_warn("job %s: %s (%s)", t->job_id, why, rc == 1 ? "requeued it" : "already requeued by another member");
 }

@@ -132,6 +132,23 @@ def test_gang_cancel_stops_every_member():
         assert not [e for e in s.events(tok, jid) if e["state"] == "queued" and e["reason"] != "accepted"]
 
 
+def test_gang_preempted_before_it_starts_stops_every_member_once():
+    """a gang's generation is preempted before its members start (the scheduler's signal can
+    arrive while the previous generation winds down): every member sees the signal and stops
+    at once, none waits out the rendezvous timeout (60 s) for a peer that left; the job is
+    requeued once, and the signal (kept until it expires) does not stop the next generation"""
+    with Stack(workers=0) as s:
+        _, tok = s.tenant("dp-preempt")
+        jid = s.submit(tok, gang_job(2, 300))
+        assert s.redis("SET", f"gantry:preempt:{jid}:0", "j_other", "EX", 600) == "OK"
+        s.start_worker(0)
+        s.start_worker(1)
+        s.wait_state(tok, jid, "succeeded", timeout=50)
+        requeues = [e for e in s.events(tok, jid) if e["state"] == "queued" and e["reason"].startswith("preempted by job")]
+        assert len(requeues) == 1, requeues
+        assert s.redis("EXISTS", f"gantry:preempt:{jid}:0") == "1"
+
+
 def test_elastic_gang_grows_when_a_worker_frees_up():
     """workers {min 2, max 3} on two workers: the job starts with 2; a third worker joins the cluster,
     the scheduler asks the gang to resize, it stops at a checkpoint and continues with 3 from where it

@@ -155,7 +155,7 @@ def test_elastic_gang_grows_when_a_worker_frees_up():
     stopped (the data state is independent of the world), and finishes"""
     with Stack(workers=2) as s:
         _, tok = s.tenant("elastic")
-        job = gang_job(2, 12000, checkpoint_every_steps=200)
+        job = gang_job(2, 5000, checkpoint_every_steps=200)
         job["spec"]["workers"] = {"min": 2, "max": 3}
         jid = s.submit(tok, job)
 
@@ -166,7 +166,7 @@ def test_elastic_gang_grows_when_a_worker_frees_up():
         resized = wait_until("a resize", lambda: [e for e in s.events(tok, jid) if e["reason"].startswith("resize:")], 60)
         done = s.wait_state(tok, jid, "succeeded", timeout=240)
         m = done["result"]["metrics"]
-        assert m["steps"] == 12000 and m["workers"] == 3, m
+        assert m["steps"] == 5000 and m["workers"] == 3, m
         pts = points()
         three = [p for p in pts if p.get("workers") == 3]
         two = [p for p in pts if p.get("workers") == 2]

@@ -20,9 +20,7 @@
  *                              published twice (outbox retry) is assigned once
  *   gantry:cancel:<job>        STRING "1" set by the server on cancel; workers poll it
  *   gantry:preempt:<job>:<attempt> STRING the job that preempts that generation ("resize": an
- *                              elastic gang grows); its workers stop and requeue it.  Per generation
- *                              and never deleted (it expires): every member of a gang sees it, and a
- *                              signal meant for a generation that already ended cannot stop the next
+ *                              elastic gang grows); its workers stop and requeue it (requeue_ask)
  *   gantry:retry:<job>:<attempt> STRING set NX by whoever requeues that attempt (a lost worker, a
  *                              preempted or failed gang member): a gang requeues its job once
  *   gantry:rdv:<job>:<gen>     HASH the rendezvous of a gang's generation (workers/rendezvous.h); field

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #define MARKER_TTL_S 604800
+#define PREEMPT_TTL_S 3600
 
 /* Failures count in gantry:failures:<job>, not in the attempt: the attempt is
  * the generation (a planned resize or a preemption makes one too, and neither
@@ -24,6 +25,7 @@
     "                  worker = worker, progress = -1, state = '', "                                                               \
     "                  reason = why .. '; a replica of an inference job: the autoscaler starts another'} "                         \
     "    redis.call('XADD', '" K_EVENTS_STREAM "', 'MAXLEN', '~', " MAXLEN_STR ", '*', 'event', cjson.encode(note)) "              \
+    "    redis.call('DEL', '" K_PREEMPT_PREFIX "' .. job .. ':' .. cur) "                                                          \
     "    return 1 "                                                                                                                \
     "  end "                                                                                                                       \
     "  local mark = (maxa == 0) and 'requeued' or 'failure' "                                                                      \
@@ -107,6 +109,14 @@ int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why,
     snprintf(attempts, sizeof(attempts), "%d", max_attempts);
     const char *argv[] = {"EVAL", task_script, "0", raw, attempts, why, source, worker_id};
     return eval_int(r, (int)(sizeof(argv) / sizeof(argv[0])), argv, "task");
+}
+
+int requeue_ask(rs_conn *r, const char *job_id, int attempt, const char *by)
+{
+    redisReply *rep = rs_command(r, "SET %s%s:%d %s NX EX %d", K_PREEMPT_PREFIX, job_id, attempt, by, PREEMPT_TTL_S);
+    int n = !rep ? -1 : rep->type == REDIS_REPLY_STATUS;
+    freeReplyObject(rep);
+    return n;
 }
 
 void requeue_mark_done(rs_conn *r, const char *job_id, int attempt)

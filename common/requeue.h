@@ -9,7 +9,8 @@
  * same job: the first one does, the rest do nothing.  A lost replica of an
  * inference job the autoscaler knows (gantry:infer:jobs) is not requeued: an
  * event says so and the autoscaler starts another replica, while the job's
- * other replicas keep serving.
+ * other replicas keep serving; it keeps its generation, so its preemption key
+ * (below) is deleted with it, or the next replica would stop at once.
  *
  * Callers: the scheduler when a worker's heartbeat expired, a worker that finds
  * it was declared dead (it stops first) or restarts, a preempted worker, and
@@ -29,6 +30,14 @@ int requeue_worker_tasks(rs_conn *r, const char *worker_id, int max_attempts, co
  * as a failure).  Returns 1 when this call requeued (or failed) the job, 0 when that attempt
  * was already requeued or finished, -1 when Redis is unreachable. */
 int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why, const char *source, const char *worker_id);
+
+/* Asks one generation of a job to stop and requeue itself: sets
+ * gantry:preempt:<job>:<attempt> to `by` (the job that preempts it, or "resize"),
+ * NX, expiring after an hour.  It names the generation and is not deleted when
+ * the job is requeued: every member of a gang sees it, and a request meant for a
+ * generation that has already ended cannot stop the next one.  1 when this call
+ * set it, 0 when it was already set, -1 when Redis is unreachable. */
+int requeue_ask(rs_conn *r, const char *job_id, int attempt, const char *by);
 
 /* Marks the attempt as finished (the marker, set NX): a later requeue of it does
  * nothing.  A gang's reporting member calls it before publishing the result. */

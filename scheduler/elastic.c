@@ -2,6 +2,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/requeue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,10 +68,7 @@ void elastic_tick(elastic *e, rs_conn *r, const registry *reg, size_t queued, do
         if (running == 0) continue; /* queued, resizing or finished */
         tracked *t = track(e, job, now);
         if (queued > 0 || free_workers == 0 || running >= max || started < running || now - t->at < ELASTIC_SETTLE_S) continue;
-        redisReply *set = rs_command(r, "SET %s%s:%d resize NX EX 3600", K_PREEMPT_PREFIX, job, attempt);
-        int ok = set && set->type == REDIS_REPLY_STATUS;
-        freeReplyObject(set);
-        if (!ok) continue;
+        if (requeue_ask(r, job, attempt, "resize") != 1) continue;
         t->at = now;
         char why[200];
         int to = running + free_workers < max ? running + free_workers : max;

@@ -14,6 +14,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/redis_sync.h"
+#include "common/requeue.h"
 #include "scheduler/autoscaler.h"
 #include "scheduler/dispatch.h"
 #include "scheduler/elastic.h"
@@ -193,10 +194,8 @@ static void drop_cancelled(rs_conn *r, sched_queue *q)
 
 static void signal_preemption(rs_conn *r, const reg_worker *victim, const char *for_job)
 {
-    redisReply *rep = rs_command(r, "SET %s%s:%d %s NX EX 3600", K_PREEMPT_PREFIX, victim->job_id, victim->attempt, for_job);
-    if (rep && rep->type == REDIS_REPLY_STATUS)
+    if (requeue_ask(r, victim->job_id, victim->attempt, for_job) == 1)
         log_info("preempting job %s on worker %s for job %s", victim->job_id, victim->id, for_job);
-    freeReplyObject(rep);
 }
 
 /* one round of decisions over everything queued */
@@ -271,15 +270,16 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
         if (sent[i] != 2) continue;
         dispatch_result res = dispatch_recv(r, e->task.job_id);
         if (res == DISPATCH_ERROR) continue; /* stays queued: the next round tries again (the claim makes it safe) */
-        if (res == DISPATCH_CANCELLED)
+        if (res == DISPATCH_CANCELLED) {
             log_info("job %s was cancelled before placement", e->task.job_id);
-        else if (res == DISPATCH_OK) {
+        } else if (res == DISPATCH_OK) {
             for (int k = 0; k < d[i].nworkers; k++)
                 registry_assign(reg, d[i].workers[k], &e->task);
             log_info("job %s (attempt %d, %d slot%s) -> %s", e->task.job_id, e->task.attempt, d[i].nworkers,
                      d[i].nworkers == 1 ? "" : "s", reg->w[d[i].workers[0]].id);
-        } else
+        } else {
             log_info("job %s attempt %d was already placed; duplicate acknowledged", e->task.job_id, e->task.attempt);
+        }
         done[i] = true;
     }
     free(sent);

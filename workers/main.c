@@ -193,9 +193,7 @@ static bool on_cancelled(exec_ctx *ctx)
 }
 
 /* a preempted task goes back to gantry:jobs (attempt + 1) with a "queued" event; for a
- * gang, once, whichever member gets there first.  The preemption key of the generation
- * stays (the other members must see it too), except for an inference replica: its job
- * keeps its generation, and the replica the autoscaler starts next must not stop at once */
+ * gang, once, whichever member gets there first (requeue.h) */
 static void requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, const char *by)
 {
     char why[160];
@@ -205,7 +203,6 @@ static void requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, co
         snprintf(why, sizeof(why), "preempted by job %s (higher priority)", by);
     while (!stopping && requeue_task(r, raw, 0, why, source, worker_id) < 0)
         usleep(100000);
-    if (strcmp(t->type, "inference") == 0) freeReplyObject(rs_command(r, "DEL %s%s:%d", K_PREEMPT_PREFIX, t->job_id, t->attempt));
     log_info("job %s preempted by %s; requeued", t->job_id, by);
 }
 

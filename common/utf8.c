@@ -1,6 +1,7 @@
 #include "common/utf8.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 char *utf8_trim(char *s)
@@ -31,4 +32,44 @@ void utf8_copy(char *dst, size_t len, const char *src)
     if (!len) return;
     snprintf(dst, len, "%s", src ? src : "");
     utf8_trim(dst);
+}
+
+/* the length in bytes of the control character at p, or 0 when p starts something else */
+static size_t control_at(const unsigned char *p)
+{
+    if (p[0] < 0x20 || p[0] == 0x7F) return 1;
+    if (p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) return 2;
+    return 0;
+}
+
+bool utf8_has_control(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++)
+        if (control_at(p)) return true;
+    return false;
+}
+
+char *utf8_escape_control(const char *s)
+{
+    if (!s) s = "";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        n += control_at(p) ? 6 : 1; /* "\u009b" is the longest escape */
+    char *out = malloc(n + 1), *o = out;
+    if (!out) return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t k = control_at(p);
+        if (!k) {
+            *o++ = (char)*p++;
+        } else if (k == 2) {
+            o += sprintf(o, "\\u%04x", p[1]);
+            p += 2;
+        } else {
+            const char *named = *p == '\n' ? "\\n" : *p == '\r' ? "\\r" : *p == '\t' ? "\\t" : NULL;
+            o += named ? sprintf(o, "%s", named) : sprintf(o, "\\x%02x", *p);
+            p++;
+        }
+    }
+    *o = '\0';
+    return out;
 }

@@ -2,6 +2,7 @@
  * the admin role; a token's secret appears once, in the 201 reply. */
 #include "common/clock.h"
 #include "common/ids.h"
+#include "common/utf8.h"
 #include "server/api.h"
 #include "server/audit.h"
 #include "server/bus.h"
@@ -291,8 +292,8 @@ void api_token_create(http_ctx *c)
         http_error(c, GERR_INVALID_FIELD, "role", "must be one of admin, member, viewer");
         return;
     }
-    if (name && (!json_is_string(name) || json_string_length(name) > 100)) {
-        http_error(c, GERR_INVALID_FIELD, "name", "must be a string of at most 100 characters");
+    if (name && (!json_is_string(name) || json_string_length(name) > 100 || utf8_has_control(json_string_value(name)))) {
+        http_error(c, GERR_INVALID_FIELD, "name", "must be a string of at most 100 characters, without control characters");
         return;
     }
     json_t *exp = json_object_get(c->body, "expires_in_s");

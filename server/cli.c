@@ -3,15 +3,21 @@
  *   gantry login [--url URL] [--token TOKEN | reads it from stdin]
  *   gantry submit FILE|-          gantry list [--state S] [--type T] [--limit N]
  *   gantry get ID                 gantry cancel ID
- *   gantry follow ID              (live events over SSE until the job ends)
+ *   gantry follow ID              (the job's state, why it waits, then live events over SSE until it ends)
  *   gantry workers                gantry models
  *   gantry tenants                gantry tokens create TENANT_ID --role ROLE [--name NAME]   (admins)
+ *   gantry help [COMMAND]         gantry COMMAND --help          gantry --version
  *
  * Tables for people; --json anywhere prints the API's JSON for scripts.  The
  * server and token come from GANTRY_URL / GANTRY_TOKEN, else from the config
  * file ($GANTRY_CONFIG, default ~/.config/gantry/config: {"url", "token"}),
  * which login writes with mode 0600 and which is refused when others can read
- * it.  Errors print the API's message and field; exit status 1 (2 for usage). */
+ * it.  Errors print the API's message and field; exit status 1 (2 for usage).
+ *
+ * Every string from the server is printed with its control characters escaped
+ * (\x1b, \r, \n, \u009b: common/utf8.h), in tables, plain lines and errors, so
+ * that a name another tenant chose cannot rewrite the reader's terminal; --json
+ * stays valid JSON (the encoder escapes C0, and DEL and C1 are written \u00XX). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +29,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/utf8.h"
+
 #define DEFAULT_URL "http://127.0.0.1:8080"
+#ifndef GANTRY_VERSION
+#define GANTRY_VERSION "unknown" /* meson passes the project's version */
+#endif
 
 static bool as_json;
 static char url[1024] = DEFAULT_URL, token[512];
@@ -44,13 +55,193 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *arg)
     return k;
 }
 
+/* ---- printing what the server sent: control characters escaped ---- */
+
+/* strings handed out by esc() live until 64 more were handed out (a printf's arguments at most) */
+static char *ring[64];
+static unsigned ring_next;
+
+static void ring_free(void)
+{
+    for (unsigned i = 0; i < sizeof ring / sizeof ring[0]; i++)
+        free(ring[i]), ring[i] = NULL;
+}
+
+static const char *keep(char *s)
+{
+    unsigned i = ring_next++ % (sizeof ring / sizeof ring[0]);
+    free(ring[i]);
+    ring[i] = s;
+    return s ? s : "?";
+}
+
+/* s with its control characters escaped, for a terminal */
+static const char *esc(const char *s)
+{
+    return keep(utf8_escape_control(s));
+}
+
+/* s escaped, then cut or padded to width characters (a column of a table); a cut falls between
+ * whole characters and whole escapes */
+static const char *cell(const char *s, size_t width)
+{
+    const char *e = esc(s);
+    size_t n = strlen(e), used = 0, chars = 0;
+    char *out = malloc(n + width + 1);
+    if (!out) return e;
+    for (const char *p = s ? s : ""; *p;) {
+        size_t k = 1; /* the bytes of one character of s */
+        while (p[k] && ((unsigned char)p[k] & 0xC0) == 0x80)
+            k++;
+        char one[8];
+        snprintf(one, sizeof one, "%.*s", (int)k, p);
+        char *shown = utf8_escape_control(one);
+        if (!shown) break;
+        size_t len = strlen(shown), cols = strcmp(shown, one) ? len : 1; /* an escape is ASCII */
+        if (chars + cols > width) {
+            free(shown);
+            break;
+        }
+        memcpy(out + used, shown, len);
+        used += len, chars += cols, p += k;
+        free(shown);
+    }
+    memset(out + used, ' ', width - chars);
+    out[used + width - chars] = '\0';
+    return keep(out);
+}
+
+/* JSON text as printed: jansson escapes C0 already; DEL and C1 (raw in UTF-8 text) become \u00XX, which
+ * only strings can hold, so the text stays valid JSON with the same values */
+static void put_json_text(const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p == 0x7F)
+            fputs("\\u007f", stdout);
+        else if (p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F)
+            printf("\\u%04x", p[1]), p++;
+        else
+            putchar(*p);
+    }
+    putchar('\n');
+}
+
+static void print_json_flags(const json_t *j, size_t flags)
+{
+    char *s = json_dumps(j, flags | JSON_ENCODE_ANY);
+    put_json_text(s ? s : "null");
+    free(s);
+}
+
+static void print_json(const json_t *j)
+{
+    print_json_flags(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+}
+
+/* ---- usage and help ---- */
+
+typedef struct {
+    const char *name, *args, *about, *details;
+} command;
+
+static const command commands[] = {
+    {"login", "[--url URL] [--token TOKEN]", "check a token and save it with the server's URL",
+     "  --url URL      the server (default: $GANTRY_URL, the config's, else " DEFAULT_URL ")\n"
+     "  --token TOKEN  the token; without it the token is read from stdin (out of the shell history)\n"
+     "Asks the server who the token is (GET /v1/whoami), then writes the config file\n"
+     "($GANTRY_CONFIG, default ~/.config/gantry/config) with mode 600.\n"
+     "example:\n"
+     "  gantry login --url http://127.0.0.1:8080 < admin.token\n"},
+    {"submit", "FILE|-", "submit a job (JSON: type, name, spec); prints its id",
+     "  FILE  a job as JSON, e.g. deploy/examples/training.json; - reads it from stdin\n"
+     "An invalid spec prints the API's message and the field it names (exit status 1).\n"
+     "example:\n"
+     "  gantry submit deploy/examples/placement.json\n"
+     "  gantry --json submit - < job.json\n"},
+    {"list", "[--state S] [--type T] [--limit N]", "the tenant's jobs, newest first",
+     "  --state S  queued, scheduled, running, succeeded, failed or cancelled\n"
+     "  --type T   placement, training, inference or federated\n"
+     "  --limit N  at most N jobs (the API's default page otherwise)\n"
+     "example:\n"
+     "  gantry list --state running\n"},
+    {"get", "ID", "one job: name, type, state, times, worker, error, metrics",
+     "example:\n"
+     "  gantry get j_0123456789abcdef\n"
+     "  gantry get j_0123456789abcdef --json   (the whole job: spec and result too)\n"},
+    {"cancel", "ID", "cancel a job that has not finished",
+     "A finished job cannot be cancelled (HTTP 409, exit status 1).\n"
+     "example:\n"
+     "  gantry cancel j_0123456789abcdef\n"},
+    {"follow", "ID", "the job's state, why it waits, then its events until it ends",
+     "Prints the job's current state first; while it is queued, why it waits (the scheduler's\n"
+     "reason: no free worker, the tenant's quota, a gang not complete) and how many workers are free.\n"
+     "Then prints its events as they come (Server-Sent Events) until the job ends.  Exit status 0\n"
+     "when it succeeded, 1 when it failed or was cancelled (at once when it had already finished).\n"
+     "example:\n"
+     "  gantry follow j_0123456789abcdef\n"},
+    {"workers", "", "the workers: kind, idle or busy, what runs, labels", "example:\n  gantry workers\n"},
+    {"models", "", "the tenant's registered models and their latest versions", "example:\n  gantry models\n"},
+    {"tenants", "", "every tenant (admins)", "example:\n  GANTRY_TOKEN=$(cat var/admin.token) gantry tenants\n"},
+    {"tokens", "create TENANT_ID --role ROLE [--name NAME]", "create a token for a tenant (admins)",
+     "  --role ROLE  admin, member or viewer\n"
+     "  --name NAME  a label for people (no control characters)\n"
+     "Prints the token's secret once: keep it.\n"
+     "example:\n"
+     "  gantry tokens create t_0123abcd --role member --name ci\n"},
+    {"help", "[COMMAND]", "this text, or one command's", "example:\n  gantry help submit\n"},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(commands[i].name, name)) return &commands[i];
+    return NULL;
+}
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: gantry [--json] COMMAND [ARGS]\n\n"
+                 "The command-line client of a gantry server.\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        char head[96];
+        snprintf(head, sizeof head, "%s %s", commands[i].name, commands[i].args);
+        fprintf(out, "  %-50s %s\n", head, commands[i].about);
+    }
+    fprintf(out, "\noptions:\n"
+                 "  --json         print the API's JSON (for scripts), anywhere on the line\n"
+                 "  -h, --help     this text; gantry COMMAND --help: that command's\n"
+                 "  --version      the version\n"
+                 "\nenvironment:\n"
+                 "  GANTRY_URL     the server (default " DEFAULT_URL ")\n"
+                 "  GANTRY_TOKEN   the token (instead of the config file's)\n"
+                 "  GANTRY_CONFIG  the config file (default ~/.config/gantry/config, written by gantry login)\n"
+                 "\nexample:\n"
+                 "  gantry login --url http://127.0.0.1:8080 < token.txt\n"
+                 "  gantry submit deploy/examples/training.json\n"
+                 "  gantry follow j_...\n"
+                 "\nExit status: 0 done, 1 an error (the API's message and field on stderr), 2 wrong usage.\n");
+}
+
+static void print_command_help(FILE *out, const command *c)
+{
+    fprintf(out, "usage: gantry [--json] %s %s\n\n%s.\n\n%s", c->name, c->args, c->about, c->details);
+}
+
+/* wrong usage: the general text, or the command's, on stderr; 2 */
+static int usage_of(const char *cmd)
+{
+    const command *c = cmd ? find_command(cmd) : NULL;
+    if (c)
+        print_command_help(stderr, c);
+    else
+        print_usage(stderr);
+    return 2;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: gantry [--json] login [--url URL] [--token TOKEN]\n"
-                    "       gantry [--json] submit FILE|- | list [--state S] [--type T] [--limit N] | get ID | cancel ID\n"
-                    "       gantry [--json] follow ID | workers | models | tenants\n"
-                    "       gantry [--json] tokens create TENANT_ID --role admin|member|viewer [--name NAME]\n");
-    return 2;
+    return usage_of(NULL);
 }
 
 /* the server's base URL, without trailing slashes */
@@ -126,31 +317,30 @@ static long request(const char *method, const char *path, const char *body, json
     return status;
 }
 
-/* prints the API's error; 1 */
+/* prints the API's error (escaped); 1 */
 static int api_error(long status, const json_t *j)
 {
     const json_t *e = json_object_get(j, "error");
     const char *m = json_string_value(json_object_get(e, "message")), *f = json_string_value(json_object_get(e, "field"));
-    if (as_json && j) {
-        char *s = json_dumps(j, JSON_INDENT(2));
-        puts(s ? s : "{}");
-        free(s);
-    }
-    fprintf(stderr, "gantry: HTTP %ld: %s%s%s%s\n", status, m ? m : "(no message)", f ? " (field " : "", f ? f : "", f ? ")" : "");
+    if (!m) m = json_string_value(e); /* an error given as a plain string */
+    if (as_json && j) print_json(j);
+    fprintf(stderr, "gantry: HTTP %ld: %s%s%s%s\n", status, m ? esc(m) : "(no message)", f ? " (field " : "", f ? esc(f) : "",
+            f ? ")" : "");
     return 1;
 }
 
-static void print_json(const json_t *j)
+/* a string member as it came, or "" */
+static const char *raw(const json_t *o, const char *k)
 {
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
-    puts(s ? s : "null");
-    free(s);
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
 }
 
+/* a string member for people: escaped, "-" when absent */
 static const char *str(const json_t *o, const char *k)
 {
     const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "-";
+    return s ? esc(s) : "-";
 }
 
 /* GET path: 0 with *out, or 1 (error printed) */
@@ -172,7 +362,7 @@ static int cmd_login(int argc, char **argv)
     }
     if (!token[0]) { /* from stdin, so it stays out of the shell history */
         if (isatty(0)) fprintf(stderr, "token: ");
-        if (!fgets(token, sizeof token, stdin)) return usage();
+        if (!fgets(token, sizeof token, stdin)) return usage_of("login");
         token[strcspn(token, "\r\n")] = '\0';
     }
     json_t *me;
@@ -202,8 +392,8 @@ static int cmd_login(int argc, char **argv)
     if (as_json)
         print_json(me);
     else
-        printf("logged in to %s as %s of tenant %s; saved in %s (mode 600)\n", url, str(me, "role"),
-               str(json_object_get(me, "tenant"), "name"), path);
+        printf("logged in to %s as %s of tenant %s; saved in %s (mode 600)\n", esc(url), str(me, "role"),
+               str(json_object_get(me, "tenant"), "name"), esc(path));
     json_decref(me);
     return 0;
 }
@@ -236,15 +426,16 @@ static int cmd_submit(const char *file)
 static int cmd_list(int argc, char **argv)
 {
     char path[512] = "/v1/jobs?", *p = path + strlen(path);
+    if (argc % 2) return usage_of("list");
     for (int i = 0; i + 1 < argc; i += 2) {
         const char *k = !strcmp(argv[i], "--state")   ? "state"
                         : !strcmp(argv[i], "--type")  ? "type"
                         : !strcmp(argv[i], "--limit") ? "limit"
                                                       : NULL;
-        if (!k) return usage();
-        char *esc = curl_easy_escape(NULL, argv[i + 1], 0);
-        p += snprintf(p, sizeof path - (size_t)(p - path), "%s=%s&", k, esc);
-        curl_free(esc);
+        if (!k) return usage_of("list");
+        char *e = curl_easy_escape(NULL, argv[i + 1], 0);
+        p += snprintf(p, sizeof path - (size_t)(p - path), "%s=%s&", k, e);
+        curl_free(e);
     }
     json_t *r;
     if (get(path, &r)) return 1;
@@ -259,7 +450,7 @@ static int cmd_list(int argc, char **argv)
             json_t *pr = json_object_get(j, "progress");
             char pct[16] = "-";
             if (json_is_number(pr)) snprintf(pct, sizeof pct, "%.0f%%", json_number_value(pr) * 100);
-            printf("%-24s %-20.20s %-10s %-10s %8s  %s\n", str(j, "id"), str(j, "name"), str(j, "type"), str(j, "state"), pct,
+            printf("%-24s %s %-10s %-10s %8s  %s\n", str(j, "id"), cell(raw(j, "name"), 20), str(j, "type"), str(j, "state"), pct,
                    str(j, "created_at"));
         }
         if (json_is_string(json_object_get(r, "next_cursor"))) printf("(more: --limit, or the API's cursor)\n");
@@ -268,10 +459,18 @@ static int cmd_list(int argc, char **argv)
     return 0;
 }
 
+/* /v1/jobs/ID followed by suffix, the id escaped for a URL */
+static void job_path(char *out, size_t len, const char *id, const char *suffix)
+{
+    char *e = curl_easy_escape(NULL, id, 0);
+    snprintf(out, len, "/v1/jobs/%s%s", e ? e : "", suffix);
+    curl_free(e);
+}
+
 static int cmd_get(const char *id)
 {
-    char path[256];
-    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    char path[512];
+    job_path(path, sizeof path, id, "");
     json_t *j;
     if (get(path, &j)) return 1;
     if (as_json) {
@@ -286,7 +485,7 @@ static int cmd_get(const char *id)
         json_object_foreach(json_object_get(json_object_get(j, "result"), "metrics"), k, v)
         {
             char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-            printf("%-9.9s %s\n", k, s ? s : "");
+            printf("%s %s\n", cell(k, 9), s ? esc(s) : "");
             free(s);
         }
     }
@@ -296,8 +495,8 @@ static int cmd_get(const char *id)
 
 static int cmd_cancel(const char *id)
 {
-    char path[256];
-    snprintf(path, sizeof path, "/v1/jobs/%s/cancel", id);
+    char path[512];
+    job_path(path, sizeof path, id, "/cancel");
     json_t *r;
     long st = request("POST", path, "{}", &r);
     int rc = 0;
@@ -306,21 +505,114 @@ static int cmd_cancel(const char *id)
     else if (as_json)
         print_json(r);
     else
-        printf("%s: %s\n", id, str(r, "state"));
+        printf("%s: %s\n", esc(id), str(r, "state"));
     json_decref(r);
     return rc;
 }
 
-/* follow: the SSE stream, lines parsed as they come; ends when the job reaches a final state */
+/* follow: the job's state first (and why it waits), then the SSE stream, lines parsed as they come;
+ * ends when the job reaches a final state */
 typedef struct {
     buf line;
     const char *id;
+    char state[32]; /* the job's last state shown */
     int done;
 } follow_state;
 
 static bool final_state(const char *s)
 {
     return !strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled");
+}
+
+/* the exit status for a job in a final state: 0 succeeded, 1 failed or cancelled */
+static int final_status(const char *s)
+{
+    return strcmp(s, "succeeded") ? 1 : 0;
+}
+
+/* the job's state as a line: "queued    j_... "name" (placement, priority normal, created ...)" */
+static void show_job(follow_state *f, const json_t *j)
+{
+    snprintf(f->state, sizeof f->state, "%s", raw(j, "state"));
+    if (final_state(f->state)) f->done = 1;
+    if (as_json) {
+        print_json_flags(j, JSON_COMPACT | JSON_SORT_KEYS);
+    } else {
+        const char *when = f->done ? "finished" : "created", *at = str(j, f->done ? "finished_at" : "created_at");
+        printf("%-10s%s \"%s\" (%s, priority %s, %s %s)\n", esc(f->state), str(j, "id"), str(j, "name"), str(j, "type"),
+               str(j, "priority"), when, at);
+        if (json_is_string(json_object_get(j, "error"))) printf("%-10s%s\n", "error", str(j, "error"));
+    }
+    fflush(stdout);
+}
+
+/* why a queued job waits: the scheduler's latest note since the job's last state (quota, no capacity,
+ * gang incomplete), and how many workers are free */
+static void show_waiting(const char *id)
+{
+    char path[512];
+    job_path(path, sizeof path, id, "/events");
+    json_t *evs = NULL, *ws = NULL, *e;
+    const char *why = NULL, *state_why = NULL;
+    size_t i;
+    if (request("GET", path, NULL, &evs) == 200) {
+        json_array_foreach(json_object_get(evs, "events"), i, e)
+        {
+            const char *reason = raw(e, "reason");
+            if (*raw(e, "state")) /* a new state: older notes no longer hold */
+                why = NULL, state_why = strcmp(reason, "accepted") ? reason : NULL;
+            else if (*reason && !json_is_number(json_object_get(e, "progress")))
+                why = reason;
+        }
+    }
+    if (!why) why = state_why && *state_why ? state_why : NULL;
+    int total = -1, idle = 0;
+    if (request("GET", "/v1/workers", NULL, &ws) == 200) {
+        json_t *list = json_object_get(ws, "workers");
+        total = (int)json_array_size(list);
+        json_array_foreach(list, i, e) idle += !strcmp(raw(e, "state"), "idle");
+    }
+    if (as_json) {
+        json_t *o = json_pack("{s:s, s:s, s:s?}", "job_id", id, "state", "queued", "waiting", why);
+        if (total >= 0) json_object_set_new(o, "workers", json_pack("{s:i, s:i}", "free", idle, "total", total));
+        print_json_flags(o, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(o);
+    } else {
+        char counts[96] = "";
+        if (total >= 0) snprintf(counts, sizeof counts, " (%d of %d worker%s free)", idle, total, total == 1 ? "" : "s");
+        printf("%-10s%s%s\n", "waiting", why ? esc(why) : "the scheduler has not placed it yet", counts);
+    }
+    fflush(stdout);
+    json_decref(evs);
+    json_decref(ws);
+}
+
+/* one event of the job: its new state (or waiting / progress / note), progress, reason */
+static void show_event(follow_state *f, const json_t *e)
+{
+    const char *st = raw(e, "state");
+    json_t *pr = json_object_get(e, "progress");
+    if (as_json) {
+        print_json_flags(e, JSON_COMPACT);
+    } else {
+        char pct[16] = "";
+        if (json_is_number(pr)) snprintf(pct, sizeof pct, " %3.0f%%", json_number_value(pr) * 100);
+        const char *label = *st ? esc(st) : json_is_number(pr) ? "progress" : !strcmp(f->state, "queued") ? "waiting" : "note";
+        printf("%-10s%s %s\n", label, pct, esc(raw(e, "reason")));
+    }
+    fflush(stdout);
+    if (*st) snprintf(f->state, sizeof f->state, "%s", st);
+    if (final_state(st)) f->done = 1;
+}
+
+/* once subscribed: the job may have moved between the first look and the subscription */
+static void recheck(follow_state *f)
+{
+    char path[512];
+    job_path(path, sizeof path, f->id, "");
+    json_t *j = NULL;
+    if (request("GET", path, NULL, &j) == 200 && strcmp(raw(j, "state"), f->state) != 0) show_job(f, j);
+    json_decref(j);
 }
 
 static size_t on_sse(char *data, size_t size, size_t nmemb, void *arg)
@@ -333,23 +625,12 @@ static size_t on_sse(char *data, size_t size, size_t nmemb, void *arg)
             if (f->line.n < 1 << 20) collect(&c, 1, 1, &f->line);
             continue;
         }
-        if (f->line.p && !strncmp(f->line.p, "data: ", 6)) {
+        if (f->line.n && f->line.p[f->line.n - 1] == '\r') f->line.p[--f->line.n] = '\0';
+        if (f->line.p && !strcmp(f->line.p, ":connected")) {
+            recheck(f);
+        } else if (f->line.p && !strncmp(f->line.p, "data: ", 6)) {
             json_t *e = json_loads(f->line.p + 6, 0, NULL);
-            if (e && !strcmp(str(e, "job_id"), f->id)) {
-                if (as_json) {
-                    char *s = json_dumps(e, JSON_COMPACT);
-                    puts(s ? s : "{}");
-                    free(s);
-                } else {
-                    json_t *pr = json_object_get(e, "progress");
-                    char pct[16] = "";
-                    if (json_is_number(pr)) snprintf(pct, sizeof pct, " %3.0f%%", json_number_value(pr) * 100);
-                    printf("%-10s%s %s\n", *str(e, "state") && strcmp(str(e, "state"), "-") ? str(e, "state") : "progress", pct,
-                           str(e, "reason"));
-                }
-                fflush(stdout);
-                if (final_state(str(e, "state"))) f->done = 1;
-            }
+            if (e && !strcmp(raw(e, "job_id"), f->id)) show_event(f, e);
             json_decref(e);
         }
         f->line.n = 0;
@@ -361,23 +642,20 @@ static size_t on_sse(char *data, size_t size, size_t nmemb, void *arg)
 
 static int cmd_follow(const char *id)
 {
-    char path[256];
-    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    char path[512];
+    job_path(path, sizeof path, id, "");
     json_t *j;
     if (get(path, &j)) return 1; /* exists, and ours */
-    int already = final_state(str(j, "state"));
-    if (already) {
-        printf("%s is %s\n", id, str(j, "state"));
-        json_decref(j);
-        return 0;
-    }
+    follow_state f = {{0}, id, "", 0};
+    show_job(&f, j);
     json_decref(j);
+    if (f.done) return final_status(f.state); /* it had already finished */
+    if (!strcmp(f.state, "queued")) show_waiting(id);
     CURL *h = curl_easy_init();
     char full[2048], auth[600];
     snprintf(full, sizeof full, "%s/v1/events", url);
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
     struct curl_slist *hd = curl_slist_append(NULL, auth);
-    follow_state f = {{0}, id, 0};
     curl_easy_setopt(h, CURLOPT_URL, full);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_sse);
@@ -386,9 +664,19 @@ static int cmd_follow(const char *id)
     curl_slist_free_all(hd);
     curl_easy_cleanup(h);
     free(f.line.p);
-    if (f.done) return 0;
+    if (f.done) return final_status(f.state);
     fprintf(stderr, "gantry: the event stream ended: %s\n", curl_easy_strerror(rc));
     return 1;
+}
+
+/* what a worker runs, for people: a job id, another tenant's work, or "-" */
+static const char *running_of(const json_t *w)
+{
+    const json_t *r = json_object_get(w, "running");
+    if (json_is_string(r)) return esc(json_string_value(r));
+    if (!json_is_object(r)) return "-";
+    const char *job = json_string_value(json_object_get(r, "job_id"));
+    return job ? esc(job) : "(other tenant)";
 }
 
 static int cmd_table(const char *path, const char *key)
@@ -407,8 +695,8 @@ static int cmd_table(const char *path, const char *key)
         json_array_foreach(json_object_get(r, key), i, x)
         {
             char *labels = json_dumps(json_object_get(x, "labels"), JSON_COMPACT | JSON_ENCODE_ANY);
-            printf("%-16s %-6s %-6s %-24s %s\n", str(x, "id"), str(x, "kind"), str(x, "state"), str(x, "running"),
-                   labels ? labels : "-");
+            printf("%-16s %-6s %-6s %-24s %s\n", str(x, "id"), str(x, "kind"), str(x, "state"), running_of(x),
+                   labels ? esc(labels) : "-");
             free(labels);
         }
     } else if (!strcmp(key, "models")) {
@@ -432,24 +720,26 @@ static int cmd_table(const char *path, const char *key)
 
 static int cmd_token_create(int argc, char **argv)
 {
-    if (argc < 1) return usage();
+    if (argc < 1) return usage_of("tokens");
     const char *tenant = argv[0], *role = NULL, *name = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--role"))
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc)
+            return usage_of("tokens");
+        else if (!strcmp(argv[i], "--role"))
             role = argv[i + 1];
         else if (!strcmp(argv[i], "--name"))
             name = argv[i + 1];
         else
-            return usage();
+            return usage_of("tokens");
     }
-    if (!role) return usage();
+    if (!role) return usage_of("tokens");
     json_t *b = json_pack("{s:s}", "role", role);
     if (name) json_object_set_new(b, "name", json_string(name));
     char *body = json_dumps(b, JSON_COMPACT), path[256];
     json_decref(b);
-    char *esc = curl_easy_escape(NULL, tenant, 0);
-    snprintf(path, sizeof path, "/v1/tenants/%s/tokens", esc);
-    curl_free(esc);
+    char *e = curl_easy_escape(NULL, tenant, 0);
+    snprintf(path, sizeof path, "/v1/tenants/%s/tokens", e);
+    curl_free(e);
     json_t *r;
     long st = request("POST", path, body, &r);
     free(body);
@@ -464,6 +754,58 @@ static int cmd_token_create(int argc, char **argv)
     return rc;
 }
 
+/* whether a command has the words it takes (args[0] is the command, n the number of words) */
+static bool arity_ok(const char *cmd, int n, char **args)
+{
+    if (!strcmp(cmd, "login")) return true;
+    if (!strcmp(cmd, "list")) return n % 2 == 1; /* --flag value pairs */
+    if (!strcmp(cmd, "submit") || !strcmp(cmd, "get") || !strcmp(cmd, "cancel") || !strcmp(cmd, "follow")) return n == 2;
+    if (!strcmp(cmd, "tokens")) return n >= 3 && !strcmp(args[1], "create");
+    return n == 1;
+}
+
+static bool is_help(const char *a)
+{
+    return !strcmp(a, "-h") || !strcmp(a, "--help");
+}
+
+/* the command line checked before any config or token is needed: 0/2 when answered here (help,
+ * version, wrong usage), -1 to go on */
+static int before_config(int n, char **args)
+{
+    if (n < 1) return usage();
+    const char *cmd = args[0];
+    if (is_help(cmd) || (!strcmp(cmd, "help") && n == 1)) {
+        print_usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        printf("gantry %s\n", GANTRY_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help")) {
+        const command *c = find_command(args[1]);
+        if (!c) {
+            fprintf(stderr, "gantry: no command '%s'\n", esc(args[1]));
+            return usage();
+        }
+        print_command_help(stdout, c);
+        return 0;
+    }
+    const command *c = find_command(cmd);
+    if (!c) {
+        fprintf(stderr, "gantry: unknown command '%s'\n\n", esc(cmd));
+        return usage();
+    }
+    for (int i = 1; i < n; i++) {
+        if (is_help(args[i])) {
+            print_command_help(stdout, c);
+            return 0;
+        }
+    }
+    return arity_ok(cmd, n, args) ? -1 : usage_of(cmd);
+}
+
 int main(int argc, char **argv)
 {
     char *args[64];
@@ -474,7 +816,9 @@ int main(int argc, char **argv)
         else
             args[n++] = argv[i];
     }
-    if (n < 1) return usage();
+    atexit(ring_free);
+    int early = before_config(n, args);
+    if (early >= 0) return early;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (load_config()) return 1;
     const char *eu = getenv("GANTRY_URL"), *et = getenv("GANTRY_TOKEN");
@@ -486,14 +830,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "gantry: no token: set GANTRY_TOKEN or run gantry login\n");
         return 1;
     }
-    if (!strcmp(cmd, "submit") && n == 2) return cmd_submit(args[1]);
+    if (!strcmp(cmd, "submit")) return cmd_submit(args[1]);
     if (!strcmp(cmd, "list")) return cmd_list(n - 1, args + 1);
-    if (!strcmp(cmd, "get") && n == 2) return cmd_get(args[1]);
-    if (!strcmp(cmd, "cancel") && n == 2) return cmd_cancel(args[1]);
-    if (!strcmp(cmd, "follow") && n == 2) return cmd_follow(args[1]);
-    if (!strcmp(cmd, "workers") && n == 1) return cmd_table("/v1/workers", "workers");
-    if (!strcmp(cmd, "models") && n == 1) return cmd_table("/v1/models", "models");
-    if (!strcmp(cmd, "tenants") && n == 1) return cmd_table("/v1/tenants", "tenants");
-    if (!strcmp(cmd, "tokens") && n >= 3 && !strcmp(args[1], "create")) return cmd_token_create(n - 2, args + 2);
+    if (!strcmp(cmd, "get")) return cmd_get(args[1]);
+    if (!strcmp(cmd, "cancel")) return cmd_cancel(args[1]);
+    if (!strcmp(cmd, "follow")) return cmd_follow(args[1]);
+    if (!strcmp(cmd, "workers")) return cmd_table("/v1/workers", "workers");
+    if (!strcmp(cmd, "models")) return cmd_table("/v1/models", "models");
+    if (!strcmp(cmd, "tenants")) return cmd_table("/v1/tenants", "tenants");
+    if (!strcmp(cmd, "tokens")) return cmd_token_create(n - 2, args + 2);
     return usage();
 }

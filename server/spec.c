@@ -21,7 +21,7 @@ static const char *const priority_values[] = {JOB_PRIORITIES(X) NULL};
 #undef X
 
 static const sch type_s = {SCH_STR, .values = type_values, .msg = "required: one of placement, training, inference, federated"};
-static const sch name_s = {SCH_STR, SCH_IN(1, 200), .desc = "a label for people (default: the type)"};
+static const sch name_s = {SCH_STR, SCH_IN(1, 200), .desc = "a label for people (default: the type); no control characters"};
 #define DEFAULT_PRIORITY "normal"
 static const sch priority_s = {SCH_STR, .values = priority_values, .dflt = "\"" DEFAULT_PRIORITY "\"",
                                .desc = "queue order; a high job may preempt preemptible lower ones"};
@@ -80,12 +80,34 @@ static int fail(char *field, size_t flen, char *msg, size_t mlen, const char *f,
     return -1;
 }
 
+#define NO_CONTROL "must not contain control characters (C0 such as ESC, CR, LF or tab; DEL; U+0080 to U+009F)"
+
+/* the labels a spec chooses for people (a served model's name, the sites' names): printed by the
+ * dashboard and the CLI, so no control characters (utf8.h) */
+static int check_spec_labels(const char *type, const json_t *spec, char *field, size_t flen, char *msg, size_t mlen)
+{
+    if (!strcmp(type, "inference") && utf8_has_control(json_string_value(json_object_get(spec, "model"))))
+        return fail(field, flen, msg, mlen, "spec.model", NO_CONTROL);
+    size_t i;
+    json_t *site;
+    json_array_foreach(json_object_get(spec, "sites"), i, site)
+    {
+        if (!strcmp(type, "federated") && utf8_has_control(json_string_value(json_object_get(site, "name")))) {
+            char f[64];
+            snprintf(f, sizeof f, "spec.sites[%zu].name", i);
+            return fail(field, flen, msg, mlen, f, NO_CONTROL);
+        }
+    }
+    return 0;
+}
+
 static int validate(json_t *body, job_new *out, char *field, size_t flen, char *msg, size_t mlen)
 {
     if (sch_check(&job_s, body, "", field, flen, msg, mlen)) {
         if (field[0] == '.') memmove(field, field + 1, strlen(field)); /* top-level names have no prefix */
         return -1;
     }
+    if (utf8_has_control(json_string_value(json_object_get(body, "name")))) return fail(field, flen, msg, mlen, "name", NO_CONTROL);
     snprintf(out->type, sizeof(out->type), "%s", json_string_value(json_object_get(body, "type")));
     json_t *name = json_object_get(body, "name");
     snprintf(out->name, sizeof(out->name), "%s", name ? json_string_value(name) : out->type);
@@ -96,6 +118,7 @@ static int validate(json_t *body, job_new *out, char *field, size_t flen, char *
     for (size_t k = 0; k < NKINDS; k++) {
         if (strcmp(out->type, kinds[k].type) != 0) continue;
         if (kinds[k].validate(out->spec, field, flen, msg, mlen) != 0) return -1;
+        if (check_spec_labels(out->type, out->spec, field, flen, msg, mlen) != 0) return -1;
         if (!strcmp(out->type, "inference") && json_object_get(out->spec, "resolved"))
             return fail(field, flen, msg, mlen, "spec.resolved", "is set by the server");
         out->slots = kinds[k].slots(out->spec);

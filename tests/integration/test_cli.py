@@ -1,14 +1,21 @@
 """The gantry CLI (libcurl) against a real stack: login writes a 0600 config (one readable by others
 is refused), submit from a file and from stdin, list as a table and as JSON, get, follow over SSE
 until the job ends, cancel, workers, models, admin commands; API errors print their message and
-field, with exit status 1."""
+field, with exit status 1.  Help and --version without a config or a token; unknown commands are
+usage errors (2).  Names with control characters are refused by the server, and those stored before
+are printed escaped (a name must not rewrite the reader's terminal).  follow prints a queued job's
+state and why it waits at once, and ends at once for a finished job."""
 
 import json
 import os
+import re
+import selectors
+import sqlite3
 import subprocess
 import tempfile
+import time
 
-from harness import ADMIN, BUILD, Stack, placement_job
+from harness import ADMIN, BUILD, ROOT, Stack, placement_job, wait_until
 
 CLI = os.path.join(BUILD, "server", "gantry")
 
@@ -40,6 +47,9 @@ def test_cli_end_to_end():
         follow = run(["follow", jid], env).stdout
         assert "succeeded" in follow.splitlines()[-1], follow
         s.wait_state(tok, second, "succeeded", timeout=60)
+        # follow of a finished job: its final state at once, status 0
+        done = run(["follow", second], env)
+        assert done.stdout.startswith("succeeded") and second in done.stdout, done.stdout
         table = run(["list"], env).stdout.splitlines()
         assert table[0].split()[:4] == ["ID", "NAME", "TYPE", "STATE"], table
         assert any(line.startswith(jid) and "succeeded" in line for line in table), table
@@ -67,3 +77,131 @@ def test_cli_end_to_end():
         refused = run(["list"], env, check=False)
         assert refused.returncode == 1 and "chmod 600" in refused.stderr, refused.stderr
         assert run(["nonsense"], env, check=False).returncode in (1, 2)
+
+
+def version():
+    with open(os.path.join(ROOT, "meson.build")) as f:
+        return re.search(r"version:\s*'([^']+)'", f.read()).group(1)
+
+
+def test_cli_help_and_version_need_no_config_or_token():
+    home = tempfile.mkdtemp(prefix="gantry-cli-help-")
+    env = {"HOME": home, "PATH": os.environ.get("PATH", "")}  # no config file, no GANTRY_TOKEN
+    for config in (None, "unreadable", "readable-by-others"):
+        if config:  # with a config file too: a broken one, or one refused for its mode
+            cfg = os.path.join(home, "config")
+            with open(cfg, "w") as f:
+                f.write("{not json" if config == "unreadable" else json.dumps({"url": "http://127.0.0.1:1", "token": "x"}))
+            os.chmod(cfg, 0o600 if config == "unreadable" else 0o644)
+            env = dict(env, GANTRY_CONFIG=cfg)
+        for args in (["--help"], ["-h"], ["help"], ["--json", "--help"]):
+            r = run(args, env, check=False)
+            assert r.returncode == 0, (config, args, r.returncode, r.stderr)
+            assert r.stdout.startswith("usage: gantry") and "follow ID" in r.stdout and "--version" in r.stdout, r.stdout
+        for args in (["help", "submit"], ["submit", "--help"], ["submit", "-h"]):
+            r = run(args, env, check=False)
+            assert r.returncode == 0, (config, args, r.returncode, r.stderr)
+            assert r.stdout.startswith("usage: gantry [--json] submit FILE|-"), r.stdout
+            assert "example:" in r.stdout and "gantry submit deploy/examples/placement.json" in r.stdout, r.stdout
+        follow = run(["follow", "--help"], env, check=False)
+        assert follow.returncode == 0 and "why it waits" in follow.stdout, follow
+        tokens = run(["help", "tokens"], env, check=False)
+        assert tokens.returncode == 0 and "--role ROLE" in tokens.stdout and "--name NAME" in tokens.stdout, tokens
+        v = run(["--version"], env, check=False)
+        assert v.returncode == 0 and v.stdout.strip() == f"gantry {version()}", v
+        # usage errors: the usage on stderr, nothing on stdout, status 2, before any config or token
+        for args in (["nonsense"], ["help", "nonsense"], [], ["get"], ["follow", "a", "b"], ["list", "--state"]):
+            r = run(args, env, check=False)
+            assert r.returncode == 2 and r.stdout == "" and "usage: gantry" in r.stderr, (config, args, r)
+
+
+def test_cli_control_characters_refused_and_escaped():
+    home = tempfile.mkdtemp(prefix="gantry-cli-ctl-")
+    with Stack(workers=0) as s:  # no worker: jobs stay queued
+        tid, tok = s.tenant("ctl-team")
+        env = {"HOME": home, "PATH": os.environ.get("PATH", ""), "GANTRY_URL": f"http://127.0.0.1:{s.port}",
+               "GANTRY_TOKEN": tok}
+        # (a) the server refuses control characters in names, naming the field
+        for name in ("\x1b]0;pwned\x07", "line\r\nbreak", "tab\there", "del\x7f", "csi\u009b31m", "nul\u0001"):
+            r = s.post("/v1/jobs", tok, placement_job(name))
+            assert r.status == 400 and r.json["error"]["field"] == "name", (name, r)
+            assert "control characters" in r.json["error"]["message"], r
+        bad = run(["submit", "-"], env, stdin=json.dumps(placement_job("\x1b[2Jgone")), check=False)
+        assert bad.returncode == 1 and "(field name)" in bad.stderr and "\x1b" not in bad.stderr, bad
+        ok = s.post("/v1/jobs", tok, placement_job("caf\u00e9 \u20ac run #1 \u00a0ok"))  # printable non-ASCII stays fine
+        assert ok.status == 201, ok
+        r = s.post(f"/v1/tenants/{tid}/tokens", ADMIN, {"role": "viewer", "name": "ci\x1b[31m"})
+        assert r.status == 400 and r.json["error"]["field"] == "name", r
+        r = s.post("/v1/tenants", ADMIN, {"name": "evil\x1b]0;x\x07"})
+        assert r.status == 400 and r.json["error"]["field"] == "name", r
+        inference = {"type": "inference", "name": "serve", "spec": {"model": "m\x1b[2J"}}
+        r = s.post("/v1/jobs", tok, inference)
+        assert r.status == 400 and r.json["error"]["field"] == "spec.model", r
+
+        # (b) strings stored before this check (written straight into SQLite) are printed escaped
+        jid = s.submit(tok, placement_job("plain"))
+        evil = "\x1b]0;pwned\x07\r\nfake line\u009b31m\x7f"
+        db = sqlite3.connect(os.path.join(s.dir, "state", "gantry.db"), timeout=10)
+        with db:
+            db.execute("UPDATE jobs SET name = ? WHERE id = ?", (evil, jid))
+            db.execute("UPDATE tenants SET name = ? WHERE id = ?", ("ctl\x1b[2J-team", tid))
+        db.close()
+        escaped = "\\x1b]0;pwned\\x07\\r\\nfake line\\u009b31m\\x7f"
+
+        def clean(out):
+            return not re.search("[\x00-\x09\x0b-\x1f\x7f\u0080-\u009f]", out)
+
+        table = run(["list"], env).stdout
+        assert clean(table), repr(table)
+        row = next(line for line in table.splitlines() if line.startswith(jid))
+        assert "\\x1b]0;pwned" in row and "queued" in row, repr(row)  # the NAME column, cut to 20 characters
+        got = run(["get", jid], env).stdout
+        assert clean(got) and f"name      {escaped}\n" in got, repr(got)
+        tenants = run(["tenants"], dict(env, GANTRY_TOKEN=ADMIN)).stdout
+        assert clean(tenants) and "ctl\\x1b[2J-team" in tenants, repr(tenants)
+        # --json stays valid JSON with the same string; no raw control character reaches the terminal
+        for args in (["--json", "list"], ["--json", "get", jid]):
+            out = run(args, env).stdout
+            assert clean(out), repr(out)
+            doc = json.loads(out)
+            names = [j["name"] for j in doc["jobs"]] if "jobs" in doc else [doc["name"]]
+            assert evil in names, names
+
+        # follow of a queued job: its state and why it waits, at once (the scheduler's note first)
+        wait_until("the scheduler's note", lambda: any("no capacity" in (e["reason"] or "") for e in s.events(tok, jid)), 20)
+        lines = follow_lines(env, jid, lambda ls: any(line.startswith("waiting") for line in ls), timeout=5)
+        assert lines[0].startswith("queued") and jid in lines[0] and "\\x1b]0;pwned" in lines[0], lines
+        waiting = next(line for line in lines if line.startswith("waiting"))
+        assert "no capacity" in waiting and "0 of 0 workers free" in waiting, lines
+        assert all(clean(line) for line in lines), lines
+        # a cancelled job: follow ends at once with status 1
+        assert s.post(f"/v1/jobs/{jid}/cancel", tok).status in (200, 202)
+        s.wait_state(tok, jid, "cancelled", timeout=20)
+        t0 = time.monotonic()
+        r = run(["follow", jid], env, check=False)
+        assert r.returncode == 1 and r.stdout.startswith("cancelled") and time.monotonic() - t0 < 10, r
+
+
+def follow_lines(env, jid, enough, timeout):
+    """runs gantry follow JID until enough(lines) holds or the deadline passes; the lines it printed"""
+    p = subprocess.Popen([CLI, "follow", jid], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    out = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and not enough(out.decode(errors="replace").splitlines()):
+            if sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                chunk = os.read(p.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                out += chunk
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+        sel.close()
+        p.stdout.close()
+        p.stderr.close()
+    lines = out.decode(errors="replace").splitlines()
+    assert enough(lines), f"follow printed within {timeout}s: {lines!r}"
+    return lines

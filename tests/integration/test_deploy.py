@@ -1,8 +1,10 @@
 """The deployment recipes, validated with what this machine has: systemd-analyze verify on the
 units (their ExecStart pointed at the built binaries), the Kubernetes manifests parsed as YAML and
 checked for what the cluster needs, and every setting in the sample configurations and the
-ConfigMap accepted by the daemon it is for (so the documents cannot drift from the flags)."""
+ConfigMap accepted by the daemon it is for (so the documents cannot drift from the flags); ./deploy/up
+tells where the CLI is and how to put it on PATH."""
 
+import json
 import os
 import re
 import shutil
@@ -101,3 +103,27 @@ def test_kubernetes_manifests():
         cmd = d["spec"]["template"]["spec"]["containers"][0]["command"]
         flags = {a[2:] for a in cmd[1:] if a.startswith("--")} - {"config"}
         assert flags <= options(cmd[0]), (cmd[0], flags - options(cmd[0]))
+
+
+def test_up_says_where_the_cli_is():
+    """./deploy/up's closing message names the CLI and the line that puts it on PATH (rendered here with the
+    script's own heredoc, not a running stack); the README's CLI section has that line; meson installs it."""
+    with open(os.path.join(DEPLOY, "up")) as f:
+        up = f.read()
+    message = re.search(r"^cat <<MSG\n.*?^MSG\n", up, re.M | re.S)
+    assert message, "deploy/up has no closing message"
+    env = dict(os.environ, bin="/opt/gantry/build", probe="127.0.0.1", port="8080", token="t", state="/var/gantry",
+               workers="2 CPU workers")
+    out = subprocess.run(["bash", "-c", message.group(0)], env=env, capture_output=True, text=True, timeout=10).stdout
+    assert re.search(r"^\s*CLI:\s+/opt/gantry/build/server/gantry$", out, re.M), out
+    assert 'ln -sf "/opt/gantry/build/server/gantry" /usr/local/bin/gantry' in out, out
+    assert "gantry login --url http://127.0.0.1:8080" in out, out
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    cli = readme[readme.index("## The command-line client"):readme.index("## Using it with curl")]
+    assert 'ln -sf "$PWD/build/server/gantry" /usr/local/bin/gantry' in cli, cli
+    installed = subprocess.run(["meson", "introspect", BUILD, "--installed"], capture_output=True, text=True, timeout=60)
+    assert installed.returncode == 0, installed.stderr
+    targets = json.loads(installed.stdout)
+    assert os.path.join(BUILD, "server", "gantry") in targets and targets[os.path.join(BUILD, "server", "gantry")].endswith(
+        "/bin/gantry"), targets

@@ -1,4 +1,5 @@
-/* utf8_trim / utf8_copy: text cut to a buffer stays valid UTF-8 (jansson refuses it otherwise). */
+/* utf8_trim / utf8_copy: text cut to a buffer stays valid UTF-8 (jansson refuses it otherwise);
+ * utf8_has_control / utf8_escape_control: control characters found, and escaped for terminals. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -67,12 +68,65 @@ static void test_event_with_cut_reason_encodes(void **state)
     free(s);
 }
 
+static void test_has_control(void **state)
+{
+    (void)state;
+    assert_false(utf8_has_control(""));
+    assert_false(utf8_has_control(NULL));
+    assert_false(utf8_has_control("resnet-50 run #3 (caf\xc3\xa9, \xe2\x82\xac, \xf0\x9f\x98\x80) ~!"));
+    assert_false(utf8_has_control("\xc2\xa0\xc2\xbf\xc3\x80")); /* U+00A0, U+00BF, U+00C0: printable */
+    assert_true(utf8_has_control("x\x1b]0;pwned\x07"));         /* ESC, BEL */
+    assert_true(utf8_has_control("a\r\nb"));
+    assert_true(utf8_has_control("tab\there"));
+    assert_true(utf8_has_control("\x01"));
+    assert_true(utf8_has_control("\x1f"));
+    assert_true(utf8_has_control("del\x7f"));
+    assert_true(utf8_has_control("csi\xc2\x9b"
+                                 "31m"));      /* U+009B, the 8-bit CSI */
+    assert_true(utf8_has_control("\xc2\x80")); /* U+0080, the first C1 */
+    assert_true(utf8_has_control("\xc2\x9f")); /* U+009F, the last */
+    assert_false(utf8_has_control("\xc2"));    /* a cut lead byte is no control */
+}
+
+static void expect_escaped(const char *in, const char *want)
+{
+    char *out = utf8_escape_control(in);
+    assert_non_null(out);
+    assert_string_equal(out, want);
+    assert_false(utf8_has_control(out));
+    free(out);
+}
+
+static void test_escape_control(void **state)
+{
+    (void)state;
+    expect_escaped("", "");
+    expect_escaped(NULL, "");
+    expect_escaped("plain caf\xc3\xa9 \\x1b stays", "plain caf\xc3\xa9 \\x1b stays");
+    expect_escaped("\x1b]0;pwned\x07", "\\x1b]0;pwned\\x07");
+    expect_escaped("a\r\nb\tc", "a\\r\\nb\\tc");
+    expect_escaped("\x7f\x01\x1f", "\\x7f\\x01\\x1f");
+    expect_escaped("\xc2\x9b"
+                   "2J\xc2\x80\xc2\x9f\xc2\xa0",
+                   "\\u009b2J\\u0080\\u009f\xc2\xa0");
+    /* the worst case: every byte a C0 control grows to four */
+    char many[65];
+    memset(many, 0x1b, 64);
+    many[64] = '\0';
+    char *out = utf8_escape_control(many);
+    assert_non_null(out);
+    assert_int_equal(strlen(out), 64 * 4);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trim),
         cmocka_unit_test(test_copy_cuts_whole_characters),
         cmocka_unit_test(test_event_with_cut_reason_encodes),
+        cmocka_unit_test(test_has_control),
+        cmocka_unit_test(test_escape_control),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

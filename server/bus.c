@@ -294,8 +294,9 @@ static int apply_batch(sqlite3 *db, void *arg)
 
 static void push_sse(bus *b, const event_msg *e, const char *tenant)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "job_id", e->job_id, "state", e->state, "reason", e->reason, "source",
-                          e->source, "ts", (json_int_t)e->ts);
+    json_t *o = json_pack("{s:s, s:o, s:s, s:s, s:I}", "job_id", e->job_id, "state",
+                          e->state[0] ? json_string(e->state) : json_null(), /* null: the event only reports progress */
+                          "reason", e->reason, "source", e->source, "ts", (json_int_t)e->ts);
     json_object_set_new(o, "progress", e->progress >= 0 ? json_real(e->progress) : json_null());
     if (e->metrics) json_object_set(o, "metrics", e->metrics);
     char *s = json_dumps(o, JSON_COMPACT);

@@ -1,5 +1,6 @@
 #include "server/http.h"
 #include "common/clock.h"
+#include "common/jsonfmt.h"
 #include "common/log.h"
 #include "common/utf8.h"
 #include "server/metrics.h"
@@ -81,7 +82,7 @@ void http_reply_text(http_ctx *c, int status, const char *content_type, const ch
 
 void http_reply_json(http_ctx *c, int status, json_t *body)
 {
-    char *s = json_dumps(body, JSON_COMPACT);
+    char *s = jsonfmt_dumps(body, JSON_COMPACT); /* reals in their shortest round-trip form */
     json_decref(body);
     if (!s) {
         static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"field\":null}}";

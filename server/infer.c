@@ -377,8 +377,8 @@ static void flush(infer_gw *g, int64_t now)
         char *s = json_dumps(m, JSON_COMPACT);
         if (s && g->tx_ready) /* for the autoscaler: the latest window as seen by this server */
             redisAsyncCommand(g->tx, ignore, NULL, "HSET %s%s server:%s %s", K_INFER_STATS_PREFIX, js->job_id, g->sid, s);
-        json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:I, s:n, s:O}", "job_id", js->job_id, "state", "", "reason", "serving",
-                               "source", "server", "ts", (json_int_t)now, "progress", "metrics", m);
+        json_t *ev = json_pack("{s:s, s:n, s:s, s:s, s:I, s:n, s:O}", "job_id", js->job_id, "state", "reason", "serving", "source",
+                               "server", "ts", (json_int_t)now, "progress", "metrics", m);
         char *evs = json_dumps(ev, JSON_COMPACT);
         if (evs) sse_publish(g->srv->sse, js->tenant, "job", evs);
         free(evs);

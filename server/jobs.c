@@ -229,7 +229,7 @@ json_t *jobs_events_json(sqlite3 *db, const char *job_id)
         json_object_set_new(e, "id", text_or_null(st, 0));
         json_object_set_new(e, "job_id", json_string(job_id));
         json_object_set_new(e, "ts", time_or_null(st, 1));
-        json_object_set_new(e, "state", text_or_null(st, 2));
+        json_object_set_new(e, "state", sqlite3_column_bytes(st, 2) ? text_or_null(st, 2) : json_null()); /* progress only */
         json_object_set_new(e, "reason", text_or_null(st, 3));
         json_object_set_new(e, "source", text_or_null(st, 4));
         json_object_set_new(e, "progress",

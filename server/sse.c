@@ -1,4 +1,5 @@
 #include "server/sse.h"
+#include "common/jsonfmt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -122,13 +123,18 @@ void sse_attach(sse_hub *hub, h2o_req_t *req, const char *tenant_id)
 
 void sse_publish(sse_hub *hub, const char *tenant_id, const char *name, const char *json)
 {
-    size_t len = strlen(name) + strlen(json) + 20;
+    if (!hub->head) return; /* nobody listens */
+    size_t jlen = strlen(json), len = strlen(name) + jlen + 20;
     char *msg = malloc(len);
     if (!msg) return;
-    int n = snprintf(msg, len, "event: %s\ndata: %s\n\n", name, json);
+    size_t n = (size_t)snprintf(msg, len, "event: %s\ndata: ", name);
+    memcpy(msg + n, json, jlen + 1);
+    n += jsonfmt_shorten(msg + n); /* every event's reals in their shortest round-trip form */
+    memcpy(msg + n, "\n\n", 3);
+    n += 2;
     for (stream *s = hub->head; s; s = s->next) {
         if (s->tenant[0] && strcmp(s->tenant, tenant_id) != 0) continue;
-        append(s, msg, (size_t)n);
+        append(s, msg, n);
         send_pending(s);
     }
     free(msg);

@@ -6,6 +6,7 @@
 import { api, jobPath } from './api.js';
 import { h, replace, notice } from './dom.js';
 import { loadUplot, widthOf, clockAxis, CLOCK_INCRS } from './charts.js';
+import { fmtAccuracy, fmtLoss, fmtMetric } from './format.js';
 
 const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
 
@@ -109,19 +110,11 @@ const CHARTS = {
             { title: 'Latency p99 vs SLO (ms)', keys: ['p99_ms', 'slo_ms'], labels: ['p99', 'SLO'], colors: ['#c2410c', '#7b8794'] },
             { title: 'Replicas', keys: ['replicas', 'target'], labels: ['replicas', 'target'], colors: ['#15803d', '#8a5a00'] },
         ],
-        facts: [['rate', 'Requests/s'], ['p50_ms', 'p50 ms'], ['p99_ms', 'p99 ms'], ['slo_attainment', 'SLO attainment'],
+        facts: [['rate', 'Requests/s'], ['p50_ms', 'p50 latency'], ['p99_ms', 'p99 latency'], ['slo_attainment', 'SLO attainment'],
             ['replicas', 'Replicas'], ['drops', 'Drops (last window)']],
     },
 };
 
-const fmt = (k, v) => {
-    if (!isNum(v)) return '—';
-    if (k.includes('accuracy') || k === 'slo_attainment') return `${(100 * v).toFixed(2)}%`;
-    if (k === 'epoch') return v.toFixed(2);
-    if (k === 'residual') return v.toExponential(1);
-    if (Number.isInteger(v)) return v.toLocaleString();
-    return v >= 100 ? Math.round(v).toLocaleString() : v.toPrecision(4);
-};
 
 export function mountCurves(root, { id, type, signal }) {
     const conf = CHARTS[type];
@@ -162,7 +155,7 @@ export function mountCurves(root, { id, type, signal }) {
         const last = latest(points, conf.facts.map(([k]) => k));
         if (points.length === 0) replace(status, notice('info', 'No metrics yet.', 'curves-empty'));
         else replace(status);
-        replace(facts, conf.facts.map(([k, label]) => h('div', {}, h('dt', {}, label), h('dd', { 'data-testid': `fact-${k}` }, fmt(k, last[k])))));
+        replace(facts, conf.facts.map(([k, label]) => h('div', {}, h('dt', {}, label), h('dd', { 'data-testid': `fact-${k}` }, fmtMetric(k, last[k])))));
         if (type === 'training') {
             const withSplit = points.filter((p) => timeSplit(p)).pop();
             const s = timeSplit(withSplit);
@@ -188,7 +181,8 @@ export function mountCurves(root, { id, type, signal }) {
                 scales: { x: { time: !!conf.time }, ...(c.log ? { y: { distr: 3 } } : {}) },
                 axes: [conf.time ? { space: 70, incrs: CLOCK_INCRS, values: (u, splits, ai, space, incr) => clockAxis(splits, incr) } : { label: conf.xLabel },
                     c.tick ? { size: 64, values: (u, splits) => splits.map((v) => (v === null ? '' : c.tick(v))) } : { size: 64 }],
-                series: [{ label: conf.xLabel }, ...c.keys.map((k, j) => ({ label: c.labels[j], stroke: c.colors[j], width: 2, spanGaps: true, points: { show: data[0].length < 60 } }))],
+                series: [{ label: conf.xLabel }, ...c.keys.map((k, j) => ({ label: c.labels[j], stroke: c.colors[j], width: 2, spanGaps: true, points: { show: data[0].length < 60 },
+                    value: (u, v) => fmtMetric(k, v) }))],
             }, data, hosts[i]);
         });
     }
@@ -196,8 +190,6 @@ export function mountCurves(root, { id, type, signal }) {
     // a model-selection job: a table of its configurations and their test accuracy by epoch
     function drawSelection() {
         const rows = configRows(points);
-        const pct = (v) => (isNum(v) ? `${(100 * v).toFixed(2)}%` : '—');
-        const num = (v) => (isNum(v) ? v.toPrecision(4) : '—');
         const host = h('div', { class: 'curve', 'data-testid': 'curve-configs' });
         selectionPlot?.destroy();
         selectionPlot = null;
@@ -205,7 +197,7 @@ export function mountCurves(root, { id, type, signal }) {
             h('caption', {}, `Model selection: ${rows.length} configurations (best first)`),
             h('thead', {}, h('tr', {}, ['#', 'Parameters', 'Epoch', 'Test accuracy', 'Test loss', 'Train loss'].map((t) => h('th', {}, t)))),
             h('tbody', {}, rows.map(([c, params, ep, acc, tl, l]) => h('tr', { 'data-testid': 'config-row' },
-                h('td', {}, String(c)), h('td', {}, params), h('td', {}, num(ep)), h('td', {}, pct(acc)), h('td', {}, num(tl)), h('td', {}, num(l)))))),
+                h('td', {}, String(c)), h('td', {}, params), h('td', {}, fmtMetric('epoch', ep)), h('td', {}, fmtAccuracy(acc)), h('td', {}, fmtLoss(tl)), h('td', {}, fmtLoss(l)))))),
         h('figure', {}, h('figcaption', {}, 'Test accuracy per configuration'), host));
         if (!uPlot) return;
         const data = configSeries(points);
@@ -214,7 +206,8 @@ export function mountCurves(root, { id, type, signal }) {
             width: widthOf(host, 300), height: 200,
             scales: { x: { time: false } },
             axes: [{ label: 'epoch' }, { size: 64 }],
-            series: [{ label: 'epoch' }, ...data.slice(1).map((_, i) => ({ label: `#${i}`, stroke: palette[i % palette.length], width: 2, spanGaps: true }))],
+            series: [{ label: 'epoch' }, ...data.slice(1).map((_, i) => ({ label: `#${i}`, stroke: palette[i % palette.length], width: 2, spanGaps: true,
+                value: (u, v) => fmtAccuracy(v) }))],
         }, data, host);
     }
 }

@@ -84,6 +84,43 @@ export function fmtPct(x) {
     return `${Math.round(x * 100)}%`;
 }
 
+// Accuracy (a fraction) as a percentage with two decimals: 0.8854 -> "88.54%".
+export function fmtAccuracy(x) {
+    if (typeof x !== 'number' || !Number.isFinite(x)) return '—';
+    return `${(100 * x).toFixed(2)}%`;
+}
+
+// A loss to four significant digits, without trailing zeros: 0.48231234 -> "0.4823", 1.5 -> "1.5".
+export function fmtLoss(x) {
+    if (typeof x !== 'number' || !Number.isFinite(x)) return '—';
+    return String(Number(x.toPrecision(4)));
+}
+
+// A latency in milliseconds: two decimals under 10 ms, one above: "3.27 ms", "12.3 ms", "1,250.5 ms".
+export function fmtLatencyMs(ms) {
+    if (typeof ms !== 'number' || !Number.isFinite(ms)) return '—';
+    const d = Math.abs(ms) < 10 ? 2 : 1;
+    return `${ms.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })} ms`;
+}
+
+// One metric of a job (a training, serving or federated point, or a result's metrics) by its name:
+// accuracies and SLO attainment as percentages, losses to 4 digits, latencies in ms, times and sizes
+// in their units, counts as integers, anything else to 4 significant digits.
+export function fmtMetric(key, v) {
+    if (typeof v !== 'number' || !Number.isFinite(v)) return '—';
+    const k = String(key);
+    if (k.includes('accuracy') || k === 'slo_attainment') return fmtAccuracy(v);
+    if (k.includes('loss')) return fmtLoss(v);
+    if (k.endsWith('_ms')) return fmtLatencyMs(v);
+    if (k.endsWith('_us')) return fmtMicros(v);
+    if (k.endsWith('_bytes')) return fmtBytes(v);
+    if (k === 'epoch') return Number.isInteger(v) ? String(v) : v.toFixed(2);
+    if (k === 'residual') return v.toExponential(1);
+    if (Number.isInteger(v)) return v.toLocaleString('en-US');
+    if (Math.abs(v) >= 100) return Math.round(v).toLocaleString('en-US');
+    return String(Number(v.toPrecision(4)));
+}
+
 // Coloured state badge; the text is the state itself, colour only repeats it.
 export function badge(state, extraClass = '') {
     const s = state || '—';

@@ -6,7 +6,7 @@ import { h, replace, notice } from './dom.js';
 import { candidatesTable, devicesTable } from './placement.js';
 import { mountCurves, designRows } from './curves.js';
 import {
-    badge, timeEl, fmtBytes, fmtMicros, fmtSeconds, fmtPct, progressCell,
+    badge, timeEl, fmtMicros, fmtSeconds, fmtPct, fmtMetric, progressCell,
     prettyJson, isTerminal,
 } from './format.js';
 
@@ -243,8 +243,8 @@ function metrics(m) {
         h('h3', {}, 'Metrics'),
         h('dl', { class: 'summary', 'data-testid': 'metrics' },
             Object.entries(m).map(([k, v]) => h('div', {}, h('dt', { class: 'mono' }, k),
-                h('dd', { class: 'num' }, k.endsWith('_us') ? fmtMicros(v) : k.endsWith('_bytes') ? fmtBytes(v) :
-                    typeof v === 'object' ? JSON.stringify(v) : String(v))))));
+                h('dd', { class: 'num', title: typeof v === 'number' ? String(v) : undefined },
+                    typeof v === 'number' ? fmtMetric(k, v) : typeof v === 'object' ? JSON.stringify(v) : String(v))))));
 }
 
 // Placement result: best algorithm, candidates, per-device memory bars.

@@ -1,13 +1,13 @@
 // Unit test of the dashboard's chart data code in plain node (no server, no
 // browser): the Gantt chart's lanes and culling (web/gantt.js), the step
 // series alignment for uPlot (web/charts.js) and the axis labels
-// (web/format.js, web/charts.js).
+// (web/format.js, web/charts.js), and how metrics read (web/format.js).
 //   node tests/browser/charts.test.mjs
 // Prints "ok N checks" or the failing check and exits 1.
 import assert from 'node:assert/strict';
 import { buildLanes, firstReaching, barAt } from '../../web/gantt.js';
 import { alignSteps, clockAxis, BYTE_INCRS, CLOCK_INCRS } from '../../web/charts.js';
-import { microsAxis, niceStep } from '../../web/format.js';
+import { microsAxis, niceStep, fmtAccuracy, fmtLoss, fmtLatencyMs, fmtMetric } from '../../web/format.js';
 import { series, latest, timeSplit, eventRows, configRows, configSeries, designRows } from '../../web/curves.js';
 
 let checks = 0;
@@ -164,6 +164,33 @@ await check('curves: model selection rows (latest per configuration, best first)
 await check('federated: the design as rows of groups', () => {
     assert.deepEqual(designRows({ groups: [[['a', 'b', 'c'], ['d', 'e', 'f']], [['a', 'd', 'g']]] }), [[0, ['{a, b, c}', '{d, e, f}']], [1, ['{a, d, g}']]]);
     assert.deepEqual(designRows(null), []);
+});
+
+await check('metrics people read: accuracy as a percentage, loss to 4 digits, latency in ms with 1-2 decimals', () => {
+    assert.equal(fmtAccuracy(0.8854), '88.54%');
+    assert.equal(fmtAccuracy(0.88539999999999996), '88.54%');
+    assert.equal(fmtAccuracy(1), '100.00%');
+    assert.equal(fmtLoss(0.48231234567), '0.4823');
+    assert.equal(fmtLoss(2.302585092994046), '2.303');
+    assert.equal(fmtLoss(1.5), '1.5');
+    assert.equal(fmtLoss(0.000123456), '0.0001235');
+    assert.equal(fmtLatencyMs(3.2714), '3.27 ms');
+    assert.equal(fmtLatencyMs(12.3456), '12.3 ms');
+    assert.equal(fmtLatencyMs(1250.54), '1,250.5 ms');
+    assert.equal(fmtLatencyMs(0.5), '0.50 ms');
+    assert.equal(fmtMetric('test_accuracy', 0.9131), '91.31%');
+    assert.equal(fmtMetric('slo_attainment', 0.987654), '98.77%');
+    assert.equal(fmtMetric('test_loss', 0.33412345678), '0.3341');
+    assert.equal(fmtMetric('p99_ms', 42.123456), '42.1 ms');
+    assert.equal(fmtMetric('makespan_us', 12500), '12.5 ms');
+    assert.equal(fmtMetric('peak_bytes', 1536), '1.50 KiB');
+    assert.equal(fmtMetric('step', 12000), '12,000');
+    assert.equal(fmtMetric('epoch', 1.23456), '1.23');
+    assert.equal(fmtMetric('epoch', 2), '2');
+    assert.equal(fmtMetric('samples_per_s', 120978.4), '120,978');
+    assert.equal(fmtMetric('rate', 13.456789), '13.46');
+    assert.equal(fmtMetric('loss', null), '—');
+    assert.equal(fmtMetric('loss', NaN), '—');
 });
 
 console.log(`ok ${checks} checks`);

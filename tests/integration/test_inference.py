@@ -5,11 +5,14 @@ stalled replica 504, never a hang; latency and SLO attainment are recorded per j
 
 import concurrent.futures
 import gzip
+import http.client
 import json
 import os
+import re
 import time
 
 from harness import Stack, wait_until
+from test_flow import SSEReader
 from test_training import training_job
 
 FMNIST = "/usr/share/datasets/fashion-mnist"
@@ -238,3 +241,77 @@ def test_lost_replica_is_replaced_while_the_others_serve():
         assert not [e for e in ev if e["state"] == "queued" and e["reason"] != "accepted"], "the job was requeued"
         assert any("the autoscaler starts another" in e["reason"] for e in ev), [e["reason"] for e in ev]
         assert s.post("/v2/models/kept/infer", tok, infer_body(data, 1)).status == 200
+
+
+STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+REAL = re.compile(r'-?\d+(?:\.\d+(?:[eE][-+]?\d+)?|[eE][-+]?\d+)')
+
+
+def significant(token):
+    """the significant digits of a number token: '0.88539999999999996' -> '88539999999999996'"""
+    return re.sub(r"[-.]", "", token.lower().split("e")[0]).lstrip("0").rstrip("0") or "0"
+
+
+def assert_short_reals(what, text):
+    """every real in a raw JSON text is in its shortest round-trip form (as Python's repr finds it),
+    never jansson's 17 digits for 0.8854; returns how many reals it saw"""
+    reals = REAL.findall(STRING.sub('""', text))
+    for tok in reals:
+        best = significant(repr(float(tok)))
+        assert len(significant(tok)) <= len(best), f"{what}: {tok} printed for {float(tok)!r}"
+    return len(reals)
+
+
+class RawSSE(SSEReader):
+    """an SSE reader that keeps each event's data line as the server sent it"""
+
+    def __init__(self, stack, token):
+        self.raws = []
+        super().__init__(stack, token)
+
+    def run(self):
+        try:
+            for line in self.resp:
+                line = line.decode().rstrip("\n")
+                if line.startswith("data: "):
+                    self.raws.append(line[6:])
+                    self.events.append(json.loads(line[6:]))
+        except (OSError, ValueError, http.client.HTTPException):
+            pass
+
+
+def test_numbers_people_read():
+    """reals in answers and events are the shortest that round-trip, and progress events say
+    "state": null, on GET /v1/jobs/ID, /metrics, /events and the SSE stream (training and serving)"""
+    with Stack(workers=1) as s:
+        _, tok = s.tenant("readers")
+        sse = RawSSE(s, tok)
+        jid = s.submit(tok, training_job(name="readable", steps=200))
+        s.wait_state(tok, jid, "succeeded", timeout=240)
+        job = s.get(f"/v1/jobs/{jid}", tok)
+        assert job.status == 200 and job.json["result"]["metrics"]["test_accuracy"] > 0.5, job
+        assert assert_short_reals("job", job.raw) >= 3, job.raw[:400]
+        metrics = s.get(f"/v1/jobs/{jid}/metrics", tok)
+        assert metrics.json["points"] and all(p["loss"] > 0 for p in metrics.json["points"]), metrics
+        assert assert_short_reals("metrics", metrics.raw) >= 2 * len(metrics.json["points"]), metrics.raw[:400]
+        events = s.get(f"/v1/jobs/{jid}/events", tok)
+        assert_short_reals("events", events.raw)
+        progress = [e for e in events.json["events"] if e["progress"] is not None and "loss" in e["reason"]]
+        assert progress and all(e["state"] is None for e in progress), progress[:2]
+        assert all(e["state"] != "" for e in events.json["events"]), events.raw[:400]
+
+        # serving: the server's own per-window events, on the SSE stream
+        jid2 = s.submit(tok, serve_job("readable"))
+        s.wait_state(tok, jid2, "running", timeout=60)
+        wait_until("ready", lambda: s.get("/v2/models/readable/ready", tok).status == 200, 30)
+        data, _ = fmnist_samples(2)
+        assert s.post("/v2/models/readable/infer", tok, infer_body(data, 2)).status == 200
+        wait_until("a serving event", lambda: any(e["job_id"] == jid2 and e.get("metrics") for e in sse.events), 10)
+        served = s.get(f"/v1/jobs/{jid2}/metrics", tok)
+        assert assert_short_reals("serving metrics", served.raw) >= 1, served.raw[:400]
+        sse.close()
+        ours = [e for e in sse.events if e["job_id"] in (jid, jid2)]
+        assert any(e["job_id"] == jid and e["state"] is None and e.get("metrics") for e in ours), ours[:5]
+        assert any(e["job_id"] == jid2 and e["state"] is None and e.get("metrics") for e in ours), ours[-5:]
+        assert all(e["state"] != "" for e in ours), [e for e in ours if e["state"] == ""][:2]
+        assert sum(assert_short_reals("event", raw) for raw in sse.raws) >= 2, sse.raws[-3:]

@@ -315,3 +315,24 @@ def test_numbers_people_read():
         assert any(e["job_id"] == jid2 and e["state"] is None and e.get("metrics") for e in ours), ours[-5:]
         assert all(e["state"] != "" for e in ours), [e for e in ours if e["state"] == ""][:2]
         assert sum(assert_short_reals("event", raw) for raw in sse.raws) >= 2, sse.raws[-3:]
+
+
+def test_documented_maximum_request_fits():
+    """1,024 samples (the documented maximum) of pixels / 255 at full precision, written by json.dumps
+    with its default spaces (16.1 MiB for 1/255, the longest value), fit the inference route's body
+    limit and are answered, while the other routes keep the general 1 MiB limit"""
+    with Stack(workers=1) as s:
+        _, tok = s.tenant("big-requests")
+        trained_model(s, tok, "big")
+        jid = s.submit(tok, serve_job("big", timeout_ms=30000))
+        s.wait_state(tok, jid, "running", timeout=60)
+        wait_until("ready", lambda: s.get("/v2/models/big/ready", tok).status == 200, 30)
+        raw = json.dumps(infer_body([1 / 255.0] * 784 * 1024, 1024)).encode()
+        assert len(raw) > 16 << 20, len(raw)
+        r = s.request("POST", "/v2/models/big/infer", tok, raw=raw, headers={"Content-Type": "application/json"}, timeout=60)
+        assert r.status == 200, r
+        out = {o["name"]: o for o in r.json["outputs"]}
+        assert out["label"]["shape"] == [1024] and len(set(out["label"]["data"])) == 1, out["label"]["shape"]
+        r = s.request("POST", f"/v1/jobs/{jid}/cancel", tok, raw=b'{"reason":"' + b"x" * (2 << 20) + b'"}',
+                      headers={"Content-Type": "application/json"})
+        assert r.status == 413, r

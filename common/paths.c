@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_ROOTS 16
+#define MAX_HOPS 40 /* symbolic links followed (and roots re-entered) per path, as the kernel's ELOOP limit */
 
 static bool has_dotdot(const char *p)
 {
@@ -14,31 +18,132 @@ static bool has_dotdot(const char *p)
     return false;
 }
 
-static bool under(const char *path, const char *root)
+void path_squash(char *p)
 {
-    size_t n = strlen(root);
-    if (n == 1 && root[0] == '/') return true;
-    return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+    bool abs = p[0] == '/';
+    char *w = p;
+    for (const char *r = p; *r;) {
+        while (*r == '/')
+            r++;
+        size_t len = strcspn(r, "/");
+        if (len == 0 || (len == 1 && r[0] == '.')) {
+            r += len;
+            continue;
+        }
+        if (w > p || abs) *w++ = '/';
+        memmove(w, r, len);
+        w += len;
+        r += len;
+    }
+    if (w == p && abs) *w++ = '/';
+    *w = '\0';
 }
 
-/* realpath of p, or of its parent plus the last component when p does not exist and may not */
-static int resolve(const char *p, bool must_exist, char *out)
+const char *path_below(const char *path, const char *root)
 {
-    if (realpath(p, out)) return 0;
-    if (must_exist || errno != ENOENT) return -1;
-    char parent[PATH_MAX];
-    snprintf(parent, sizeof(parent), "%s", p);
-    char *slash = strrchr(parent, '/');
-    if (!slash || slash[1] == '\0') return -1;
-    const char *base = p + (slash - parent) + 1;
-    if (slash == parent)
-        snprintf(parent, sizeof(parent), "/");
-    else
-        *slash = '\0';
-    char rp[PATH_MAX];
-    if (!realpath(parent, rp)) return -1;
-    if (snprintf(out, PATH_MAX, "%s/%s", strcmp(rp, "/") == 0 ? "" : rp, base) >= PATH_MAX) return -1;
-    return 0;
+    size_t n = strlen(root);
+    if (n == 0 || path[0] != '/') return NULL;
+    if (n == 1 && root[0] == '/') return path + 1;
+    if (strncmp(path, root, n) != 0) return NULL;
+    if (path[n] == '\0') return path + n;
+    return path[n] == '/' ? path + n + 1 : NULL;
+}
+
+typedef struct {
+    char real[MAX_ROOTS][PATH_MAX]; /* "" when the root does not resolve */
+    char squashed[MAX_ROOTS][PATH_MAX];
+    int n;
+} root_set;
+
+/* the root an absolute path lies under, lexically (as configured or as resolved): its index with
+ * what is below it in *rest, or -1.  Nothing but the roots is looked at. */
+static int enter(const root_set *rs, const char *path, const char **rest)
+{
+    for (int i = 0; i < rs->n; i++) {
+        if (!rs->real[i][0]) continue;
+        if ((*rest = path_below(path, rs->real[i])) || (*rest = path_below(path, rs->squashed[i]))) return i;
+    }
+    return -1;
+}
+
+enum { WALK_OK, WALK_OUTSIDE, WALK_MISSING };
+
+/* Resolves `rest` from the real directory `cur` (under root ri) one component at a
+ * time.  Every lstat and readlink is of a name directly inside a directory already
+ * known to be inside a root; a symbolic link or ".." that leads out of the roots is
+ * refused before anything outside is touched. */
+static int walk(const root_set *rs, int ri, char *cur, const char *start, bool must_exist)
+{
+    char rest[2 * PATH_MAX];
+    if (snprintf(rest, sizeof(rest), "%s", start) >= (int)sizeof(rest)) return WALK_MISSING;
+    int hops = 0;
+    size_t pos = 0;
+    for (;;) {
+        while (rest[pos] == '/')
+            pos++;
+        if (!rest[pos]) return WALK_OK;
+        size_t len = strcspn(rest + pos, "/");
+        char name[NAME_MAX + 1];
+        if (len > NAME_MAX) return WALK_MISSING;
+        memcpy(name, rest + pos, len);
+        name[len] = '\0';
+        pos += len;
+        const char *after = rest + pos; /* "" or "/..." */
+        bool last = after[strspn(after, "/")] == '\0';
+        if (strcmp(name, ".") == 0) continue;
+        if (strcmp(name, "..") == 0) {
+            if (strcmp(cur, rs->real[ri]) != 0) {
+                char *slash = strrchr(cur, '/');
+                slash == cur ? (void)(cur[1] = '\0') : (void)(*slash = '\0');
+                continue;
+            }
+            if (strcmp(cur, "/") == 0) continue; /* "/.." is "/" */
+            /* above the root: the rest, as an absolute path, must lie under a root again */
+            char up[PATH_MAX], again[2 * PATH_MAX];
+            snprintf(up, sizeof(up), "%s", cur);
+            char *slash = strrchr(up, '/');
+            slash == up ? (void)(up[1] = '\0') : (void)(*slash = '\0');
+            if (++hops > MAX_HOPS || snprintf(again, sizeof(again), "%s%s", strcmp(up, "/") == 0 ? "" : up,
+                                              after[0] ? after : "/") >= (int)sizeof(again))
+                return WALK_OUTSIDE;
+            path_squash(again);
+            const char *below;
+            if ((ri = enter(rs, again, &below)) < 0) return WALK_OUTSIDE;
+            snprintf(cur, PATH_MAX, "%s", rs->real[ri]);
+            memmove(rest, below, strlen(below) + 1);
+            pos = 0;
+            continue;
+        }
+        char cand[PATH_MAX];
+        if (snprintf(cand, sizeof(cand), "%s/%s", strcmp(cur, "/") == 0 ? "" : cur, name) >= (int)sizeof(cand)) return WALK_MISSING;
+        struct stat st;
+        if (lstat(cand, &st) != 0) {
+            if (errno == ENOENT && last && !must_exist) {
+                snprintf(cur, PATH_MAX, "%s", cand);
+                return WALK_OK;
+            }
+            return WALK_MISSING;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            char target[PATH_MAX], next[2 * PATH_MAX];
+            ssize_t n = readlink(cand, target, sizeof(target) - 1);
+            if (n <= 0 || ++hops > MAX_HOPS) return WALK_MISSING;
+            target[n] = '\0';
+            if (snprintf(next, sizeof(next), "%s%s", target, after) >= (int)sizeof(next)) return WALK_MISSING;
+            if (target[0] == '/') {
+                path_squash(next);
+                const char *below;
+                if ((ri = enter(rs, next, &below)) < 0) return WALK_OUTSIDE;
+                snprintf(cur, PATH_MAX, "%s", rs->real[ri]);
+                memmove(next, below, strlen(below) + 1);
+            }
+            memcpy(rest, next, strlen(next) + 1);
+            pos = 0;
+            continue;
+        }
+        if (!last && !S_ISDIR(st.st_mode)) return WALK_MISSING;
+        snprintf(cur, PATH_MAX, "%s", cand);
+    }
 }
 
 int path_confine(const char *const *roots, int nroots, const char *requested, bool must_exist, char *out, size_t outlen, char *err,
@@ -56,25 +161,39 @@ int path_confine(const char *const *roots, int nroots, const char *requested, bo
         snprintf(err, errlen, "'..' is not allowed in paths");
         return -1;
     }
-    char joined[PATH_MAX], resolved[PATH_MAX];
-    if (snprintf(joined, sizeof(joined), "%s%s%s", requested[0] == '/' ? "" : roots[0], requested[0] == '/' ? "" : "/",
-                 requested) >= (int)sizeof(joined)) {
+    if (strlen(requested) >= PATH_MAX) {
         snprintf(err, errlen, "path too long");
         return -1;
     }
-    if (resolve(joined, must_exist, resolved) != 0) {
-        snprintf(err, errlen, "%s does not exist or cannot be read", requested);
+    root_set *rs = malloc(sizeof(*rs));
+    if (!rs) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (int i = 0; i < nroots; i++) {
-        char root[PATH_MAX];
-        if (!realpath(roots[i], root)) continue;
-        if (under(resolved, root)) {
-            if (snprintf(out, outlen, "%s", resolved) >= (int)outlen) break;
-            return 0;
-        }
+    rs->n = nroots < MAX_ROOTS ? nroots : MAX_ROOTS;
+    for (int i = 0; i < rs->n; i++) {
+        snprintf(rs->squashed[i], PATH_MAX, "%s", roots[i]);
+        path_squash(rs->squashed[i]);
+        if (roots[i][0] != '/' || !realpath(roots[i], rs->real[i])) rs->real[i][0] = '\0';
     }
-    snprintf(err, errlen, "%s is outside this tenant's data roots", requested);
+    char path[PATH_MAX], cur[PATH_MAX];
+    snprintf(path, sizeof(path), "%s", requested);
+    path_squash(path);
+    const char *below = path;
+    int ri = path[0] == '/' ? enter(rs, path, &below) : (rs->real[0][0] ? 0 : -1);
+    int rc = WALK_OUTSIDE;
+    if (ri >= 0) {
+        snprintf(cur, sizeof(cur), "%s", rs->real[ri]);
+        rc = walk(rs, ri, cur, below, must_exist);
+    } else if (path[0] != '/') {
+        rc = WALK_MISSING; /* relative, and the first root does not exist */
+    }
+    free(rs);
+    if (rc == WALK_OK && snprintf(out, outlen, "%s", cur) < (int)outlen) return 0;
+    if (rc == WALK_OUTSIDE)
+        snprintf(err, errlen, "%s", PATH_OUTSIDE_ROOTS);
+    else
+        snprintf(err, errlen, "%s does not exist or cannot be read", requested);
     return -1;
 }
 

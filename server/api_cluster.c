@@ -1,7 +1,8 @@
-/* api_cluster.c - the utilization view: GET /v1/cluster (workers, slots per tenant
- * against quota, queue depths) and GET /v1/cluster/timeline (busy intervals per worker).
- * A member sees its own tenant by name and every other tenant folded into "other";
- * admins see every tenant. */
+/* api_cluster.c - what tenants see of the shared workers: GET /v1/workers (the
+ * registry), GET /v1/cluster (workers, slots per tenant against quota, queue depths)
+ * and GET /v1/cluster/timeline (busy intervals per worker).
+ * A member sees its own tenant by name and every other tenant folded into "other",
+ * and never another tenant's job id or name; admins see every tenant. */
 #include "common/clock.h"
 #include "server/api.h"
 #include "server/bus.h"
@@ -25,6 +26,53 @@ typedef struct {
     http_defer *defer;
     auth_info auth;
 } cluster_req;
+
+/* whether job_id is a job of the caller's tenant (admins: every job); an unknown job is not */
+static bool own_job(sqlite3 *db, const auth_info *a, const char *job_id)
+{
+    if (is_admin(a)) return true;
+    sqlite3_stmt *st = db_stmt(db, "SELECT 1 FROM jobs WHERE id = ? AND tenant_id = ?");
+    if (!st) return false;
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, a->tenant_id, -1, SQLITE_TRANSIENT);
+    bool mine = sqlite3_step(st) == SQLITE_ROW;
+    db_release(st);
+    return mine;
+}
+
+/* GET /v1/workers: each worker as it registered itself, with "running" (a job id or
+ * null) and "state" ("idle", "busy"); a worker busy with another tenant's job is
+ * "busy (other tenant)" with "running": null, as little as /v1/cluster tells */
+static void workers_done(void *arg, json_t *workers)
+{
+    cluster_req *r = arg;
+    http_ctx *c = http_defer_ctx(r->defer);
+    if (c && !workers) {
+        http_error(c, GERR_UNAVAILABLE, NULL, "the worker registry (Redis) is unreachable");
+    } else if (c) {
+        size_t i;
+        json_t *w;
+        json_array_foreach(json_object_get(workers, "workers"), i, w)
+        {
+            const char *running = json_string_value(json_object_get(w, "running"));
+            if (!running || own_job(c->srv->db, &r->auth, running)) continue;
+            json_object_set_new(w, "running", json_null());
+            json_object_set_new(w, "state", json_string("busy (other tenant)"));
+        }
+        http_reply_json(c, 200, json_incref(workers));
+    }
+    json_decref(workers);
+    http_defer_end(r->defer);
+    free(r);
+}
+
+void api_workers(http_ctx *c)
+{
+    cluster_req *r = malloc(sizeof(*r));
+    r->auth = c->auth;
+    r->defer = http_defer_begin(c);
+    bus_workers(c->srv->bus, workers_done, r);
+}
 
 /* adds {"job_id","type","tenant","mine"} to each busy worker, from SQLite */
 static void annotate_workers(sqlite3 *db, const auth_info *a, json_t *workers)

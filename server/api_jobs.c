@@ -69,6 +69,7 @@ static void submit_done(void *arg, int ok)
                    op->job.existing);
     } else if (c) {
         json_t *job = ok ? jobs_get_json(op->srv->db, id, NULL, true) : NULL;
+        models_public_job(job);
         if (!job) {
             http_error(c, GERR_INTERNAL, NULL, "the job could not be stored; nothing was accepted, retry");
         } else {
@@ -205,6 +206,7 @@ void api_job_get(http_ctx *c)
         http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
         return;
     }
+    models_public_job(job); /* no server paths */
     http_reply_json(c, 200, job);
 }
 
@@ -278,8 +280,11 @@ static void cancel_done(void *arg, int ok)
             http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
         else if (op->rc == 1)
             http_error(c, GERR_CONFLICT, NULL, "the job has already finished");
-        else
-            http_reply_json(c, 200, jobs_get_json(op->srv->db, op->id, NULL, true));
+        else {
+            json_t *job = jobs_get_json(op->srv->db, op->id, NULL, true);
+            models_public_job(job);
+            http_reply_json(c, 200, job);
+        }
     }
     http_defer_end(op->defer);
     free(op);

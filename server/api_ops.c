@@ -1,4 +1,4 @@
-/* api_ops.c - probes, metrics, the worker registry view, the SSE stream, models. */
+/* api_ops.c - probes, metrics, the SSE stream, models (the worker registry view is in api_cluster.c). */
 #include "server/api.h"
 #include "server/bus.h"
 #include "server/metrics.h"
@@ -33,24 +33,6 @@ void api_metrics(http_ctx *c)
     fclose(out);
     http_reply_text(c, 200, "text/plain; version=0.0.4", buf, len);
     free(buf);
-}
-
-static void workers_done(void *arg, json_t *workers)
-{
-    http_defer *d = arg;
-    http_ctx *c = http_defer_ctx(d);
-    if (c && workers)
-        http_reply_json(c, 200, workers);
-    else if (c)
-        http_error(c, GERR_UNAVAILABLE, NULL, "the worker registry (Redis) is unreachable");
-    else
-        json_decref(workers);
-    http_defer_end(d);
-}
-
-void api_workers(http_ctx *c)
-{
-    bus_workers(c->srv->bus, workers_done, http_defer_begin(c));
 }
 
 void api_events_stream(http_ctx *c)

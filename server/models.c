@@ -45,6 +45,27 @@ int models_register(sqlite3 *db, const char *job_id, const json_t *result)
     return rc;
 }
 
+const char *models_public_artifact(const char *artifact)
+{
+    if (!artifact) return NULL;
+    const char *slash = strrchr(artifact, '/');
+    return slash ? slash + 1 : artifact;
+}
+
+/* obj.key, when a string, as models_public_artifact has it */
+static void publish_artifact(json_t *obj, const char *key)
+{
+    const char *artifact = json_string_value(json_object_get(obj, key));
+    if (artifact && models_public_artifact(artifact) != artifact)
+        json_object_set_new(obj, key, json_string(models_public_artifact(artifact)));
+}
+
+void models_public_job(json_t *job)
+{
+    publish_artifact(json_object_get(json_object_get(job, "spec"), "resolved"), "artifact");
+    publish_artifact(json_object_get(json_object_get(job, "result"), "model"), "artifact");
+}
+
 static json_t *iso(int64_t ms)
 {
     char buf[32];
@@ -83,11 +104,11 @@ json_t *models_get_json(sqlite3 *db, const char *tenant_id, const char *name)
     sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     json_t *versions = json_array();
     while (sqlite3_step(st) == SQLITE_ROW)
-        json_array_append_new(versions,
-                              json_pack("{s:I, s:s, s:o, s:o, s:s, s:o}", "version", (json_int_t)sqlite3_column_int64(st, 0),
-                                        "job_id", (const char *)sqlite3_column_text(st, 1), "architecture", parsed(st, 2),
-                                        "metrics", parsed(st, 3), "artifact", (const char *)sqlite3_column_text(st, 4),
-                                        "created_at", iso(sqlite3_column_int64(st, 5))));
+        json_array_append_new(
+            versions, json_pack("{s:I, s:s, s:o, s:o, s:s, s:o}", "version", (json_int_t)sqlite3_column_int64(st, 0), "job_id",
+                                (const char *)sqlite3_column_text(st, 1), "architecture", parsed(st, 2), "metrics", parsed(st, 3),
+                                "artifact", models_public_artifact((const char *)sqlite3_column_text(st, 4)), "created_at",
+                                iso(sqlite3_column_int64(st, 5))));
     db_release(st);
     if (json_array_size(versions) == 0) {
         json_decref(versions);

@@ -4,7 +4,7 @@ added without an expectation here fails this test."""
 
 import http.client
 
-from harness import ADMIN, Stack, placement_job
+from harness import ADMIN, Stack, placement_job, wait_until
 
 # the status of a permitted call, per route; None: the route needs no token
 SUCCESS = {
@@ -93,3 +93,152 @@ def test_every_route_role_and_tenant():
         listed = s.get("/v1/jobs?limit=500", tokens["member"]).json["jobs"]
         assert other_job not in {j["id"] for j in listed}
         print(f"authz: {checked} route x role x tenant calls checked")
+
+
+MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 32}, {"type": "relu"},
+                                        {"type": "dense", "units": 10}]}
+
+
+def training_job(name, steps):
+    return {"type": "training", "name": name,
+            "spec": {"model": MLP, "dataset": {"name": "fashion-mnist"}, "optimizer": {"type": "sgd", "lr": 0.01},
+                     "batch_size": 32, "steps": steps, "seed": 1}}
+
+
+def sse_text(s, token, seconds):
+    """everything GET /v1/events sends a token within `seconds` (headers and chunk sizes included)"""
+    import socket
+    import time
+    got = b""
+    with socket.create_connection(("127.0.0.1", s.port), timeout=1) as sock:
+        sock.sendall(f"GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                chunk = sock.recv(65536)
+            except (socket.timeout, TimeoutError):
+                continue
+            if not chunk:
+                break
+            got += chunk
+    text = got.decode("utf-8", "replace")
+    assert text.startswith("HTTP/1.1 200"), text[:200]
+    return text
+
+
+def test_no_cross_tenant_leak_of_running_work():
+    """a member of tenant B sees that a worker is busy with another tenant's work, never its job id, name or type,
+    in /v1/workers, /v1/cluster, /v1/cluster/timeline or its event stream; an admin sees everything"""
+    import threading
+    with Stack(workers=1) as s:
+        _, tok_a = s.tenant("leak-a")
+        _, tok_b = s.tenant("leak-b")
+        viewer_b = s.token(s.get("/v1/whoami", tok_b).json["tenant"]["id"], "viewer")
+        # B listens to its event stream while A's job runs
+        streamed = {}
+        listener = threading.Thread(target=lambda: streamed.update(text=sse_text(s, tok_b, 6)))
+        listener.start()
+        name = "secret-project-zebra"
+        jid = s.submit(tok_a, training_job(name, 2_000_000))
+        s.wait_state(tok_a, jid, "running", timeout=60)
+        wait_until("the worker reports the job", lambda: any(w.get("running") == jid for w in s.workers()))
+        for tok in (tok_b, viewer_b):
+            r = s.get("/v1/workers", tok)
+            assert r.status == 200, r
+            text = r.raw
+            for secret in (jid, name, "training"):
+                assert secret not in text, f"/v1/workers shows another tenant's {secret!r} to B: {text}"
+            (w,) = r.json["workers"]
+            assert w["state"] == "busy (other tenant)" and w["running"] is None, w
+            for path in ("/v1/cluster", "/v1/cluster/timeline?minutes=5"):
+                text = s.get(path, tok).raw
+                assert jid not in text and name not in text, f"{path} shows A's job to B: {text}"
+        mine = s.get("/v1/workers", tok_a).json["workers"][0]
+        assert mine["running"] == jid and mine["state"] == "busy", mine
+        admin = s.get("/v1/workers", ADMIN).json["workers"][0]
+        assert admin["running"] == jid and admin["state"] == "busy", admin
+        listener.join()
+        assert jid not in streamed["text"] and name not in streamed["text"], streamed["text"]
+        assert s.post(f"/v1/jobs/{jid}/cancel", tok_a).status == 200
+        s.wait_state(tok_a, jid, "cancelled", timeout=60)
+        wait_until("the worker idle for B", lambda: s.get("/v1/workers", tok_b).json["workers"][0]["state"] == "idle", 30)
+
+
+def test_dataset_paths_outside_the_roots_are_no_oracle():
+    """every path outside a tenant's roots gets the same answer, whether or not it exists, and a symlink in a root
+    that points out of it gets that answer too, without telling whether its target exists"""
+    import os
+    import tempfile
+    with Stack(workers=0) as s:
+        tid, tok = s.tenant("oracle")
+        root = tempfile.mkdtemp(prefix="gantry-roots-")
+        state = os.path.join(s.dir, "state")
+        token_file = os.path.join(state, "admin.token")
+        if not os.path.exists(token_file):  # the harness presets the token; a stack from ./deploy/up has this file
+            with open(token_file, "w") as f:
+                f.write(ADMIN + "\n")
+            os.chmod(token_file, 0o600)
+        os.mkdir(os.path.join(root, "sub"))
+        os.symlink(token_file, os.path.join(root, "to-token"))
+        os.symlink("/etc/nonexistent-file", os.path.join(root, "to-nothing"))
+        os.symlink(state, os.path.join(root, "to-state"))
+        os.symlink("../../../../../../../../etc/passwd", os.path.join(root, "sub", "up-and-out"))
+        with open(os.path.join(root, "train.idx"), "wb") as f:
+            f.write(b"x")
+        os.symlink("train.idx", os.path.join(root, "to-train"))  # an in-root symlink is fine
+        os.symlink("../train.idx", os.path.join(root, "sub", "up-to-train"))
+        assert s.request("PATCH", f"/v1/tenants/{tid}", ADMIN, {"roots": [root]}).status == 200
+
+        def answer(path):
+            ds = {"format": "idx", "train_images": path, "train_labels": os.path.join(root, "train.idx"),
+                  "test_images": os.path.join(root, "train.idx"), "test_labels": os.path.join(root, "train.idx")}
+            r = s.post("/v1/jobs", tok, dict(training_job("oracle", 10), spec=dict(training_job("oracle", 10)["spec"],
+                                                                                    dataset=ds)))
+            return r.status, r.raw
+
+        outside = {p: answer(p) for p in ("/etc/nonexistent-file", token_file, os.path.join(state, "gantry.db"),
+                                          "/etc/passwd", state, os.path.join(root, "to-token"),
+                                          os.path.join(root, "to-nothing"), "to-token", "to-nothing",
+                                          os.path.join(root, "to-state", "admin.token"),
+                                          os.path.join(root, "to-state", "nonexistent"), "sub/up-and-out",
+                                          os.path.join(root + "-sibling", "x"))}
+        first = outside["/etc/nonexistent-file"]
+        assert first[0] == 400, first
+        for p, got in outside.items():
+            assert got == first, f"{p}: {got} differs from /etc/nonexistent-file's {first}"
+        assert "nonexistent" not in first[1] and "exist" not in first[1], first
+        for inside in (os.path.join(root, "train.idx"), "train.idx", "to-train", os.path.join(root, "sub", "up-to-train")):
+            assert answer(inside)[0] == 201, (inside, answer(inside))
+        missing = answer(os.path.join(root, "missing.idx"))
+        assert missing[0] == 400 and missing != first, missing  # inside the roots, saying so is fine
+
+
+def test_model_artifacts_name_no_server_path():
+    """a tenant sees a model's artifact relative to the model store, never the server's state directory; an
+    inference replica still loads the model"""
+    import json
+    with Stack(workers=1) as s:
+        _, tok = s.tenant("artifacts")
+        jid = s.submit(tok, training_job("art-mlp", 50))
+        job = s.wait_state(tok, jid, "succeeded", timeout=240)
+
+        def no_server_path(what, artifact):
+            assert isinstance(artifact, str) and artifact, (what, artifact)
+            assert not artifact.startswith("/") and s.dir not in artifact and ".." not in artifact, (what, artifact)
+
+        no_server_path("job result", job["result"]["model"]["artifact"])
+        versions = s.get("/v1/models/art-mlp", tok).json["versions"]
+        no_server_path("model version", versions[0]["artifact"])
+        assert versions[0]["artifact"] == job["result"]["model"]["artifact"], (versions, job["result"])
+        for path in ("/v1/models", "/v1/models/art-mlp", f"/v1/jobs/{jid}", "/v1/jobs?limit=50"):
+            text = s.get(path, tok).raw
+            assert s.dir not in text, f"{path} names a server path: {text}"
+        serve = {"type": "inference", "name": "serve-art",
+                 "spec": {"model": "art-mlp", "slo": {"latency_ms": 250, "percentile": 99}, "replicas": 1}}
+        r = s.post("/v1/jobs", tok, serve)
+        assert r.status == 201 and s.dir not in r.raw, r
+        no_server_path("inference spec", r.json["spec"]["resolved"]["artifact"])
+        sid = r.json["id"]
+        assert s.dir not in json.dumps(s.job(tok, sid))
+        wait_until("the replica serves", lambda: s.get("/v2/models/art-mlp/ready", tok).status == 200, 60)
+        assert s.post(f"/v1/jobs/{sid}/cancel", tok).status == 200

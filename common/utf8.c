@@ -73,3 +73,32 @@ char *utf8_escape_control(const char *s)
     *o = '\0';
     return out;
 }
+
+/* the length of the valid UTF-8 sequence at p (at most n bytes), 0 when it is not one */
+static size_t valid_at(const unsigned char *p, size_t n)
+{
+    if (p[0] < 0x80) return 1;
+    size_t len = p[0] >= 0xC2 && p[0] <= 0xDF ? 2 : p[0] >= 0xE0 && p[0] <= 0xEF ? 3 : p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : 0;
+    if (len == 0 || len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] > 0x9F) || (p[0] == 0xF0 && p[1] < 0x90) ||
+        (p[0] == 0xF4 && p[1] > 0x8F))
+        return 0; /* overlong, surrogate, beyond U+10FFFF */
+    return len;
+}
+
+char *utf8_scrub(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t k = valid_at(p + i, n - i);
+        if (k == 0) {
+            p[i++] = '?';
+        } else {
+            i += k;
+        }
+    }
+    return s;
+}

@@ -23,4 +23,8 @@ bool utf8_has_control(const char *s);
  * and DEL, \uHHHH for C1; every other byte as it is.  A new string (free it), NULL out of memory */
 char *utf8_escape_control(const char *s);
 
+/* replaces, in place, each byte that does not belong to a well-formed UTF-8 sequence with '?'
+ * (a parser's message may quote the broken input it stopped at); returns s */
+char *utf8_scrub(char *s);
+
 #endif

@@ -44,12 +44,10 @@ int auth_lookup(sqlite3 *db, const char *secret, size_t len, auth_info *info)
     unsigned char h[AUTH_HASH_LEN];
     auth_hash(secret, len, h);
     sqlite3_stmt *st;
-    if (!(st = db_stmt(db, "SELECT k.id, k.tenant_id, t.name, k.name, k.role, k.hash FROM tokens k JOIN tenants t ON "
-                           "t.id = k.tenant_id WHERE k.hash = ? AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR "
-                           "k.expires_at > ?)")))
+    if (!(st = db_stmt(db, "SELECT k.id, k.tenant_id, t.name, k.name, k.role, k.hash, k.expires_at FROM tokens k JOIN tenants t "
+                           "ON t.id = k.tenant_id WHERE k.hash = ? AND k.revoked_at IS NULL")))
         return -1;
     sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, clock_now_ms());
     int rc = -1;
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 5) == AUTH_HASH_LEN &&
         CRYPTO_memcmp(sqlite3_column_blob(st, 5), h, AUTH_HASH_LEN) == 0) {
@@ -59,6 +57,8 @@ int auth_lookup(sqlite3 *db, const char *secret, size_t len, auth_info *info)
         copy_col(st, 3, info->token_name, sizeof(info->token_name));
         info->role = role_parse((const char *)sqlite3_column_text(st, 4));
         rc = info->role == ROLE_NONE ? -1 : 0;
+        if (rc == 0 && sqlite3_column_type(st, 6) != SQLITE_NULL && sqlite3_column_int64(st, 6) <= clock_now_ms())
+            rc = AUTH_EXPIRED;
     }
     db_release(st);
     return rc;

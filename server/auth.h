@@ -29,7 +29,9 @@ role role_parse(const char *name);
 void auth_hash(const char *secret, size_t len, unsigned char out[AUTH_HASH_LEN]);
 /* a new secret "gty_<64 hex>"; 0 or -1 */
 int auth_new_secret(char out[AUTH_SECRET_LEN + 8]);
-/* looks the secret up; 0 and fills info, -1 when unknown or revoked */
+/* looks the secret up; 0 and fills info, -1 when unknown or revoked, AUTH_EXPIRED when it was valid
+ * but has expired (a client can tell a stale token from a wrong one) */
+#define AUTH_EXPIRED (-2)
 int auth_lookup(sqlite3 *db, const char *secret, size_t len, auth_info *info);
 /* inserts a token row for an existing tenant (inside the caller's transaction); 0 or -1 */
 int auth_insert_token(sqlite3 *db, const char *token_id, const char *tenant_id, role r, const char *name, const char *secret);

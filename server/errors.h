@@ -12,6 +12,7 @@
     X(NOT_FOUND, 404, "not_found", "no such resource")                                                                             \
     X(METHOD_NOT_ALLOWED, 405, "method_not_allowed", "method not allowed on this path")                                            \
     X(CONFLICT, 409, "conflict", "the resource is not in a state that allows this")                                                \
+    X(LENGTH_REQUIRED, 411, "length_required", "the body needs a Content-Length")                                                 \
     X(TOO_LARGE, 413, "payload_too_large", "the body is larger than allowed")                                                      \
     X(UNSUPPORTED_MEDIA, 415, "unsupported_media_type", "the body must be application/json")                                       \
     X(UNPROCESSABLE, 422, "unprocessable", "the request conflicts with an earlier one")                                            \

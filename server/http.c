@@ -1,5 +1,6 @@
 #include "server/http.h"
 #include "common/clock.h"
+#include "server/gate.h"
 #include "common/jsonfmt.h"
 #include "common/log.h"
 #include "common/utf8.h"
@@ -9,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     h2o_handler_t super;
@@ -41,6 +43,8 @@ static const char *reason_phrase(int status)
         return "Method Not Allowed";
     case 409:
         return "Conflict";
+    case 411:
+        return "Length Required";
     case 413:
         return "Payload Too Large";
     case 415:
@@ -71,6 +75,10 @@ void http_add_header(http_ctx *c, const char *name, const char *value)
 void http_reply_text(http_ctx *c, int status, const char *content_type, const char *body, size_t len)
 {
     h2o_req_t *req = c->req;
+    if (status >= 500) /* never the client's mistake: say why, once, in the log */
+        log_warn("%d on %.*s %.*s: %.*s", status, (int)req->method.len, req->method.base, (int)req->path.len, req->path.base,
+                 (int)(len < 300 ? len : 300), body);
+    if (c->refused) req->http1_is_persistent = 0; /* the gate dropped this request's body: the connection ends */
     req->res.status = status;
     req->res.reason = reason_phrase(status);
     req->res.content_length = len; /* h2o_send_inline does not set it */
@@ -104,11 +112,39 @@ void http_error(http_ctx *c, gerr e, const char *field, const char *fmt, ...)
     } else {
         snprintf(msg, sizeof(msg), "%s", gerr_message(e));
     }
-    char fld[512];
-    utf8_copy(fld, sizeof(fld), field);
-    json_t *err = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", gerr_code(e), "message", utf8_trim(msg), "field",
-                            field ? json_string(fld) : json_null());
-    http_reply_json(c, gerr_status(e), err);
+    http_reply_json(c, gerr_status(e), http_error_body(e, field, msg));
+}
+
+json_t *http_error_body(gerr e, const char *field, const char *message)
+{
+    char msg[1024], fld[512];
+    utf8_copy(msg, sizeof(msg), message);
+    utf8_copy(fld, sizeof(fld), field ? field : "");
+    utf8_scrub(msg); /* a parser's message may quote the broken bytes it stopped at */
+    utf8_scrub(fld);
+    return json_pack("{s:{s:s, s:s, s:o}}", "error", "code", gerr_code(e), "message", msg, "field",
+                     field ? json_string(fld) : json_null());
+}
+
+json_t *http_parse_object(const char *s, size_t len, int max_depth, char *msg, size_t mlen)
+{
+    int depth = http_json_depth(s, len);
+    if (depth > max_depth) {
+        snprintf(msg, mlen, "JSON nesting depth %d exceeds the limit of %d", depth, max_depth);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *v = json_loadb(s, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!v) {
+        snprintf(msg, mlen, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+        return NULL;
+    }
+    if (!json_is_object(v)) {
+        json_decref(v);
+        snprintf(msg, mlen, "the body must be a JSON object");
+        return NULL;
+    }
+    return v;
 }
 
 /* ---- request accessors ---- */
@@ -237,6 +273,8 @@ int http_route_match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params)
             while (s < end && *s != '/')
                 s++;
             if (s == seg || n >= 2) return 0;
+            for (const char *q = seg; q < s; q++)
+                if ((unsigned char)*q < 0x20 || *q == 0x7f) return 0; /* a decoded %00 or other control byte */
             params[n++] = h2o_iovec_init(seg, (size_t)(s - seg));
             p = close + 1;
         } else if (*p++ != *s++) {
@@ -246,7 +284,7 @@ int http_route_match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params)
     return *p == '\0' && s == end;
 }
 
-static int is_api_path(h2o_iovec_t path)
+int http_is_api_path(h2o_iovec_t path)
 {
     static const char *const prefixes[] = {"/v1/", "/v2/", "/healthz", "/readyz", "/metrics", "/v1"};
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
@@ -256,30 +294,125 @@ static int is_api_path(h2o_iovec_t path)
     return 0;
 }
 
+int http_route_find(h2o_iovec_t method, h2o_iovec_t path, h2o_iovec_t *params, char *allow, size_t alen)
+{
+    /* HEAD is GET without the body (h2o_send_inline leaves it out) */
+    if (h2o_memis(method.base, method.len, H2O_STRLIT("HEAD"))) method = h2o_iovec_init(H2O_STRLIT("GET"));
+    allow[0] = '\0';
+    for (int i = 0; i < routes_count; i++) {
+        h2o_iovec_t p[2] = {{NULL, 0}, {NULL, 0}};
+        if (!http_route_match(routes[i].pattern, path, p)) continue;
+        if (!h2o_memis(method.base, method.len, routes[i].method, strlen(routes[i].method))) {
+            size_t n = strlen(allow);
+            snprintf(allow + n, alen - n, "%s%s%s", n ? ", " : "", routes[i].method,
+                     strcmp(routes[i].method, "GET") == 0 ? ", HEAD" : "");
+            continue;
+        }
+        memcpy(params, p, sizeof(p));
+        return i;
+    }
+    return -1;
+}
+
+size_t http_body_limit(const server *srv, const route *r)
+{
+    return r->body == BODY_JSON_LARGE ? srv->placement_body_limit : r->body == BODY_RAW ? srv->infer_body_limit : srv->body_limit;
+}
+
+bool http_authorize(server *srv, const h2o_iovec_t *authz, int n, role need, auth_info *info, gerr *e, char *msg, size_t mlen)
+{
+    *e = GERR_UNAUTHORIZED;
+    if (n > 1) {
+        *e = GERR_BAD_REQUEST;
+        snprintf(msg, mlen, "send one Authorization header, not %d", n);
+        return false;
+    }
+    if (n == 0 || authz[0].len <= 7 || strncasecmp(authz[0].base, "Bearer ", 7) != 0) {
+        snprintf(msg, mlen, "missing bearer token (header 'Authorization: Bearer <token>')");
+        return false;
+    }
+    const char *secret = authz[0].base + 7;
+    size_t len = authz[0].len - 7;
+    int rc = len > 256 ? -1 : auth_lookup(srv->db, secret, len, info);
+    if (rc != 0) {
+        snprintf(msg, mlen, rc == AUTH_EXPIRED ? "this token has expired" : "unknown or revoked token");
+        return false;
+    }
+    if (info->role < need) {
+        *e = GERR_FORBIDDEN;
+        snprintf(msg, mlen, "role '%s' may not do this (needs '%s')", role_name(info->role), role_name(need));
+        return false;
+    }
+    return true;
+}
+
 static int authenticate(http_ctx *c)
 {
-    const char *h = http_header(c, "authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0 || h[7] == '\0') {
-        http_error(c, GERR_UNAUTHORIZED, NULL, "missing bearer token (header 'Authorization: Bearer <token>')");
-        return -1;
+    h2o_iovec_t authz[4];
+    int n = 0;
+    for (ssize_t i = -1; (i = h2o_find_header(&c->req->headers, H2O_TOKEN_AUTHORIZATION, i)) != -1 && n < 4;)
+        authz[n++] = c->req->headers.entries[i].value;
+    gerr e;
+    char msg[128];
+    if (http_authorize(c->srv, authz, n, c->route->role, &c->auth, &e, msg, sizeof(msg))) return 0;
+    http_error(c, e, e == GERR_BAD_REQUEST ? "Authorization" : NULL, "%s", msg);
+    return -1;
+}
+
+/* "application/json", any case, alone or with parameters ("; charset=utf-8") */
+static bool is_json_type(const char *ct)
+{
+    if (!ct || strncasecmp(ct, "application/json", 16) != 0) return false;
+    const char *rest = ct + 16;
+    while (*rest == ' ' || *rest == '\t')
+        rest++;
+    return *rest == '\0' || *rest == ';';
+}
+
+/* answers a request the gate refused from its head (see gate.h), once routing and the token
+ * have had their say: the same 404/405/401/403 the gate saw, then its own status */
+static void gate_refusal(http_ctx *c, int status, uint64_t declared)
+{
+    size_t limit = c->route ? http_body_limit(c->srv, c->route) : 0;
+    switch (status) {
+    case 411:
+        http_error(c, GERR_LENGTH_REQUIRED, NULL, "send the body with a Content-Length (chunked bodies are not accepted)");
+        break;
+    case 413:
+        http_error(c, GERR_TOO_LARGE, NULL, "the body is %llu bytes; the limit here is %zu", (unsigned long long)declared, limit);
+        break;
+    case 503:
+        http_add_header(c, "retry-after", "1");
+        http_error(c, GERR_UNAVAILABLE, NULL, "too many request bodies are being received now; retry in 1 s");
+        break;
+    case 405:
+        http_add_header(c, "allow", "GET, HEAD");
+        http_error(c, GERR_METHOD_NOT_ALLOWED, NULL, "this path takes no body");
+        break;
+    default:
+        http_error(c, GERR_BAD_REQUEST, "Content-Length", "a malformed or conflicting Content-Length or Transfer-Encoding");
     }
-    const char *secret = h + 7;
-    if (strlen(secret) > 256 || auth_lookup(c->srv->db, secret, strlen(secret), &c->auth) != 0) {
-        http_error(c, GERR_UNAUTHORIZED, NULL, "unknown or revoked token");
-        return -1;
+}
+
+/* whether the dashboard has a file (or a directory with index.html) at the normalized path */
+static bool is_web_file(server *srv, h2o_iovec_t path)
+{
+    char f[4096];
+    int n = snprintf(f, sizeof(f), "%s%.*s", srv->web_dir, (int)path.len, path.base);
+    if (n <= 0 || (size_t)n >= sizeof(f) - 16) return false;
+    struct stat st;
+    if (stat(f, &st) != 0) return false;
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(f + n, sizeof(f) - (size_t)n, "/index.html");
+        return stat(f, &st) == 0 && S_ISREG(st.st_mode);
     }
-    if (c->auth.role < c->route->role) {
-        http_error(c, GERR_FORBIDDEN, NULL, "role '%s' may not do this (needs '%s')", role_name(c->auth.role),
-                   role_name(c->route->role));
-        return -1;
-    }
-    return 0;
+    return S_ISREG(st.st_mode);
 }
 
 static int parse_body(http_ctx *c)
 {
     h2o_req_t *req = c->req;
-    size_t limit = c->route->body == BODY_JSON_LARGE ? c->srv->placement_body_limit : c->srv->body_limit;
+    size_t limit = http_body_limit(c->srv, c->route);
     if (req->entity.len > limit) {
         http_error(c, GERR_TOO_LARGE, NULL, "body is %zu bytes; the limit is %zu", req->entity.len, limit);
         return -1;
@@ -292,25 +425,20 @@ static int parse_body(http_ctx *c)
         c->body = json_object();
         return 0;
     }
-    const char *ct = http_header(c, "content-type");
-    if (!ct || strncasecmp(ct, "application/json", 16) != 0) {
+    if (!is_json_type(http_header(c, "content-type"))) {
         http_error(c, GERR_UNSUPPORTED_MEDIA, NULL, "send the body as 'Content-Type: application/json'");
         return -1;
     }
-    int depth = http_json_depth(req->entity.base, req->entity.len);
-    if (depth > c->srv->json_max_depth) {
+    char msg[512];
+    if (c->route->body == BODY_RAW) { /* parsed by the replica (workers/serve): only its depth here */
+        int depth = http_json_depth(req->entity.base, req->entity.len);
+        if (depth <= c->srv->json_max_depth) return 0;
         http_error(c, GERR_INVALID_JSON, NULL, "JSON nesting depth %d exceeds the limit of %d", depth, c->srv->json_max_depth);
         return -1;
     }
-    if (c->route->body == BODY_RAW) return 0;
-    json_error_t jerr;
-    c->body = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES, &jerr);
+    c->body = http_parse_object(req->entity.base, req->entity.len, c->srv->json_max_depth, msg, sizeof(msg));
     if (!c->body) {
-        http_error(c, GERR_INVALID_JSON, NULL, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text);
-        return -1;
-    }
-    if (!json_is_object(c->body)) {
-        http_error(c, GERR_INVALID_JSON, NULL, "the body must be a JSON object");
+        http_error(c, GERR_INVALID_JSON, NULL, "%s", msg);
         return -1;
     }
     return 0;
@@ -327,7 +455,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     server *srv = ((api_handler *)self)->srv;
     h2o_iovec_t path = req->path_normalized;
-    if (!is_api_path(path)) return -1; /* the static dashboard */
+    uint64_t declared;
+    bool close;
+    int refused = gate_mark(req, &declared, &close);
+    bool api = http_is_api_path(path);
+    bool get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) ||
+               h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
+    if (!api && !refused && (!get || is_web_file(srv, path))) return -1; /* the static dashboard */
 
     http_ctx *c = h2o_mem_alloc_pool(&req->pool, sizeof(*c));
     memset(c, 0, sizeof(*c));
@@ -335,23 +469,21 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     c->srv = srv;
     c->start_us = clock_mono_us();
     c->route_index = -1;
+    c->refused = refused && close;
     http_ctx **owner = h2o_mem_alloc_shared(&req->pool, sizeof(*owner), free_body);
     *owner = c;
-
-    char allow[128] = "";
-    for (int i = 0; i < routes_count; i++) {
-        h2o_iovec_t params[2] = {{NULL, 0}, {NULL, 0}};
-        if (!http_route_match(routes[i].pattern, path, params)) continue;
-        if (!h2o_memis(req->method.base, req->method.len, routes[i].method, strlen(routes[i].method))) {
-            size_t n = strlen(allow);
-            snprintf(allow + n, sizeof(allow) - n, "%s%s", n ? ", " : "", routes[i].method);
-            continue;
+    if (!api) {
+        if (refused) {
+            gate_refusal(c, refused, declared);
+        } else {
+            http_error(c, GERR_NOT_FOUND, NULL, "no such page or endpoint: %.*s", (int)path.len, path.base);
         }
-        c->route = &routes[i];
-        c->route_index = i;
-        memcpy(c->params, params, sizeof(params));
-        break;
+        return 0;
     }
+
+    char allow[128];
+    c->route_index = http_route_find(req->method, path, c->params, allow, sizeof(allow));
+    if (c->route_index >= 0) c->route = &routes[c->route_index];
     if (!c->route) {
         if (allow[0]) {
             http_add_header(c, "allow", allow);
@@ -363,6 +495,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     if (c->route->role != ROLE_NONE && authenticate(c) != 0) return 0;
+    if (refused) {
+        gate_refusal(c, refused, declared);
+        return 0;
+    }
     ratelimit *rl = c->route->limiter == LIMIT_INFER ? srv->infer_ratelimit : srv->ratelimit;
     int wait = c->route->role != ROLE_NONE ? ratelimit_take(rl, c->auth.token_id, c->start_us) : 0;
     if (wait) {

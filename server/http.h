@@ -11,6 +11,7 @@
 #define GANTRY_HTTP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "server/auth.h"
@@ -46,6 +47,7 @@ struct http_ctx {
     json_t *body; /* parsed body for BODY_JSON routes, owned by the context */
     int64_t start_us;
     struct http_defer *defer;
+    bool refused; /* the gate refused its body and the connection closes after the answer (gate.h) */
 };
 
 extern const route routes[];
@@ -80,6 +82,25 @@ void http_defer_end(http_defer *d);
 /* 1 when path matches pattern ("/v1/jobs/{id}"), capturing up to two {params}: a param is one
  * non-empty path segment */
 int http_route_match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params);
+
+/* The route for method and (normalized) path, as an index into routes (HEAD finds the GET route), or -1
+ * with allow listing the methods the path takes ("" when no route has this path).  The gate and the
+ * dispatcher both route with it. */
+int http_route_find(h2o_iovec_t method, h2o_iovec_t path, h2o_iovec_t *params, char *allow, size_t alen);
+/* whether the path belongs to the API (else to the dashboard's files) */
+int http_is_api_path(h2o_iovec_t path);
+/* the largest body the route takes */
+size_t http_body_limit(const server *srv, const route *r);
+/* Whether the Authorization header values (n of them) carry a live token whose role is at least need:
+ * true with info filled, or false with the error (400 for several headers, 401, 403) and a message. */
+bool http_authorize(server *srv, const h2o_iovec_t *authz, int n, role need, auth_info *info, gerr *e, char *msg, size_t mlen);
+
+/* Pure: the reply body of an error, {"error":{"code","message","field"}}, from any bytes (a message that
+ * quotes broken input is made valid UTF-8 first, so the body always exists). */
+json_t *http_error_body(gerr e, const char *field, const char *message);
+/* Pure: a request body as a JSON object (nesting up to max_depth, no duplicate keys), or NULL with the
+ * reason in msg.  The fuzz target fuzz_body drives it with http_error_body, as a request does. */
+json_t *http_parse_object(const char *s, size_t len, int max_depth, char *msg, size_t mlen);
 
 /* the depth of the deepest nesting of arrays/objects in a JSON text (strings skipped) */
 int http_json_depth(const char *s, size_t len);

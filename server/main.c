@@ -5,6 +5,7 @@
 #include "server/bus.h"
 #include "server/infer.h"
 #include "server/db.h"
+#include "server/gate.h"
 #include "server/http.h"
 #include "server/metrics.h"
 #include "server/ratelimit.h"
@@ -32,7 +33,10 @@ static config_opt opts[] = {
     CONFIG_OPT("admin-token", "bootstrap admin token (default: $GANTRY_ADMIN_TOKEN, else STATE/admin.token, else generated)", ""),
     CONFIG_OPT("body-limit", "largest JSON body in bytes", "1048576"),
     CONFIG_OPT("placement-body-limit", "largest placement job submission in bytes", "33554432"),
+    CONFIG_OPT("infer-body-limit", "largest prediction request (POST /v2/models/{name}/infer) in bytes", "20971520"),
     CONFIG_OPT("json-max-depth", "deepest JSON nesting accepted", "64"),
+    CONFIG_OPT("body-memory", "bytes of request bodies the server holds at once; over it, 503 with Retry-After", "268435456"),
+    CONFIG_OPT("token-body-memory", "bytes of request bodies one token may have in flight at once; over it, 503", "67108864"),
     CONFIG_OPT("tls-cert", "PEM certificate chain: serve HTTPS (with tls-key)", ""),
     CONFIG_OPT("tls-key", "PEM private key of tls-cert", ""),
     CONFIG_OPT("rate-limit", "requests per second per token on average (0: no limit)", "200"),
@@ -49,6 +53,7 @@ static config_opt opts[] = {
 #define OPT(name) config_get(opts, NOPTS, name)
 
 static server srv;
+static gate *body_gate;
 static uv_signal_t sigterm, sigint;
 
 static int split_hostport(const char *s, char *host, size_t hlen, int *port)
@@ -105,6 +110,7 @@ static void on_accept(uv_stream_t *listener, int status)
     }
     uv_tcp_nodelay(conn, 1);
     h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, (uv_close_cb)free);
+    gate_attach(body_gate, sock);
     h2o_accept(&srv.accept, sock);
 }
 
@@ -175,7 +181,10 @@ static int setup_http(const char *listen)
     h2o_config_init(&srv.h2o);
     /* h2o itself refuses (plain-text 413, connection closed) only beyond twice the largest limit;
      * below that the per-route limits answer 413 in JSON */
-    srv.h2o.max_request_entity_size = 2 * srv.placement_body_limit;
+    srv.h2o.max_request_entity_size =
+        2 * (srv.placement_body_limit > srv.infer_body_limit ? srv.placement_body_limit : srv.infer_body_limit);
+    /* HTTP/1 only: the request gate (gate.h) reads HTTP/1, and h2o's HTTP/2 buffers whole bodies too */
+    srv.h2o.http1.upgrade_to_http2 = 0;
     h2o_hostconf_t *host_conf = h2o_config_register_host(&srv.h2o, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *root = h2o_config_register_path(host_conf, "/", 0);
     security_headers(root);
@@ -228,6 +237,8 @@ int main(int argc, char **argv)
     srv.json_max_depth = atoi(OPT("json-max-depth"));
     srv.list_max = 500;
     if (srv.placement_body_limit < srv.body_limit) srv.placement_body_limit = srv.body_limit;
+    srv.infer_body_limit = strtoull(OPT("infer-body-limit"), NULL, 10);
+    if (srv.infer_body_limit < srv.body_limit) srv.infer_body_limit = srv.body_limit;
 
     if (db_open(dbpath, &srv.db, err, sizeof(err)) != 0 || db_migrate(srv.db, OPT("migrations"), err, sizeof(err)) < 0) {
         log_error("%s", err);
@@ -250,6 +261,7 @@ int main(int argc, char **argv)
     srv.infer_ratelimit = ratelimit_create(strtod(OPT("infer-rate-limit"), NULL), strtod(OPT("infer-rate-burst"), NULL));
     srv.bus = bus_create(&srv, rhost, rport, OPT("redis-password"), OPT("consumer"));
     srv.infer = infer_create(&srv, rhost, rport, OPT("redis-password"));
+    body_gate = gate_create(&srv, strtoull(OPT("body-memory"), NULL, 10), strtoull(OPT("token-body-memory"), NULL, 10));
     if (setup_tls(OPT("tls-cert"), OPT("tls-key")) != 0 || setup_http(OPT("listen")) != 0) return 1;
 
     uv_signal_init(srv.loop, &sigterm);
@@ -260,6 +272,7 @@ int main(int argc, char **argv)
     uv_run(srv.loop, UV_RUN_DEFAULT);
     store_flush(srv.store);
     db_close(srv.db);
+    gate_free(body_gate);
     log_info("stopped");
     return 0;
 }

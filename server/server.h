@@ -35,6 +35,7 @@ typedef struct server {
     const char *state_dir;
     size_t body_limit;           /* every JSON body (default 1 MiB) */
     size_t placement_body_limit; /* POST /v1/jobs with a placement graph (default 32 MiB) */
+    size_t infer_body_limit;     /* POST /v2/models/{name}/infer (default 20 MiB: 1,024 samples of pixels/255) */
     int json_max_depth;
     int list_max;
 

@@ -94,11 +94,7 @@ void serve_io_reply(rs_conn *r, serve_msg *msgs, int n)
     for (int i = 0; i < n; i++) {
         serve_request *q = &msgs[i].req;
         char *body = q->reply;
-        if (!body) { /* a client error: the OIP error body */
-            json_t *e = json_pack("{s:s}", "error", q->err);
-            body = json_dumps(e, JSON_COMPACT);
-            json_decref(e);
-        }
+        if (!body) body = serve_error_body(q->err);
         size_t blen = body ? strlen(body) : 0, vlen = strlen(msgs[i].id) + blen + 16;
         char *val = body ? malloc(vlen) : NULL;
         if (val) vlen = (size_t)snprintf(val, vlen, "%s %d %s", msgs[i].id, q->reply ? 200 : q->status, body);

@@ -2,7 +2,7 @@
  * bytes a client sends reach serve_batch unparsed by the server.
  *
  * Checks: serve_batch answers every request (200 with a reply that is JSON with the two
- * outputs of the right shapes, or 400 with a message), never crashes; and where the fast
+ * outputs of the right shapes, or 400 with a message whose error body keeps it), never crashes; and where the fast
  * scanner found inputs[0].data and read it, jansson reads the same numbers from it. */
 #include "tests/fuzz/fuzz.h"
 #include "workers/serve/scan.h"
@@ -82,6 +82,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(reqs[i].status == 200 || reqs[i].status == 400, "status %d", reqs[i].status);
         if (reqs[i].status == 400) {
             FUZZ_CHECK(reqs[i].reply == NULL && reqs[i].err[0], "a refusal without a message");
+            /* the refusal reaches the client in the API's error shape, with its message: a replica
+             * that cannot build it stays silent and the client gets a 504 */
+            char *text = serve_error_body(reqs[i].err);
+            json_t *back = json_loads(text, 0, NULL);
+            json_t *e = json_object_get(back, "error");
+            FUZZ_CHECK(json_is_string(json_object_get(e, "code")), "the refusal is not {error:{code,...}}: %s", text);
+            FUZZ_CHECK(json_string_value(json_object_get(e, "message")) &&
+                           strncmp(json_string_value(json_object_get(e, "message")), reqs[i].err, 8) == 0,
+                       "the refusal lost its message '%s': %s", reqs[i].err, text);
+            json_decref(back);
+            free(text);
             continue;
         }
         json_t *r = json_loads(reqs[i].reply, 0, NULL);

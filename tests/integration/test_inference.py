@@ -81,12 +81,14 @@ def test_serving_predictions_errors_and_metrics():
         assert [lab for _, lab in res] == out["label"]["data"]
 
         # the client's mistakes: clear 4xx, and the replicas keep serving
+        # (the API's one error shape: {"error": {"code", "message", "field"}})
         r = s.post("/v2/models/fmnist/infer", tok, infer_body(data[:700], 1))
-        assert r.status == 400 and "inputs[0]" in r.json["error"], r
+        assert r.status == 400 and r.json["error"]["field"].startswith("inputs[0]"), r
         r = s.post("/v2/models/fmnist/infer", tok, {"inputs": [{"shape": [1, 1, 27, 28], "data": [0] * 756}]})
-        assert r.status == 400 and "784" in r.json["error"], r
-        r = s.request("POST", "/v2/models/fmnist/infer", tok, raw=b"{not json", headers={"Content-Type": "application/json"})
-        assert r.status == 400, r
+        assert r.status == 400 and "784" in r.json["error"]["message"], r
+        for broken in (b"{not json", b'["\\\xc3\xa9"]', b'{"inputs":[{"data":["\\\xf0\x9f\x98\x80"]}]}'):
+            r = s.request("POST", "/v2/models/fmnist/infer", tok, raw=broken, headers={"Content-Type": "application/json"})
+            assert r.status == 400 and r.json["error"]["code"] == "invalid_json", (broken, r)
         assert s.post("/v2/models/other/infer", tok, infer_body(data[:784], 1)).status == 404
         assert s.post("/v2/models/fmnist/infer", tok, infer_body(data[:784], 1)).status == 200
 

@@ -106,6 +106,10 @@ static void test_scan(void **state)
                          "{\"inputs\":[{\"dat\":[1]}]}",
 
                          "{\"x\":\"unterminated",
+                         "{\"x\":\"\\\xc3\xa9\",\"inputs\":[{\"data\":[1]}]}", /* JSONTestSuite n_string_escaped_emoji */
+                         "{\"x\":\"\\q\",\"inputs\":[{\"data\":[1]}]}",
+                         "{\"x\":\"\\u12\",\"inputs\":[{\"data\":[1]}]}",
+                         "{\"x\":\"\\",
                          "[1,2]",
                          "{\"inputs\":[{\"data\":[tru]}]}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)

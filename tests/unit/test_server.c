@@ -287,6 +287,11 @@ static void test_auth_insert_token(void **state)
     assert_int_equal(db_exec(f->db, "UPDATE tokens SET revoked_at = 5 WHERE id = 'k_member1'"), 0);
     assert_int_equal(auth_lookup(f->db, secret, strlen(secret), &info), -1);
     assert_int_equal(auth_lookup(f->db, other, strlen(other), &info), 0);
+
+    /* an expired token is told apart from an unknown one; a revoked one that also expired stays revoked */
+    assert_int_equal(db_exec(f->db, "UPDATE tokens SET expires_at = 1"), 0);
+    assert_int_equal(auth_lookup(f->db, other, strlen(other), &info), AUTH_EXPIRED);
+    assert_int_equal(auth_lookup(f->db, secret, strlen(secret), &info), -1);
 }
 
 /* ---- db: open and migrate ---- */

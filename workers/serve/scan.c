@@ -1,5 +1,6 @@
 #include "workers/serve/scan.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,20 @@ static int string(cur *c, const char **b, const char **e)
     *b = ++c->p;
     while (c->p < c->end && *c->p != '"') {
         if ((unsigned char)*c->p < 0x20) return -1;
-        c->p += *c->p == '\\' ? 2 : 1;
+        if (*c->p != '\\') {
+            c->p++;
+            continue;
+        }
+        /* an escape: one of \" \\ \/ \b \f \n \r \t, or \u and four hex digits (JSON's only ones) */
+        if (c->end - c->p < 2 || !strchr("\"\\/bfnrtu", c->p[1]) || c->p[1] == '\0') return -1;
+        if (c->p[1] == 'u') {
+            if (c->end - c->p < 6) return -1;
+            for (int i = 2; i < 6; i++)
+                if (!isxdigit((unsigned char)c->p[i])) return -1;
+            c->p += 6;
+        } else {
+            c->p += 2;
+        }
     }
     if (c->p >= c->end) return -1;
     *e = c->p++;

@@ -1,10 +1,12 @@
 #include "workers/serve/serve.h"
+#include "common/utf8.h"
 
 #include "workers/serve/scan.h"
 #include "workers/train/ckpt.h"
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +93,7 @@ static int fail(serve_request *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->err, sizeof(r->err), fmt, ap);
     va_end(ap);
+    utf8_scrub(r->err); /* jansson's message may quote the broken bytes it stopped at */
     r->status = 400;
     return -1;
 }
@@ -246,4 +249,18 @@ void serve_batch(serve_model *s, const char *name, int version, serve_request *r
     for (int i = 0; i < n; i++)
         json_decref(ps[i].doc);
     free(ps);
+}
+
+char *serve_error_body(const char *err)
+{
+    /* "inputs[0].shape: must be ..." names its field; "the body is not valid JSON: ..." does not */
+    const char *colon = strstr(err, ": ");
+    bool named = colon && colon > err && !memchr(err, ' ', (size_t)(colon - err));
+    bool syntax = strncmp(err, "the body is not valid JSON", 26) == 0;
+    json_t *e = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", syntax ? "invalid_json" : "invalid_field", "message", err,
+                          "field", named ? json_stringn(err, (size_t)(colon - err)) : json_null());
+    char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
+    json_decref(e);
+    /* never silent: the client would wait for its timeout and get a 504 */
+    return body ? body : strdup("{\"error\":{\"code\":\"invalid_field\",\"message\":\"the request is invalid\",\"field\":null}}");
 }

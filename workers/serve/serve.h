@@ -44,4 +44,8 @@ typedef struct {
 } serve_request;
 void serve_batch(serve_model *m, const char *name, int version, serve_request *reqs, int n);
 
+/* the body of a 400 for err (a refused request's message: "inputs[0].shape: ..."), in the API's one
+ * error shape {"error":{"code","message","field"}}; never NULL: a replica is never silent (free it) */
+char *serve_error_body(const char *err);
+
 #endif

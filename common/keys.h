@@ -22,7 +22,11 @@
  *   gantry:preempt:<job>:<attempt> STRING the job that preempts that generation ("resize": an
  *                              elastic gang grows); its workers stop and requeue it (requeue_ask)
  *   gantry:retry:<job>:<attempt> STRING set NX by whoever requeues that attempt (a lost worker, a
- *                              preempted or failed gang member): a gang requeues its job once
+ *                              preempted or failed gang member): a gang requeues its job once;
+ *                              "done" when the attempt ended for good (a result, or a job failed
+ *                              over its tenant's limits): the other members stop without a word
+ *   gantry:runtime:<job>       HASH attempt -> ms that generation ran, written by its workers when it
+ *                              ended unfinished (requeued); the tenant's max_runtime_s counts them all
  *   gantry:rdv:<job>:<gen>     HASH the rendezvous of a gang's generation (workers/rendezvous.h); field
  *                              world: the gang's size, written by the dispatch script
  *   gantry:elastic             HASH job id -> its workers.max, for every elastic gang dispatched; the
@@ -59,6 +63,7 @@
 #define K_CANCEL_PREFIX "gantry:cancel:"
 #define K_PREEMPT_PREFIX "gantry:preempt:"
 #define K_RETRY_PREFIX "gantry:retry:"
+#define K_RUNTIME_PREFIX "gantry:runtime:"   /* ms each unfinished generation of a job ran (workers/main.c) */
 #define K_FAILURES_PREFIX "gantry:failures:" /* a job's failed attempts (requeue.c); resizes and preemptions are not */
 #define K_RDV_PREFIX "gantry:rdv:"
 #define K_ELASTIC "gantry:elastic"

@@ -14,10 +14,17 @@ static void copy_str(char *dst, size_t len, const char *src)
 
 char *msg_task_encode(const task_msg *t)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:O}", "job_id", t->job_id, "tenant", t->tenant, "type", t->type,
-                          "priority", t->priority, "slots", t->slots, "attempt", t->attempt, "preemptible", t->preemptible, "spec",
-                          t->spec ? t->spec : json_null()); /* jansson keeps this order: "attempt" before "spec" */
+    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:b}", "job_id", t->job_id, "tenant", t->tenant, "type", t->type,
+                          "priority", t->priority, "slots", t->slots, "attempt", t->attempt, "preemptible", t->preemptible);
     if (!o) return NULL;
+    if (t->max_runtime_s > 0 || t->max_memory_bytes > 0) {
+        json_t *lim = json_object();
+        if (t->max_runtime_s > 0) json_object_set_new(lim, "runtime_s", json_integer((json_int_t)t->max_runtime_s));
+        if (t->max_memory_bytes > 0) json_object_set_new(lim, "memory_bytes", json_integer((json_int_t)t->max_memory_bytes));
+        json_object_set_new(o, "limits", lim);
+    }
+    /* jansson keeps insertion order: "attempt" before "spec" */
+    json_object_set(o, "spec", t->spec ? t->spec : json_null());
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
@@ -28,10 +35,11 @@ int msg_task_decode(const char *s, task_msg *t)
     memset(t, 0, sizeof(*t));
     json_t *o = json_loads(s, 0, NULL);
     const char *job_id, *tenant, *type;
-    json_t *spec;
+    json_t *spec, *limits = NULL;
     if (!o ||
-        json_unpack(o, "{s:s, s:s, s:s, s:i, s:i, s:i, s?b, s:o}", "job_id", &job_id, "tenant", &tenant, "type", &type, "priority",
-                    &t->priority, "slots", &t->slots, "attempt", &t->attempt, "preemptible", &t->preemptible, "spec", &spec) != 0 ||
+        json_unpack(o, "{s:s, s:s, s:s, s:i, s:i, s:i, s?b, s?o, s:o}", "job_id", &job_id, "tenant", &tenant, "type", &type,
+                    "priority", &t->priority, "slots", &t->slots, "attempt", &t->attempt, "preemptible", &t->preemptible, "limits",
+                    &limits, "spec", &spec) != 0 ||
         strlen(job_id) >= MSG_ID_LEN || strlen(tenant) >= MSG_ID_LEN || strlen(type) >= sizeof(t->type) || t->priority < 0 ||
         t->priority > 2 || t->slots < 1 || t->attempt < 0) {
         json_decref(o);
@@ -41,6 +49,9 @@ int msg_task_decode(const char *s, task_msg *t)
     copy_str(t->job_id, sizeof(t->job_id), job_id);
     copy_str(t->tenant, sizeof(t->tenant), tenant);
     copy_str(t->type, sizeof(t->type), type);
+    json_t *rt = json_object_get(limits, "runtime_s"), *mem = json_object_get(limits, "memory_bytes");
+    t->max_runtime_s = json_is_integer(rt) && json_integer_value(rt) > 0 ? (int64_t)json_integer_value(rt) : 0;
+    t->max_memory_bytes = json_is_integer(mem) && json_integer_value(mem) > 0 ? (int64_t)json_integer_value(mem) : 0;
     t->spec = json_incref(spec);
     json_decref(o);
     return 0;

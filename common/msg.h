@@ -1,8 +1,11 @@
 /* msg.h - encoding of the messages that cross Redis (see keys.h for where they go).
  *
  * Task (gantry:jobs entries and worker task lists), a JSON object:
- *   {"job_id","tenant","type","priority":0..2,"slots":N,"attempt":N,"preemptible":bool,"spec":{...}}
+ *   {"job_id","tenant","type","priority":0..2,"slots":N,"attempt":N,"preemptible":bool,
+ *    "limits":{"runtime_s":N,"memory_bytes":N} (optional, each member optional),"spec":{...}}
  *   ("attempt" is written before "spec": requeue.c edits it as text)
+ *   limits: the tenant's max_runtime_s and max_memory_bytes when the job was published; the
+ *   worker enforces them (workers/main.c).  Absent or 0: no limit.
  * Event (gantry:events entries), a JSON object:
  *   {"id":"e_..","job_id","ts":ms,"source":"scheduler|worker:<id>|server",
  *    "state":"running"|"" ,"reason":"..","progress":0..1|-1,"result":{..}|null,"worker":"..",
@@ -23,8 +26,10 @@ typedef struct {
     int priority;
     int slots;
     int attempt;
-    int preemptible; /* 0 or 1 */
-    json_t *spec;    /* owned */
+    int preemptible;          /* 0 or 1 */
+    int64_t max_runtime_s;    /* seconds of running time, all generations together; 0: no limit */
+    int64_t max_memory_bytes; /* growth of the worker's resident memory while it runs the job; 0: no limit */
+    json_t *spec;             /* owned */
 } task_msg;
 
 typedef struct {

@@ -119,7 +119,10 @@ int requeue_ask(rs_conn *r, const char *job_id, int attempt, const char *by)
     return n;
 }
 
-void requeue_mark_done(rs_conn *r, const char *job_id, int attempt)
+int requeue_mark_done(rs_conn *r, const char *job_id, int attempt)
 {
-    freeReplyObject(rs_command(r, "SET %s%s:%d done NX EX %d", K_RETRY_PREFIX, job_id, attempt, MARKER_TTL_S));
+    redisReply *rep = rs_command(r, "SET %s%s:%d done NX EX %d", K_RETRY_PREFIX, job_id, attempt, MARKER_TTL_S);
+    int n = !rep ? -1 : rep->type == REDIS_REPLY_STATUS ? 1 : rep->type == REDIS_REPLY_NIL ? 0 : -1;
+    freeReplyObject(rep);
+    return n;
 }

@@ -40,7 +40,10 @@ int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why,
 int requeue_ask(rs_conn *r, const char *job_id, int attempt, const char *by);
 
 /* Marks the attempt as finished (the marker, set NX): a later requeue of it does
- * nothing.  A gang's reporting member calls it before publishing the result. */
-void requeue_mark_done(rs_conn *r, const char *job_id, int attempt);
+ * nothing.  A gang's reporting member calls it before publishing the result, and a
+ * worker that fails a job over its tenant's limits before it stops (workers/main.c).
+ * 1 when this call set it, 0 when the attempt was already requeued or finished, -1
+ * when Redis is unreachable. */
+int requeue_mark_done(rs_conn *r, const char *job_id, int attempt);
 
 #endif

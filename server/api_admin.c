@@ -7,6 +7,7 @@
 #include "server/audit.h"
 #include "server/bus.h"
 #include "server/db.h"
+#include "server/limits.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -16,9 +17,12 @@
 
 void api_whoami(http_ctx *c)
 {
-    http_reply_json(c, 200,
-                    json_pack("{s:s, s:s, s:{s:s, s:s}}", "role", role_name(c->auth.role), "token_id", c->auth.token_id, "tenant",
-                              "id", c->auth.tenant_id, "name", c->auth.tenant_name));
+    json_t *me = json_pack("{s:s, s:s, s:{s:s, s:s}}", "role", role_name(c->auth.role), "token_id", c->auth.token_id, "tenant",
+                           "id", c->auth.tenant_id, "name", c->auth.tenant_name);
+    tenant_limits lim;
+    limits_get(c->srv->db, c->auth.tenant_id, &lim); /* the limits this tenant's jobs run under */
+    limits_to_json(&lim, json_object_get(me, "tenant"));
+    http_reply_json(c, 200, me);
 }
 
 static int valid_name(const char *s)
@@ -35,6 +39,7 @@ typedef struct {
     char *roots; /* JSON array text, NULL: unchanged */
     double weight;
     long long max_slots, max_queued; /* < 0: no quota */
+    limits_patch limits;             /* max_runtime_s, max_epochs, max_steps, max_memory_bytes (server/limits.h) */
 } tenant_settings;
 
 typedef struct {
@@ -49,7 +54,7 @@ typedef struct {
     int64_t expires_at; /* ms, 0: never */
 } admin_op;
 
-/* weight, max_slots, max_queued from a body; null clears a quota.  0, or -1 after answering 400 */
+/* weight, max_slots, max_queued and the job limits from a body; null clears a quota or limit.  0, or -1 after answering 400 */
 static int parse_settings(http_ctx *c, tenant_settings *s)
 {
     json_t *w = json_object_get(c->body, "weight");
@@ -90,6 +95,13 @@ static int parse_settings(http_ctx *c, tenant_settings *s)
             s->max_queued = v;
         }
     }
+    char field[32], msg[160];
+    if (limits_parse(c->body, &s->limits, field, sizeof(field), msg, sizeof(msg)) != 0) {
+        http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
+        free(s->roots);
+        s->roots = NULL;
+        return -1;
+    }
     return 0;
 }
 
@@ -104,7 +116,8 @@ static void bind_quota(sqlite3_stmt *st, int i, long long v)
 static json_t *tenant_json(sqlite3 *db, const char *id)
 {
     sqlite3_stmt *st = db_stmt(db, "SELECT t.id, t.name, t.created_at, t.weight, t.max_slots, t.max_queued, "
-                                   "(SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id), t.roots FROM tenants t WHERE "
+                                   "(SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id), t.roots, t.max_runtime_s, "
+                                   "t.max_epochs, t.max_steps, t.max_memory_bytes FROM tenants t WHERE "
                                    "?1 IS NULL OR t.id = ?1 ORDER BY t.created_at, t.name");
     if (!st) return NULL;
     if (id) sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
@@ -121,6 +134,10 @@ static json_t *tenant_json(sqlite3 *db, const char *id)
                                                                             : json_integer(sqlite3_column_int64(st, col)));
         json_t *roots = json_loads((const char *)sqlite3_column_text(st, 7), 0, NULL);
         json_object_set_new(t, "roots", roots ? roots : json_array());
+        tenant_limits lim;
+        for (int i = 0; i < LIMIT_COUNT; i++)
+            lim.v[i] = sqlite3_column_type(st, 8 + i) == SQLITE_NULL ? -1 : (long long)sqlite3_column_int64(st, 8 + i);
+        limits_to_json(&lim, t);
         json_array_append_new(list, t);
     }
     db_release(st);
@@ -146,6 +163,7 @@ static int apply_tenant(sqlite3 *db, void *arg)
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     op->rc = sqlite3_changes(db) == 1 ? 0 : 1;
+    if (rc == 0 && op->rc == 0 && limits_apply(db, op->id, &op->set.limits) != 0) rc = -1;
     if (rc == 0 && op->rc == 0) audit_record(db, op->token_id, "tenant.create", op->name);
     return rc;
 }
@@ -221,6 +239,7 @@ static int apply_tenant_update(sqlite3 *db, void *arg)
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     op->rc = sqlite3_changes(db) == 1 ? 0 : 2;
+    if (rc == 0 && op->rc == 0 && limits_apply(db, op->id, &op->set.limits) != 0) rc = -1;
     if (rc == 0 && op->rc == 0) audit_record(db, op->token_id, "tenant.update", op->id);
     return rc;
 }

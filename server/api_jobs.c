@@ -10,6 +10,7 @@
 #include "server/bus.h"
 #include "server/db.h"
 #include "server/jobs.h"
+#include "server/limits.h"
 #include "server/models.h"
 #include "server/spec.h"
 #include "server/sse.h"
@@ -31,6 +32,7 @@ typedef struct {
     job_new job;
     json_t *spec;
     char idem[IDEM_MAX_LEN + 1];
+    tenant_limits limits; /* the tenant's, at submission: runtime and memory go with the task */
 } submit_op;
 
 static int apply_submit(sqlite3 *db, void *arg)
@@ -53,6 +55,7 @@ static void submit_done(void *arg, int ok)
         snprintf(t.job_id, sizeof(t.job_id), "%s", op->job.id);
         snprintf(t.tenant, sizeof(t.tenant), "%s", op->job.tenant_id);
         snprintf(t.type, sizeof(t.type), "%s", op->job.type);
+        limits_to_task(&op->limits, &t);
         bus_publish_job(op->srv->bus, &t);
         char ev[256];
         snprintf(ev, sizeof(ev), "{\"job_id\":\"%s\",\"state\":\"queued\",\"reason\":\"accepted\",\"source\":\"server\"}",
@@ -111,6 +114,12 @@ void api_job_submit(http_ctx *c)
     int confined = spec_confine_paths(op->job.spec, op->job.type, roots, field, sizeof(field), msg, sizeof(msg));
     json_decref(roots);
     if (confined != 0) {
+        free(op);
+        http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
+        return;
+    }
+    limits_get(c->srv->db, c->auth.tenant_id, &op->limits); /* max_epochs, max_steps (server/limits.h) */
+    if (limits_check_spec(&op->limits, op->job.type, op->job.spec, field, sizeof(field), msg, sizeof(msg)) != 0) {
         free(op);
         http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
         return;

@@ -11,7 +11,7 @@ const route routes[] = {
     {"GET", "/v1/whoami", ROLE_VIEWER, BODY_NONE, api_whoami, "the caller's tenant and role", LIMIT_API},
     {"POST", "/v1/tenants", ROLE_ADMIN, BODY_JSON, api_tenant_create, "create a tenant", LIMIT_API},
     {"GET", "/v1/tenants", ROLE_ADMIN, BODY_NONE, api_tenant_list, "list tenants", LIMIT_API},
-    {"PATCH", "/v1/tenants/{id}", ROLE_ADMIN, BODY_JSON, api_tenant_update, "change a tenant's weight and quotas", LIMIT_API},
+    {"PATCH", "/v1/tenants/{id}", ROLE_ADMIN, BODY_JSON, api_tenant_update, "change a tenant's weight, quotas, limits", LIMIT_API},
     {"POST", "/v1/tenants/{id}/tokens", ROLE_ADMIN, BODY_JSON, api_token_create, "create a token (shown once)", LIMIT_API},
     {"POST", "/v1/tokens/{id}/revoke", ROLE_ADMIN, BODY_JSON, api_token_revoke, "revoke a token", LIMIT_API},
     {"GET", "/v1/audit", ROLE_ADMIN, BODY_NONE, api_audit, "the audit log, newest first", LIMIT_API},

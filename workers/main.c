@@ -4,7 +4,13 @@
  * reliable move (BLMOVE into its in-flight list, removed only after the final
  * event is published), runs the executor for the job type and publishes
  * running / progress / result events to gantry:events.  SIGTERM: finishes the
- * current task, then exits. */
+ * current task, then exits.
+ *
+ * Tenant limits (the task's "limits", server/limits.h): every time an executor polls
+ * for a stop, the worker also checks the job's running time (this generation plus the
+ * earlier ones, gantry:runtime:<job>; not for inference) and how much its own resident
+ * memory grew since the task started; over either, the job fails with the reason and
+ * is never requeued. */
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/ids.h"
@@ -17,7 +23,9 @@
 #include "workers/rendezvous.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -141,7 +149,9 @@ static void publish(rs_conn *r, const event_msg *e)
     free(s);
 }
 
-typedef enum { STOP_NONE, STOP_CANCELLED, STOP_PREEMPTED, STOP_FENCED } stop_reason;
+/* STOP_LIMIT: over one of its tenant's limits (the job fails); STOP_ENDED: another worker
+ * ended this generation for good (a gang's result, or a failure over a limit) */
+typedef enum { STOP_NONE, STOP_CANCELLED, STOP_PREEMPTED, STOP_FENCED, STOP_LIMIT, STOP_ENDED } stop_reason;
 
 typedef struct {
     rs_conn *r;
@@ -149,7 +159,102 @@ typedef struct {
     int fence; /* fence_generation when the task started */
     stop_reason stop;
     char preempted_by[64];
+    int64_t started_us;  /* when this generation started here (monotonic) */
+    int64_t prior_ms;    /* what the job's earlier generations ran (gantry:runtime:<job>) */
+    long long rss0;      /* this process's resident bytes when the task started; -1: unknown */
+    char limit_why[256]; /* STOP_LIMIT: the limit and by how much, in words */
 } run_state;
+
+/* this process's resident memory in bytes (/proc/self/statm), -1 when unknown */
+static long long rss_bytes(void)
+{
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    char *p = strchr(buf, ' '); /* size, then resident (pages) */
+    return p ? strtoll(p + 1, NULL, 10) * (long long)sysconf(_SC_PAGESIZE) : -1;
+}
+
+/* 1 GiB, 2.1 GiB, 812 KiB */
+static void fmt_bytes(long long b, char *out, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 5)
+        v /= 1024, u++;
+    if (u == 0 || v == (double)(long long)v)
+        snprintf(out, len, "%lld %s", (long long)v, units[u]);
+    else
+        snprintf(out, len, "%.1f %s", v, units[u]);
+}
+
+/* Runtime counts for every job type but inference (replicas serve until cancelled). */
+static bool runtime_counts(const task_msg *t)
+{
+    return t->max_runtime_s > 0 && strcmp(t->type, "inference") != 0;
+}
+
+/* what the job's earlier generations ran, in ms */
+static int64_t runtime_before(rs_conn *r, const task_msg *t)
+{
+    if (!runtime_counts(t) || t->attempt == 0) return 0;
+    redisReply *rep = rs_command(r, "HGETALL %s%s", K_RUNTIME_PREFIX, t->job_id);
+    int64_t ms = 0;
+    for (size_t i = 0; rep && rep->type == REDIS_REPLY_ARRAY && i + 1 < rep->elements; i += 2)
+        if (atoi(rep->element[i]->str) < t->attempt) ms += strtoll(rep->element[i + 1]->str, NULL, 10);
+    freeReplyObject(rep);
+    return ms;
+}
+
+/* this generation ends unfinished (requeued): the next one starts from what it ran */
+static void runtime_record(rs_conn *r, const task_msg *t, const run_state *st)
+{
+    if (!runtime_counts(t)) return;
+    long long ms = (clock_mono_us() - st->started_us) / 1000;
+    freeReplyObject(rs_command(r, "HSET %s%s %d %lld", K_RUNTIME_PREFIX, t->job_id, t->attempt, ms));
+    freeReplyObject(rs_command(r, "EXPIRE %s%s %d", K_RUNTIME_PREFIX, t->job_id, 7 * 86400));
+}
+
+/* the job has ended: its runtime record goes (only a requeued job has one) */
+static void runtime_forget(rs_conn *r, const task_msg *t)
+{
+    if (runtime_counts(t) && t->attempt > 0) freeReplyObject(rs_command(r, "DEL %s%s", K_RUNTIME_PREFIX, t->job_id));
+}
+
+/* whether the task is over one of its tenant's limits; the reason goes to st->limit_why */
+static bool over_limit(const task_msg *t, run_state *st)
+{
+    int64_t ran_ms = st->prior_ms + (clock_mono_us() - st->started_us) / 1000;
+    if (runtime_counts(t) && ran_ms > t->max_runtime_s * 1000) {
+        snprintf(st->limit_why, sizeof(st->limit_why), "exceeded the tenant's max runtime of %lld s (max_runtime_s): ran %.1f s%s",
+                 (long long)t->max_runtime_s, (double)ran_ms / 1000.0, st->prior_ms ? " over all its generations" : "");
+        return true;
+    }
+    long long rss = t->max_memory_bytes > 0 && st->rss0 >= 0 ? rss_bytes() : -1;
+    if (rss >= 0 && rss - st->rss0 > t->max_memory_bytes) {
+        char grew[32], limit[32];
+        fmt_bytes(rss - st->rss0, grew, sizeof(grew));
+        fmt_bytes(t->max_memory_bytes, limit, sizeof(limit));
+        snprintf(st->limit_why, sizeof(st->limit_why), "worker memory grew by %s, over the tenant's limit of %s (max_memory_bytes)",
+                 grew, limit);
+        return true;
+    }
+    return false;
+}
+
+/* Over a limit: this generation ends for good.  The retry marker is set first, so that a
+ * gang's other members (stopped at the same step by this member's vote, or seeing the
+ * marker) never requeue it.  When it was set already, the generation was requeued or
+ * ended by another member: this one stops without a word. */
+static void limit_stop(exec_ctx *ctx)
+{
+    run_state *st = ctx->opaque;
+    st->stop = requeue_mark_done(st->r, ctx->task->job_id, ctx->task->attempt) == 0 ? STOP_ENDED : STOP_LIMIT;
+}
 
 /* Plain progress: at most two events a second.  Points with metrics (the curves)
  * at most twenty a second; evaluation points and the last one always pass. */
@@ -178,11 +283,17 @@ static bool on_cancelled(exec_ctx *ctx)
         st->stop = STOP_FENCED;
         return true;
     }
-    redisReply *rep = rs_command(st->r, "MGET %s%s %s%s:%d", K_CANCEL_PREFIX, ctx->task->job_id, K_PREEMPT_PREFIX,
-                                 ctx->task->job_id, ctx->task->attempt);
-    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
+    if (over_limit(ctx->task, st)) {
+        limit_stop(ctx);
+        return true;
+    }
+    redisReply *rep = rs_command(st->r, "MGET %s%s %s%s:%d %s%s:%d", K_CANCEL_PREFIX, ctx->task->job_id, K_PREEMPT_PREFIX,
+                                 ctx->task->job_id, ctx->task->attempt, K_RETRY_PREFIX, ctx->task->job_id, ctx->task->attempt);
+    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 3) {
         if (rep->element[0]->type == REDIS_REPLY_STRING) {
             st->stop = STOP_CANCELLED;
+        } else if (rep->element[2]->type == REDIS_REPLY_STRING && strcmp(rep->element[2]->str, "done") == 0) {
+            st->stop = STOP_ENDED; /* another member reported the result, or failed the job over a limit */
         } else if (rep->element[1]->type == REDIS_REPLY_STRING) {
             st->stop = STOP_PREEMPTED;
             snprintf(st->preempted_by, sizeof(st->preempted_by), "%s", rep->element[1]->str);
@@ -249,7 +360,11 @@ static void run_task(rs_conn *r, const char *raw)
         return;
     }
     set_running(t.job_id);
-    run_state st = {r, 0, fence_generation, STOP_NONE, ""};
+    /* what this worker kept for another job goes first: the memory limit measures this job alone */
+    exec_training_release(strcmp(t.type, "training") == 0 ? t.job_id : NULL);
+    malloc_trim(0);
+    run_state st = {.r = r, .fence = fence_generation, .stop = STOP_NONE, .started_us = clock_mono_us(), .rss0 = rss_bytes()};
+    st.prior_ms = runtime_before(r, &t);
     exec_ctx ctx = {&t, on_progress, on_cancelled, state_dir, on_rendezvous, on_gang_put, on_gang_get, OPT("advertise-host"),
                     r,  worker_id,   OPT("kind"),  &st,       site_label};
     json_t *result = NULL;
@@ -263,23 +378,44 @@ static void run_task(rs_conn *r, const char *raw)
         snprintf(e.reason, sizeof(e.reason), "started on worker %s%s", worker_id, t.attempt ? " (a retry)" : "");
         publish(r, &e);
         const executor *ex = executor_find(t.type);
-        if (strcmp(t.type, "training") != 0) exec_training_release(NULL); /* a training job's data: not needed now */
         rc = ex ? ex->run(&ctx, &result, err, sizeof(err)) : EXEC_FAILED;
         if (!ex) snprintf(err, sizeof(err), "this worker has no executor for job type '%s'", t.type);
         if (rc != EXEC_OK && rc != EXEC_SILENT && st.stop == STOP_NONE)
-            on_cancelled(&ctx); /* did it fail because it was told to stop? */
+            on_cancelled(&ctx); /* did it fail because it was told to stop (or ran over a limit)? */
+        else if (rc == EXEC_OK && st.stop == STOP_NONE && over_limit(&t, &st))
+            limit_stop(&ctx); /* finished, but past a limit (a placement has no step to stop at) */
     }
     switch (st.stop) {
+    case STOP_LIMIT: /* fails, never requeued; what it used is freed, so the worker goes on at its old size */
+        json_decref(result);
+        exec_training_release(NULL);
+        malloc_trim(0);
+        msg_event_init(&e, t.job_id, source);
+        snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
+        snprintf(e.state, sizeof(e.state), "failed");
+        snprintf(e.reason, sizeof(e.reason), "%s", st.limit_why);
+        publish(r, &e);
+        runtime_forget(r, &t);
+        log_warn("job %s failed: %s", t.job_id, st.limit_why);
+        break;
+    case STOP_ENDED:
+        log_info("job %s: this generation was ended by another worker", t.job_id);
+        json_decref(result);
+        if (st.limit_why[0]) runtime_record(r, &t, &st); /* over a limit after a peer requeued it: the next one counts on */
+        break;
     case STOP_FENCED:
         log_warn("job %s abandoned: this worker was fenced (its task was given back)", t.job_id);
+        runtime_record(r, &t, &st);
         json_decref(result);
         break;
     case STOP_CANCELLED:
         log_info("job %s stopped: cancelled", t.job_id);
+        runtime_forget(r, &t);
         json_decref(result);
         break;
     case STOP_PREEMPTED:
         if (rc != EXEC_OK || !result) {
+            runtime_record(r, &t, &st);
             requeue_preempted(r, raw, &t, st.preempted_by);
             json_decref(result);
             break;
@@ -293,6 +429,7 @@ static void run_task(rs_conn *r, const char *raw)
             break;
         }
         if (rc == EXEC_RETRY) {
+            runtime_record(r, &t, &st);
             requeue_retry(r, raw, &t, err);
             json_decref(result);
             break;
@@ -308,6 +445,7 @@ static void run_task(rs_conn *r, const char *raw)
             snprintf(e.reason, sizeof(e.reason), "%s", err);
         e.result = result;
         publish(r, &e);
+        runtime_forget(r, &t);
         log_info("job %s %s (%s)", t.job_id, e.state, e.reason);
         msg_event_clear(&e);
         break;

@@ -383,6 +383,49 @@ static void test_msg_task_roundtrip(void **state)
     msg_task_clear(&t);
 }
 
+/* the tenant's limits travel with the task; a task without them (an older server) has none */
+static void test_msg_task_limits(void **state)
+{
+    (void)state;
+    task_msg t;
+    memset(&t, 0, sizeof(t));
+    snprintf(t.job_id, sizeof(t.job_id), "j_1");
+    snprintf(t.tenant, sizeof(t.tenant), "t_1");
+    snprintf(t.type, sizeof(t.type), "training");
+    t.slots = 1;
+    t.attempt = 2;
+    t.max_runtime_s = 3600;
+    t.max_memory_bytes = 8589934592LL;
+    t.spec = json_pack("{s:i}", "steps", 10);
+    char *s = msg_task_encode(&t);
+    assert_non_null(s);
+    /* "attempt" before "spec" (requeue.c edits it as text), the limits before the spec too */
+    assert_true(strstr(s, "\"attempt\":2") < strstr(s, "\"spec\""));
+    assert_non_null(strstr(s, "\"limits\":{\"runtime_s\":3600,\"memory_bytes\":8589934592}"));
+    task_msg d;
+    assert_int_equal(msg_task_decode(s, &d), 0);
+    assert_true(d.max_runtime_s == 3600 && d.max_memory_bytes == 8589934592LL);
+    free(s);
+    msg_task_clear(&d);
+    t.max_runtime_s = 0; /* only the limits that are set */
+    s = msg_task_encode(&t);
+    assert_null(strstr(s, "runtime_s"));
+    assert_int_equal(msg_task_decode(s, &d), 0);
+    assert_true(d.max_runtime_s == 0 && d.max_memory_bytes == 8589934592LL);
+    free(s);
+    msg_task_clear(&d);
+    t.max_memory_bytes = 0;
+    s = msg_task_encode(&t);
+    assert_null(strstr(s, "limits"));
+    free(s);
+    msg_task_clear(&t);
+    const char *odd = "{\"job_id\":\"j_1\",\"tenant\":\"t\",\"type\":\"placement\",\"priority\":1,\"slots\":1,"
+                      "\"attempt\":0,\"limits\":{\"runtime_s\":-5,\"memory_bytes\":\"x\"},\"spec\":{}}";
+    assert_int_equal(msg_task_decode(odd, &d), 0); /* nonsense limits: none */
+    assert_true(d.max_runtime_s == 0 && d.max_memory_bytes == 0);
+    msg_task_clear(&d);
+}
+
 static void test_msg_task_decode_rejects(void **state)
 {
     (void)state;
@@ -582,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_job_type_valid),
         cmocka_unit_test(test_job_priority),
         cmocka_unit_test(test_msg_task_roundtrip),
+        cmocka_unit_test(test_msg_task_limits),
         cmocka_unit_test(test_msg_task_decode_rejects),
         cmocka_unit_test(test_msg_task_decode_id_lengths),
         cmocka_unit_test(test_msg_event_init),

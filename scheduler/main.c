@@ -192,10 +192,17 @@ static void drop_cancelled(rs_conn *r, sched_queue *q)
     free(gone);
 }
 
-static void signal_preemption(rs_conn *r, const reg_worker *victim, const char *for_job)
+/* The victim's job learns why it stops (its events say "preempted by ..."): the preempting job by
+ * name only when it is the same tenant's; another tenant's job id is not the victim's to see. */
+static void signal_preemption(rs_conn *r, const reg_worker *victim, const pol_job *for_job)
 {
-    if (requeue_ask(r, victim->job_id, victim->attempt, for_job) == 1)
-        log_info("preempting job %s on worker %s for job %s", victim->job_id, victim->id, for_job);
+    char by[96];
+    if (strcmp(victim->tenant, for_job->tenant) == 0)
+        snprintf(by, sizeof(by), "job %s", for_job->job_id);
+    else
+        snprintf(by, sizeof(by), "another tenant's job");
+    if (requeue_ask(r, victim->job_id, victim->attempt, by) == 1)
+        log_info("preempting job %s on worker %s for job %s", victim->job_id, victim->id, for_job->job_id);
 }
 
 /* one round of decisions over everything queued */
@@ -245,7 +252,7 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
     int64_t decided = clock_mono_us() - t0;
     size_t queued = q->len;
     for (int p = 0; p < npre; p++)
-        signal_preemption(r, &reg->w[pre[p].worker], pj[pre[p].for_job].job_id);
+        signal_preemption(r, &reg->w[pre[p].worker], &pj[pre[p].for_job]);
 
     /* every write of the round in one pipeline: wait reasons that changed, then the placements */
     bool *done = calloc(q->len, sizeof(bool));

@@ -174,8 +174,10 @@ int policy_decide(const pol_job *jobs, int njobs, pol_worker *workers, int nwork
         if (reserved) {
             if (free == 0)
                 wait(d, "no capacity: all %d workers are busy", nworkers);
-            else
+            else if (strcmp(reserved->tenant, j->tenant) == 0)
                 wait(d, "held for job %s (needs %d slots at once; %d free)", reserved->job_id, reserved->slots, free);
+            else /* another tenant's job id is not this tenant's to see */
+                wait(d, "held for another tenant's job (needs %d slots at once; %d free)", reserved->slots, free);
             continue;
         }
         if (free >= slots) {

@@ -311,7 +311,7 @@ static void requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, co
     if (strcmp(by, "resize") == 0) /* an elastic gang asked to grow (scheduler/elastic.c) */
         snprintf(why, sizeof(why), "resize: stopped at a checkpoint to continue with more workers");
     else
-        snprintf(why, sizeof(why), "preempted by job %s (higher priority)", by);
+        snprintf(why, sizeof(why), "preempted by %s (higher priority)", by); /* "job j_..." or "another tenant's job" */
     while (!stopping && requeue_task(r, raw, 0, why, source, worker_id) < 0)
         usleep(100000);
     log_info("job %s preempted by %s; requeued", t->job_id, by);

@@ -139,7 +139,7 @@ def test_runtime_counts_every_generation():
         started = ms(s.wait_state(tok, jid, "running", timeout=30)["started_at"])
         wait_until("training, 2.5 s into the first generation", lambda: time.time() * 1000 - started > 2500 and s.get(
             f"/v1/jobs/{jid}/metrics", tok).json["points"], 8)
-        assert s.redis("SET", f"gantry:preempt:{jid}:0", "j_other", "EX", 600) == "OK"
+        assert s.redis("SET", f"gantry:preempt:{jid}:0", "job j_other", "EX", 600) == "OK"
         job = s.wait_state(tok, jid, "failed", timeout=60)
         assert "exceeded the tenant's max runtime of 8 s" in job["error"], job
         assert "over all its generations" in job["error"], job

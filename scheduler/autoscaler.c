@@ -21,6 +21,7 @@ typedef struct {
     char id[48];
     char *raw; /* the task */
     as_job spec;
+    int priority;    /* the job's class: it gives way to waiting jobs of this priority or higher */
     double arrivals; /* the servers' counter at the last tick */
     int have_counter;
     int last_live, last_target;
@@ -95,6 +96,7 @@ static int load_jobs(autoscaler *a, rs_conn *r)
             memset(j, 0, sizeof(*j));
             snprintf(j->id, sizeof(j->id), "%s", id);
             j->raw = strdup(raw);
+            j->priority = t.priority;
             serve_settings s;
             serve_settings_get(t.spec, &s);
             j->spec = (as_job){s.service_ms > 0 ? s.service_ms / 1000 : DEFAULT_SERVICE_S,
@@ -217,6 +219,21 @@ void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now)
         observe(a, r, &a->jobs[i], i, &obs[i]);
     }
     as_policy_tick(a->pol, now, capacity, obs, target);
+    /* a job waiting for workers (policy.h, rule 6): jobs of its priority or lower stop growing and give
+     * back what their SLO allows, less the replicas already draining for it */
+    int before[MAX_JOBS];
+    memcpy(before, target, sizeof(int) * (size_t)a->n);
+    if (reg->claim.priority >= 0) {
+        as_job specs[MAX_JOBS];
+        int prio[MAX_JOBS], draining = 0;
+        for (int i = 0; i < a->n; i++) {
+            specs[i] = a->jobs[i].spec, prio[i] = a->jobs[i].priority;
+            for (int w = 0; w < reg->n && prio[i] <= reg->claim.priority; w++)
+                draining += strcmp(reg->w[w].job_id, a->jobs[i].id) == 0 && is_draining(&a->jobs[i], reg->w[w].id, now);
+        }
+        int give = reg->claim.workers - draining;
+        as_yield(specs, obs, prio, a->n, reg->claim.priority, give > 0 ? give : 0, target);
+    }
     for (int i = 0; i < a->n; i++) {
         job *j = &a->jobs[i];
         int live = obs[i].ready + obs[i].starting, want = target[i];
@@ -243,9 +260,11 @@ void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now)
             removed++;
         }
         if (added || removed || want != j->last_target) {
-            snprintf(why, sizeof(why), "autoscaler (%s): replicas %d -> %d (target %d; %.1f req/s, queue %d, p99 %.0f ms)",
-                     a->policy, live, live + added - removed, want, obs[i].arrivals / AS_TICK_S, obs[i].queued,
-                     obs[i].latency_s * 1000);
+            snprintf(
+                why, sizeof(why), "autoscaler (%s): replicas %d -> %d (target %d; %.1f req/s, queue %d, p99 %.0f ms)%s", a->policy,
+                live, live + added - removed, want, obs[i].arrivals / AS_TICK_S, obs[i].queued, obs[i].latency_s * 1000,
+                removed && want < before[i] && want < live ? "; given back to a job of equal or higher priority waiting for workers"
+                                                           : "");
             note(r, j, why, live + added - removed, want);
             log_info("job %s: %s", j->id, why);
         }

@@ -223,8 +223,8 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
     pol_worker *pw = malloc(sizeof(*pw) * (size_t)(reg->n + 1));
     for (int i = 0; i < reg->n; i++) {
         reg_worker *w = &reg->w[i];
-        pw[i] = (pol_worker){w->free, w->free ? NULL : w->tenant, w->free ? NULL : w->job_id, w->priority, w->preemptible,
-                             0,       w->site[0] ? w->site : NULL};
+        pw[i] = (pol_worker){w->free, w->free ? NULL : w->tenant,  w->free ? NULL : w->job_id, w->priority,   w->preemptible,
+                             0,       w->site[0] ? w->site : NULL, !w->free && w->serving,     w->serving_min};
     }
     pol_job *pj = malloc(sizeof(*pj) * q->len);
     pol_decision *d = malloc(sizeof(*d) * q->len);
@@ -237,18 +237,29 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
          * free again: placed at once it would get only min of them and resize again and again */
         bool hold = max_slots > t->slots && t->attempt > 0 && clock_mono_us() - q->items[i].arrived_us < ELASTIC_GATHER_US &&
                     gather(r, reg, t);
-        pj[i] = (pol_job){t->job_id, t->tenant, t->priority, t->slots, max_slots, hold, q->items[i].seq, NULL, 0};
+        pj[i] = (pol_job){t->job_id,
+                          t->tenant,
+                          t->priority,
+                          t->slots,
+                          max_slots,
+                          hold,
+                          q->items[i].seq,
+                          NULL,
+                          0,
+                          strcmp(t->type, "placement") == 0}; /* placement jobs are short: they may backfill */
         json_t *sites = strcmp(t->type, "federated") == 0 ? json_object_get(t->spec, "sites") : NULL;
-        if (json_is_array(sites) && json_array_size(sites) <= POL_MAX_GANG) { /* each site on its own labelled worker */
+        if (json_is_array(sites) && json_array_size(sites) <= POL_MAX_GANG) { /* a labelled site on a worker with its label */
             const char **names = malloc(sizeof(char *) * (json_array_size(sites) + 1));
-            for (size_t k = 0; k < json_array_size(sites); k++)
-                names[k] = json_string_value(json_object_get(json_array_get(sites, k), "name"));
+            for (size_t k = 0; k < json_array_size(sites); k++) { /* site=NAME; NULL: any worker */
+                const char *label = json_string_value(json_object_get(json_array_get(sites, k), "label"));
+                names[k] = label && strncmp(label, "site=", 5) == 0 ? label + 5 : label;
+            }
             pj[i].sites = names, pj[i].nsites = (int)json_array_size(sites);
         }
     }
     int npre = 0;
     int64_t t0 = clock_mono_us();
-    int placed = policy_decide(pj, (int)q->len, pw, reg->n, pt, nt, d, pre, &npre);
+    int placed = policy_decide_claim(pj, (int)q->len, pw, reg->n, pt, nt, d, pre, &npre, &reg->claim);
     int64_t decided = clock_mono_us() - t0;
     size_t queued = q->len;
     for (int p = 0; p < npre; p++)

@@ -17,6 +17,8 @@ static void hold(reg_worker *w, const task_msg *t, bool started)
     snprintf(w->tenant, sizeof(w->tenant), "%s", t->tenant);
     w->priority = t->priority;
     w->preemptible = t->preemptible;
+    w->serving = strcmp(t->type, "inference") == 0;
+    w->serving_min = w->serving ? t->slots : 0; /* an inference job's slots are its minimum replicas */
 }
 
 /* fills what a busy worker runs from the task at the head of one of its lists */
@@ -66,6 +68,7 @@ int registry_refresh(rs_conn *r, registry *reg)
         redisAppendCommand(r->c, "LRANGE %s%s -1 -1", K_TASKS_PREFIX, id);
     }
     reg->n = 0;
+    reg->claim = (pol_claim){-1, 0, NULL};
     int rc = 0;
     char lost[64][64];
     int nlost = 0;

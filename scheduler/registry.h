@@ -10,6 +10,7 @@
 
 #include "common/msg.h"
 #include "common/redis_sync.h"
+#include "scheduler/policy.h"
 
 #define REG_MAX_WORKERS 4096
 
@@ -25,15 +26,20 @@ typedef struct {
     char tenant[48];
     int priority;
     bool preemptible;
+    bool serving;    /* it runs a replica of an inference job (which serves until cancelled) */
+    int serving_min; /* that job's minimum replicas */
 } reg_worker;
 
 typedef struct {
     reg_worker w[REG_MAX_WORKERS];
     int n;
     int max_attempts; /* for the work of lost workers */
+    /* what the round's first job waiting for capacity asks of the inference tier (policy.h): set by
+     * the scheduling round, read by the autoscaler, cleared by registry_refresh */
+    pol_claim claim;
 } registry;
 
-/* refreshes the list; 0, or -1 when Redis is unreachable */
+/* refreshes the list (and clears the claim); 0, or -1 when Redis is unreachable */
 int registry_refresh(rs_conn *r, registry *reg);
 
 /* records a task this process has just put in worker w's list, so that what runs later

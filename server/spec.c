@@ -53,7 +53,7 @@ static int inference_slots(const json_t *spec) /* the replicas start together; t
     return s.min_replicas;
 }
 
-static int federated_slots(const json_t *spec) /* one slot per site, each on its labelled worker */
+static int federated_slots(const json_t *spec) /* one worker per site (a labelled site: a worker with its label) */
 {
     return (int)json_array_size(json_object_get(spec, "sites"));
 }
@@ -82,7 +82,7 @@ static int fail(char *field, size_t flen, char *msg, size_t mlen, const char *f,
 
 #define NO_CONTROL "must not contain control characters (C0 such as ESC, CR, LF or tab; DEL; U+0080 to U+009F)"
 
-/* the labels a spec chooses for people (a served model's name, the sites' names): printed by the
+/* the labels a spec chooses for people (a served model's name, the sites' names and labels): printed by the
  * dashboard and the CLI, so no control characters (utf8.h) */
 static int check_spec_labels(const char *type, const json_t *spec, char *field, size_t flen, char *msg, size_t mlen)
 {
@@ -92,11 +92,13 @@ static int check_spec_labels(const char *type, const json_t *spec, char *field, 
     json_t *site;
     json_array_foreach(json_object_get(spec, "sites"), i, site)
     {
-        if (!strcmp(type, "federated") && utf8_has_control(json_string_value(json_object_get(site, "name")))) {
-            char f[64];
-            snprintf(f, sizeof f, "spec.sites[%zu].name", i);
-            return fail(field, flen, msg, mlen, f, NO_CONTROL);
-        }
+        static const char *const named[] = {"name", "label"};
+        for (size_t k = 0; k < 2; k++)
+            if (!strcmp(type, "federated") && utf8_has_control(json_string_value(json_object_get(site, named[k])))) {
+                char f[64];
+                snprintf(f, sizeof f, "spec.sites[%zu].%s", i, named[k]);
+                return fail(field, flen, msg, mlen, f, NO_CONTROL);
+            }
     }
     return 0;
 }

@@ -1,9 +1,12 @@
 /* exec_fed.c - one site of a federated job (SecureD-FL, workers/fed/).
  *
- * The scheduler gives the job's task to one worker per site (the worker
- * labelled site=NAME); this worker runs the site named by its label.  The
- * sites meet in the rendezvous of the generation, then in Redis:
+ * The scheduler gives the job's task to one worker per site: a site with a
+ * label (site=NAME) to a worker started with that label, the others to any
+ * free workers.  Each worker claims its site in Redis, atomically: the first
+ * unclaimed site whose label is its own, else the first unclaimed site without
+ * a label.  The sites meet in the rendezvous of the generation, then in Redis:
  *
+ *   gantry:fed:<job>:<gen>:sites          HASH site index -> worker id (the claims)
  *   gantry:fed:<job>:<gen>:hello:<s>      "<samples> <X25519 public key, hex>"
  *   gantry:fed:<job>:<gen>:<it>:<s>       site s's message of exchange it (binary, 8 bytes per parameter)
  *
@@ -206,6 +209,48 @@ static void evaluate(train_model *m, const train_data *te, float *xb, int32_t *y
     *loss = te->n ? sum / (double)te->n : 0, *acc = te->n ? (double)correct / (double)te->n : 0;
 }
 
+/* Which site this worker runs (-1: none is left for it; -2: Redis did not answer): the first
+ * unclaimed site labelled with its own label (site=NAME), else the first unclaimed site without a
+ * label; claimed atomically in the generation's hash, so two workers never run one site (a worker
+ * that claimed before, e.g. a restarted one, gets its own again).  The scheduler placed the job so
+ * that every site has a worker that can claim it. */
+static int claim_site(site *S, char *err, size_t errlen)
+{
+    static const char script[] = "for i = 1, #ARGV - 1 do "
+                                 "  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[#ARGV] then return tonumber(ARGV[i]) end "
+                                 "end "
+                                 "for i = 1, #ARGV - 1 do "
+                                 "  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[#ARGV]) == 1 then "
+                                 "    redis.call('EXPIRE', KEYS[1], 86400) return tonumber(ARGV[i]) "
+                                 "  end "
+                                 "end "
+                                 "return -1";
+    const json_t *sites = json_object_get(S->spec, "sites");
+    const char *mine = S->ctx->site && *S->ctx->site ? S->ctx->site : NULL;
+    const char *argv[FED_MAX_JOB_SITES + 6];
+    char idx[FED_MAX_JOB_SITES][8], key[200];
+    int argc = 0, ncand = 0;
+    snprintf(key, sizeof(key), "%s:sites", S->prefix);
+    argv[argc++] = "EVAL", argv[argc++] = script, argv[argc++] = "1", argv[argc++] = key;
+    for (int pass = 0; pass < 2; pass++) /* its labelled sites first, then the unlabelled ones */
+        for (int s = 0; s < S->n && s < FED_MAX_JOB_SITES; s++) {
+            const char *label = json_string_value(json_object_get(json_array_get(sites, (size_t)s), "label"));
+            bool ours = label && mine && strncmp(label, "site=", 5) == 0 && strcmp(label + 5, mine) == 0;
+            if (pass == 0 ? !ours : label != NULL) continue;
+            snprintf(idx[ncand], sizeof(idx[ncand]), "%d", s);
+            argv[argc++] = idx[ncand++];
+        }
+    argv[argc++] = S->ctx->worker_id ? S->ctx->worker_id : "?";
+    redisReply *r = rs_command_argv(S->ctx->redis, argc, argv, NULL);
+    int me = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -2;
+    freeReplyObject(r);
+    if (me == -2)
+        snprintf(err, errlen, "cannot claim a site: Redis did not answer");
+    else if (me < 0)
+        snprintf(err, errlen, "no site of the job is left for this worker (its label: site=%s)", mine ? mine : "(none)");
+    return me < -1 ? -2 : me;
+}
+
 int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
 {
     const json_t *spec = ctx->task->spec;
@@ -215,17 +260,10 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         return EXEC_FAILED;
     }
     site S = {.ctx = ctx, .spec = spec, .n = (int)json_array_size(json_object_get(spec, "sites")), .me = -1};
-    for (int s = 0; s < S.n; s++)
-        if (ctx->site && !strcmp(ctx->site, json_string_value(json_object_get(
-                                                json_array_get(json_object_get(spec, "sites"), (size_t)s), "name"))))
-            S.me = s;
-    if (S.me < 0) {
-        snprintf(err, errlen, "this worker's label site=%s names none of the job's sites",
-                 ctx->site && *ctx->site ? ctx->site : "(none)");
-        return EXEC_FAILED;
-    }
     S.timeout_ms = (int)num(&fed_spec_shape, spec, "exchange_timeout_s") * 1000;
     snprintf(S.prefix, sizeof(S.prefix), "gantry:fed:%s:%d", ctx->task->job_id, ctx->task->attempt);
+    if ((S.me = claim_site(&S, err, errlen)) < 0) return S.me == -2 ? EXEC_RETRY : EXEC_FAILED;
+    const char *my_name = json_string_value(json_object_get(json_array_get(json_object_get(spec, "sites"), (size_t)S.me), "name"));
     ctx->progress(ctx, 0.0, "waiting for the other sites", NULL);
     rdv_members mem;
     char why[400];
@@ -257,7 +295,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     if (!(m = train_model_create(json_object_get(spec, "model"), train_backend_cpu(), seed, cap, err, errlen))) goto out;
     if (train_model_in_size(m) != tr.dim) {
         snprintf(err, errlen, "spec.model.input has %zu values per sample but site %s's data has %zu", train_model_in_size(m),
-                 ctx->site, tr.dim);
+                 my_name, tr.dim);
         goto out;
     }
     o = train_optim_create(json_object_get(spec, "optimizer"), m);

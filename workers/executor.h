@@ -32,7 +32,7 @@ typedef struct exec_ctx {
     const char *worker_id;
     const char *worker_kind; /* "cpu" or "gpu": which backend a training job uses */
     void *opaque;
-    const char *site; /* the worker's label site=NAME ("" none): which site of a federated job it runs */
+    const char *site; /* the worker's label site=NAME ("" none): federated sites labelled site=NAME run here */
 } exec_ctx;
 
 /* What an executor returns: */

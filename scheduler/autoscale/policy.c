@@ -1,5 +1,6 @@
 #include "scheduler/autoscale/policy.h"
 #include "scheduler/autoscale/faro.h"
+#include "scheduler/autoscale/latency.h"
 #include "scheduler/autoscale/predict.h"
 
 #include <math.h>
@@ -297,4 +298,41 @@ void as_policy_tick(as_policy *p, double now, double capacity, const as_obs *obs
         p->st[i].target = t[i];
     clock_gettime(CLOCK_MONOTONIC, &t1);
     p->last_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+}
+
+/* the fewest replicas (within [min, max]) whose latency at rate lambda meets the job's SLO */
+static int slo_need(const as_job *j, double lambda)
+{
+    int lo = j->min > 0 ? j->min : 1;
+    for (int c = lo; c < j->max; c++)
+        if (as_latency(lambda, j->p, c, j->slo_q) <= j->slo_s) return c;
+    return j->max > lo ? j->max : lo;
+}
+
+int as_yield(const as_job *jobs, const as_obs *obs, const int *prio, int n, int claim_priority, int give, int *target)
+{
+    if (claim_priority < 0) return 0;
+    int *floor_ = malloc(sizeof(int) * ((size_t)n + 1));
+    for (int i = 0; i < n; i++) {
+        int live = obs[i].ready + obs[i].starting;
+        floor_[i] = target[i];
+        if (prio[i] > claim_priority) continue;                                    /* a higher priority: its own business */
+        if (target[i] > live) target[i] = live > jobs[i].min ? live : jobs[i].min; /* no growth into claimed workers */
+        int over = jobs[i].slo_s > 0 && obs[i].latency_s > jobs[i].slo_s;
+        int need = slo_need(&jobs[i], obs[i].arrivals / AS_TICK_S);
+        floor_[i] = over ? target[i] : need > jobs[i].min ? need : jobs[i].min;
+    }
+    int given = 0;
+    while (given < give) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (prio[i] <= claim_priority && target[i] > floor_[i] &&
+                (best < 0 || target[i] - floor_[i] > target[best] - floor_[best]))
+                best = i;
+        if (best < 0) break;
+        target[best]--;
+        given++;
+    }
+    free(floor_);
+    return given;
 }

@@ -74,4 +74,13 @@ void as_policy_set_job(as_policy *p, int i, const as_job *job);
 double as_policy_last_ms(const as_policy *p);
 void as_policy_free(as_policy *p);
 
+/* Inference replicas yield to a job waiting for workers (scheduler/policy.h, rule 6; pure).
+ * prio[i] is job i's priority, claim_priority the waiting job's (-1: no claim), give the replicas it
+ * asks for, target[i] the policy's target for job i, changed in place: a job of priority
+ * claim_priority or lower grows no further than its live replicas (ready + starting), and such jobs
+ * give back up to `give` replicas in all, one at a time from the job with the most to spare, never
+ * below their minimum nor below the replicas their SLO needs at the rate they see now (the latency
+ * model of latency.h; a job over its SLO now gives nothing).  Returns how many were given back. */
+int as_yield(const as_job *jobs, const as_obs *obs, const int *prio, int n, int claim_priority, int give, int *target);
+
 #endif

@@ -1,7 +1,8 @@
-"""Federated jobs through the real stack: sites as CPU workers labelled site=NAME, each training on
-its own part of Fashion-MNIST (a Dirichlet split), aggregating by SecureD-FL (ADMM over a Kirkman
-design's groups, masked group sums through Redis), the model registered; bad specs refused naming
-the field; a site without a worker makes the job wait, saying which."""
+"""Federated jobs through the real stack: sites as CPU workers labelled site=NAME (a site with
+"label": "site=NAME" runs there; one without a label on any free worker), each training on its own
+part of Fashion-MNIST (a Dirichlet split), aggregating by SecureD-FL (ADMM over a Kirkman design's
+groups, masked group sums through Redis), the model registered; bad specs refused naming the field;
+a labelled site without a worker makes the job wait, saying which."""
 
 import time
 
@@ -11,10 +12,15 @@ MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "
                                         {"type": "dense", "units": 10}]}
 
 
-def fed_job(n, rounds=3, name="fed-mnist", **extra):
+def fed_job(n, rounds=3, name="fed-mnist", labels=True, **extra):
+    """n sites s0..s(n-1) of a Dirichlet split; labels: site k runs on the worker labelled site=sk
+    (True: every site; a set: those sites; False: none)"""
     sites = [{"name": f"s{i}", "dataset": {"name": "fashion-mnist",
                                             "partition": {"sites": n, "index": i, "alpha": 0.5, "seed": 1}}}
              for i in range(n)]
+    for i, site in enumerate(sites):
+        if labels is True or (labels and i in labels):
+            site["label"] = f"site=s{i}"
     spec = {"model": MLP, "optimizer": {"type": "adam", "lr": 0.002}, "batch_size": 32, "local_steps": 40,
             "rounds": rounds, "seed": 1, "sites": sites, "exchange_timeout_s": 60}
     spec.update(extra)
@@ -64,14 +70,20 @@ def test_federated_errors_and_waiting_for_a_site():
             (dict(fed_job(3), spec=dict(fed_job(3)["spec"], masking=False, admm={"iterations": 5})), "spec.admm.iterations"),
             (dict(fed_job(3), spec=dict(fed_job(3)["spec"], aggregation="median")), "spec.aggregation"),
             (dict(fed_job(3), spec=dict(fed_job(3)["spec"], sites=fed_job(3)["spec"]["sites"][:2] * 2)), "spec.sites[2].name"),
+            (dict(fed_job(3), spec=dict(fed_job(3)["spec"], sites=[dict(fed_job(3)["spec"]["sites"][0], label="s0")]
+                                        + fed_job(3)["spec"]["sites"][1:])), "spec.sites[0].label"),
+            (dict(fed_job(3), spec=dict(fed_job(3)["spec"], sites=[dict(fed_job(3)["spec"]["sites"][0], label="site=a b")]
+                                        + fed_job(3)["spec"]["sites"][1:])), "spec.sites[0].label"),
         ]
         for job, field in bad:
             r = s.post("/v1/jobs", tok, job)
             assert r.status == 400 and r.json["error"]["field"] == field, (field, r.json)
-        # a site whose worker is missing: the job waits and says which
+        # a labelled site whose worker is missing: the job waits and says which, and how to fix it
         job = fed_job(4, rounds=1)
         jid = s.submit(tok, job)
-        wait_until("the wait reason", lambda: [e for e in s.events(tok, jid) if "site s3" in e["reason"]], 30)
+        why = wait_until("the wait reason", lambda: [e["reason"] for e in s.events(tok, jid)
+                                                     if "no worker labelled site=s3" in e["reason"]], 30)[-1]
+        assert "--labels site=s3" in why, why
         assert s.job(tok, jid)["state"] == "queued"
         s.start_worker(3, labels="site=s3")
         done = s.wait_state(tok, jid, "succeeded", timeout=240)
@@ -80,6 +92,26 @@ def test_federated_errors_and_waiting_for_a_site():
         jid = s.submit(tok, fed_job(4, rounds=2, name="fedavg", aggregation="fedavg"))
         done = s.wait_state(tok, jid, "succeeded", timeout=240)
         assert done["result"]["metrics"]["residual"] < 1e-6 and done["result"]["metrics"]["test_accuracy"] > 0.5
+
+
+def test_labelled_sites_pin_and_the_others_run_anywhere():
+    """two labelled sites keep their workers; two sites without a label take the unlabelled workers,
+    never a labelled one while an unlabelled one is free, one site per worker"""
+    with Stack(workers=0) as s:
+        s.start_worker(0, labels="site=s0")
+        s.start_worker(1, labels="site=s3")
+        s.start_worker(2)
+        s.start_worker(3)
+        s.start_worker(4, labels="site=elsewhere")
+        wait_until("workers registered", lambda: len(s.workers()) == 5, 15)
+        _, tok = s.tenant("labs")
+        jid = s.submit(tok, fed_job(4, rounds=1, local_steps=10, labels={0, 3}))
+        done = s.wait_state(tok, jid, "succeeded", timeout=240)
+        assert done["result"]["metrics"]["sites"] == 4
+        claims = s.redis("HGETALL", f"gantry:fed:{jid}:0:sites").split()
+        where = dict(zip(claims[0::2], claims[1::2]))
+        assert where["0"] == "w_test0" and where["3"] == "w_test1", where
+        assert {where["1"], where["2"]} == {"w_test2", "w_test3"}, where
 
 
 def test_sites_read_their_own_files():

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "scheduler/autoscale/policy.h"
 #include "scheduler/policy.h"
 
 #define MAXW 16
@@ -38,18 +39,26 @@ static int job(cluster *c, const char *tenant, int prio, int slots)
     static const char *ids[MAXJ] = {"j0",  "j1",  "j2",  "j3",  "j4",  "j5",  "j6",  "j7",  "j8",  "j9",  "j10",
                                     "j11", "j12", "j13", "j14", "j15", "j16", "j17", "j18", "j19", "j20", "j21",
                                     "j22", "j23", "j24", "j25", "j26", "j27", "j28", "j29", "j30", "j31"};
-    c->j[c->nj] = (pol_job){ids[c->nj], tenant, prio, slots, 0, false, (unsigned long long)c->nj, NULL, 0};
+    c->j[c->nj] = (pol_job){ids[c->nj], tenant, prio, slots, 0, false, (unsigned long long)c->nj, NULL, 0, false};
     return c->nj++;
 }
 
 static void busy(cluster *c, int w, const char *tenant, int prio, bool preemptible, unsigned long long seq)
 {
-    c->w[w] = (pol_worker){false, tenant, "running", prio, preemptible, seq, NULL};
+    c->w[w] = (pol_worker){false, tenant, "running", prio, preemptible, seq, NULL, false, 0};
 }
+
+/* worker w serves a replica of inference job `id` (its minimum: min replicas) */
+static void serving(cluster *c, int w, const char *tenant, const char *id, int prio, int min)
+{
+    c->w[w] = (pol_worker){false, tenant, id, prio, false, (unsigned long long)w, NULL, true, min};
+}
+
+static pol_claim last_claim;
 
 static int decide(cluster *c)
 {
-    return policy_decide(c->j, c->nj, c->w, c->nw, c->t, c->nt, c->d, c->p, &c->np);
+    return policy_decide_claim(c->j, c->nj, c->w, c->nw, c->t, c->nt, c->d, c->p, &c->np, &last_claim);
 }
 
 static int placed_for(cluster *c, const char *tenant)
@@ -153,7 +162,7 @@ static void test_gang_all_or_nothing_and_reserved(void **state)
     int small = job(&c, "b", 1, 1);
     assert_int_equal(decide(&c), 0);
     assert_int_equal(c.d[gang].action, POL_WAIT);
-    assert_non_null(strstr(c.d[gang].reason, "gang incomplete: 2 of 3"));
+    assert_non_null(strstr(c.d[gang].reason, "gang incomplete: 2 of 3 workers free"));
     /* the small job would fit, but may not take the gang's workers */
     assert_int_equal(c.d[small].action, POL_WAIT);
     /* the other tenant's job is not named to b */
@@ -276,8 +285,227 @@ static void test_sites_pin_slots(void **state)
     other = job(&d, "t", 1, 1);
     decide(&d);
     assert_int_equal(d.d[f].action, POL_WAIT);
-    assert_non_null(strstr(d.d[f].reason, "site z"));
+    assert_non_null(strstr(d.d[f].reason, "site=z"));
     assert_int_equal(d.d[other].action, POL_PLACE);
+}
+
+/* Backfill: behind a gang that holds free workers while it waits for busy ones, a short job
+ * (placement) may use them; a job that may run long may not */
+static void test_backfill_short_jobs_behind_a_gang(void **state)
+{
+    (void)state;
+    cluster c = {0};
+    workers(&c, 4);
+    tenant(&c, "a", 1, -1);
+    tenant(&c, "b", 1, -1);
+    busy(&c, 0, "b", 1, false, 1);
+    int gang = job(&c, "a", 1, 4);
+    int place = job(&c, "b", 1, 1);
+    c.j[place].brief = true;
+    int train = job(&c, "b", 1, 1);
+    int place2 = job(&c, "a", 1, 1);
+    c.j[place2].brief = true;
+    assert_int_equal(decide(&c), 2);
+    assert_int_equal(c.d[gang].action, POL_WAIT);
+    assert_non_null(strstr(c.d[gang].reason, "gang incomplete: 3 of 4 workers free"));
+    assert_non_null(strstr(c.d[gang].reason, "until 1 running job finishes"));
+    assert_int_equal(c.d[place].action, POL_PLACE);
+    assert_int_equal(c.d[place2].action, POL_PLACE);
+    assert_int_equal(c.d[train].action, POL_WAIT);
+    assert_non_null(strstr(c.d[train].reason, "held for another tenant's job"));
+    assert_int_equal(last_claim.priority, 1); /* the gang claims; no inference job to give anything back */
+    assert_string_equal(last_claim.job_id, "j0");
+}
+
+/* A gang that cannot start while an inference job serves at its minimum holds nothing back and says
+ * what unblocks it; the tenant's later jobs run meanwhile (before: "holding them", and "held for job")*/
+static void test_gang_blocked_by_inference_at_its_minimum(void **state)
+{
+    (void)state;
+    cluster c = {0};
+    workers(&c, 2);
+    tenant(&c, "a", 1, -1);
+    serving(&c, 0, "a", "j_serve", 1, 1);
+    int gang = job(&c, "a", 1, 2);
+    int train = job(&c, "a", 1, 1);
+    assert_int_equal(decide(&c), 1);
+    assert_int_equal(c.d[gang].action, POL_WAIT);
+    assert_non_null(strstr(c.d[gang].reason, "gang incomplete: 1 of 2 workers free"));
+    assert_non_null(strstr(c.d[gang].reason, "inference job j_serve"));
+    assert_non_null(strstr(c.d[gang].reason, "its minimum"));
+    assert_non_null(strstr(c.d[gang].reason, "cancel j_serve or add a worker"));
+    assert_int_equal(c.d[train].action, POL_PLACE);
+    assert_int_equal(c.d[train].workers[0], 1);
+    assert_int_equal(last_claim.priority, 1); /* the inference job must not grow into the free worker (and gives */
+    assert_int_equal(last_claim.workers, 1);  /* back what it has above its minimum: here nothing) */
+
+    /* another tenant's gang: the inference job is not named to it */
+    cluster d = {0};
+    workers(&d, 2);
+    tenant(&d, "b", 1, -1);
+    serving(&d, 0, "a", "j_serve", 1, 1);
+    gang = job(&d, "b", 1, 2);
+    decide(&d);
+    assert_null(strstr(d.d[gang].reason, "j_serve"));
+    assert_non_null(strstr(d.d[gang].reason, "another tenant's inference job"));
+    assert_non_null(strstr(d.d[gang].reason, "add a worker"));
+
+    /* an inference job of a higher priority does not give way, even above its minimum */
+    cluster e = {0};
+    workers(&e, 3);
+    tenant(&e, "a", 1, -1);
+    serving(&e, 0, "a", "j_serve", 2, 1);
+    serving(&e, 1, "a", "j_serve", 2, 1);
+    gang = job(&e, "a", 1, 2);
+    int small = job(&e, "a", 1, 1);
+    decide(&e);
+    assert_non_null(strstr(e.d[gang].reason, "higher priority"));
+    assert_int_equal(e.d[small].action, POL_PLACE);
+}
+
+/* An inference job above its minimum gives a replica back to a waiting gang of its priority or
+ * higher: the gang holds the free worker and claims the one it lacks */
+static void test_gang_waits_for_a_replica_given_back(void **state)
+{
+    (void)state;
+    cluster c = {0};
+    workers(&c, 3);
+    tenant(&c, "a", 1, -1);
+    serving(&c, 0, "a", "j_serve", 1, 1);
+    serving(&c, 1, "a", "j_serve", 1, 1);
+    int gang = job(&c, "a", 2, 2);
+    int train = job(&c, "a", 1, 1);
+    int place = job(&c, "a", 1, 1);
+    c.j[place].brief = true;
+    assert_int_equal(decide(&c), 1);
+    assert_int_equal(c.d[gang].action, POL_WAIT);
+    assert_non_null(strstr(c.d[gang].reason, "gang incomplete: 1 of 2 workers free"));
+    assert_non_null(strstr(c.d[gang].reason, "waiting for inference job j_serve to give back a replica"));
+    assert_int_equal(last_claim.priority, 2);
+    assert_int_equal(last_claim.workers, 1);
+    assert_string_equal(last_claim.job_id, "j0");
+    assert_int_equal(c.d[train].action, POL_WAIT); /* it might outlast the replica's return */
+    assert_non_null(strstr(c.d[train].reason, "held for job j0"));
+    assert_int_equal(c.d[place].action, POL_PLACE); /* short: backfills */
+}
+
+/* A gang larger than the cluster is told so at once and holds nothing back (before: it held every
+ * free worker forever) */
+static void test_gang_larger_than_the_cluster(void **state)
+{
+    (void)state;
+    cluster c = {0};
+    workers(&c, 2);
+    tenant(&c, "a", 1, -1);
+    int gang = job(&c, "a", 1, 3);
+    int train = job(&c, "a", 1, 1);
+    assert_int_equal(decide(&c), 1);
+    assert_int_equal(c.d[gang].action, POL_WAIT);
+    assert_non_null(strstr(c.d[gang].reason, "needs 3 workers at once; the cluster has 2"));
+    assert_non_null(strstr(c.d[gang].reason, "add 1 worker or cancel it"));
+    assert_int_equal(c.d[train].action, POL_PLACE);
+    assert_int_equal(last_claim.priority, -1); /* nothing the inference tier could give would help */
+
+    /* the same for a federated job whose sites name no label */
+    cluster d = {0};
+    workers(&d, 2);
+    tenant(&d, "a", 1, -1);
+    static const char *any[3] = {NULL, NULL, NULL};
+    int f = job(&d, "a", 1, 3);
+    d.j[f].sites = any, d.j[f].nsites = 3;
+    decide(&d);
+    assert_non_null(strstr(d.d[f].reason, "the cluster has 2"));
+}
+
+/* Sites that name no label run on any free worker, one per worker, unlabelled workers first;
+ * labelled sites keep their workers */
+static void test_sites_without_labels(void **state)
+{
+    (void)state;
+    cluster c = {0};
+    workers(&c, 5);
+    static const char *labels[5] = {"a", NULL, "z", NULL, "b"};
+    for (int i = 0; i < 5; i++)
+        c.w[i].site = labels[i];
+    tenant(&c, "t", 1, -1);
+    static const char *sites[] = {NULL, "a", NULL, "b"};
+    int f = job(&c, "t", 1, 4);
+    c.j[f].sites = sites, c.j[f].nsites = 4;
+    assert_int_equal(decide(&c), 1);
+    assert_int_equal(c.d[f].action, POL_PLACE);
+    assert_int_equal(c.d[f].nworkers, 4);
+    assert_int_equal(c.d[f].workers[0], 1); /* unlabelled */
+    assert_int_equal(c.d[f].workers[1], 0); /* a */
+    assert_int_equal(c.d[f].workers[2], 3); /* unlabelled */
+    assert_int_equal(c.d[f].workers[3], 4); /* b */
+    assert_true(c.w[2].free);
+
+    /* three unlabelled sites on three unlabelled workers (deploy/examples/federated.json) */
+    cluster d = {0};
+    workers(&d, 3);
+    tenant(&d, "t", 1, -1);
+    static const char *any[3] = {NULL, NULL, NULL};
+    f = job(&d, "t", 1, 3);
+    d.j[f].sites = any, d.j[f].nsites = 3;
+    assert_int_equal(decide(&d), 1);
+    assert_int_equal(d.d[f].nworkers, 3);
+    assert_true(d.d[f].workers[0] != d.d[f].workers[1] && d.d[f].workers[1] != d.d[f].workers[2] &&
+                d.d[f].workers[0] != d.d[f].workers[2]);
+
+    /* a labelled site whose worker does not exist: wait, naming the label and what to do */
+    cluster e = {0};
+    workers(&e, 3);
+    tenant(&e, "t", 1, -1);
+    static const char *need[3] = {NULL, "x", NULL};
+    f = job(&e, "t", 1, 3);
+    e.j[f].sites = need, e.j[f].nsites = 3;
+    int other = job(&e, "t", 1, 1);
+    decide(&e);
+    assert_int_equal(e.d[f].action, POL_WAIT);
+    assert_non_null(strstr(e.d[f].reason, "no worker labelled site=x"));
+    assert_non_null(strstr(e.d[f].reason, "--labels site=x"));
+    assert_int_equal(e.d[other].action, POL_PLACE);
+}
+
+/* as_yield: inference jobs give back replicas above their minimum to a claim of their priority or
+ * higher while the latency model says their SLO holds at the rate they see, and do not grow */
+static void test_inference_gives_back_replicas(void **state)
+{
+    (void)state;
+    as_job jobs[2] = {{0.01, 0.1, 0.99, 1, 1, 1, 4}, {0.01, 0.1, 0.99, 1, 1, 1, 4}};
+    as_obs obs[2];
+    memset(obs, 0, sizeof(obs));
+    obs[0].ready = 3, obs[1].ready = 2;
+    int prio[2] = {1, 1}, target[2] = {4, 2};
+    /* idle: the job with the most to spare gives first; nobody grows into the claimed workers */
+    assert_int_equal(as_yield(jobs, obs, prio, 2, 1, 2, target), 2);
+    assert_int_equal(target[0] + target[1], 3);
+    assert_true(target[0] <= 2 && target[1] >= 1);
+    /* never below the minimum */
+    target[0] = 3, target[1] = 2;
+    assert_int_equal(as_yield(jobs, obs, prio, 2, 1, 9, target), 3);
+    assert_int_equal(target[0], 1);
+    assert_int_equal(target[1], 1);
+    /* no claim: nothing changes */
+    target[0] = 4, target[1] = 2;
+    assert_int_equal(as_yield(jobs, obs, prio, 2, -1, 0, target), 0);
+    assert_int_equal(target[0], 4);
+    /* a claim of a lower priority: nothing either */
+    prio[0] = prio[1] = 2;
+    assert_int_equal(as_yield(jobs, obs, prio, 2, 1, 2, target), 0);
+    assert_int_equal(target[0], 4);
+    /* busy: 250 req/s at 10 ms need 3 replicas for p99 < 100 ms; job 0 keeps them */
+    prio[0] = prio[1] = 1;
+    obs[0].arrivals = 250 * AS_TICK_S;
+    target[0] = 3, target[1] = 2;
+    assert_int_equal(as_yield(jobs, obs, prio, 2, 1, 2, target), 1);
+    assert_int_equal(target[0], 3);
+    assert_int_equal(target[1], 1);
+    /* a job over its SLO now gives nothing */
+    obs[1].latency_s = 0.5;
+    target[1] = 2;
+    assert_int_equal(as_yield(jobs, obs, prio, 2, 1, 2, target), 0);
+    assert_int_equal(target[1], 2);
 }
 
 int main(void)
@@ -294,6 +522,12 @@ int main(void)
         cmocka_unit_test(test_gang_preempts_only_when_enough),
         cmocka_unit_test(test_elastic_gang_takes_leftovers),
         cmocka_unit_test(test_sites_pin_slots),
+        cmocka_unit_test(test_backfill_short_jobs_behind_a_gang),
+        cmocka_unit_test(test_gang_blocked_by_inference_at_its_minimum),
+        cmocka_unit_test(test_gang_waits_for_a_replica_given_back),
+        cmocka_unit_test(test_gang_larger_than_the_cluster),
+        cmocka_unit_test(test_sites_without_labels),
+        cmocka_unit_test(test_inference_gives_back_replicas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include "workers/train/optim.h"
 #include "workers/train/train.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,10 +29,14 @@ const sch fed_partition_shape = {SCH_OBJECT, .members = part_m,
 static const sch_member dataset_m[] = {{"partition", &fed_partition_shape, 0}, {0}};
 static const sch dataset_s = {SCH_OBJECT, .base = &train_dataset_shape, .members = dataset_m,
                               .desc = "a training dataset (the site's own data); the built-in one may be split"};
-static const sch site_name_s = {SCH_STR, SCH_IN(1, 63), .desc = "the label site=NAME of the worker that holds its data",
-                                .msg = "must be a site name (1-63 characters, no comma, '=' or space): the label site=NAME of "
-                                       "its worker"};
-static const sch_member site_m[] = {{"name", &site_name_s, 1}, {"dataset", &dataset_s, 1}, {0}};
+static const sch site_name_s = {SCH_STR, SCH_IN(1, 63), .desc = "the site's name (results, groups, the job page)",
+                                .msg = "must be a site name (1-63 characters, no comma, '=' or space)"};
+static const sch site_label_s = {SCH_STR, SCH_IN(6, 68),
+                                 .desc = "site=NAME: the site runs only on a worker started with --labels site=NAME (the one "
+                                         "that holds its data); without it, on any free worker",
+                                 .msg = "must be site=NAME (NAME 1-63 characters, no comma, '=' or space): the label of the "
+                                        "worker that holds the site's data (gantry-worker --labels site=NAME)"};
+static const sch_member site_m[] = {{"name", &site_name_s, 1}, {"label", &site_label_s, 0}, {"dataset", &dataset_s, 1}, {0}};
 static const sch site_s = {SCH_OBJECT, .members = site_m};
 static const sch sites_s = {SCH_ARRAY, SCH_IN(3, FED_MAX_JOB_SITES), .items = &site_s, .desc = "names unique",
                             .msg = "must list 3 to 64 sites ({\"name\", \"dataset\"}): groups need 3 members so that a sum "
@@ -125,6 +130,15 @@ int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, siz
         if (strpbrk(name, ",= \t")) {
             snprintf(field, fl, "%s.name", prefix);
             snprintf(msg, ml, "%s", site_name_s.msg);
+            return -1;
+        }
+        const char *label = json_string_value(json_object_get(site, "label"));
+        bool bad_label = label && (strncmp(label, "site=", 5) != 0 || !label[5] || strpbrk(label + 5, ",= \t"));
+        for (const char *c = label; c && *c && !bad_label; c++)
+            bad_label = (unsigned char)*c < 0x20 || *c == 0x7f;
+        if (bad_label) {
+            snprintf(field, fl, "%s.label", prefix);
+            snprintf(msg, ml, "%s", site_label_s.msg);
             return -1;
         }
         for (size_t o = 0; o < s; o++)

@@ -1,7 +1,7 @@
 /* spec.h - the federated job's spec (validated by the server, read by the sites).
  *
  *   {"model": {...}, "optimizer": {...}, "batch_size": 32, "local_steps": 50, "rounds": 10, "seed": 1,
- *    "sites": [{"name": "a", "dataset": DATASET}, ...],          3 to 64 sites, names unique
+ *    "sites": [{"name": "a", "label": "site=a", "dataset": DATASET}, ...],   3 to 64 sites, names unique
  *    "test": DATASET (optional: the first site's test set),
  *    "aggregation": "securedfl" | "fedavg",
  *    "admm": {"iterations": 7, "rho": 0.1, "decay": 0.9, "decay_every": 2},
@@ -10,7 +10,8 @@
  * DATASET is a training dataset (train.h), and the built-in one may be split:
  * {"name": "fashion-mnist", "partition": {"sites": 9, "index": 2, "alpha": 0.5, "seed": 1}}
  * (partition.h: that site's part of a Dirichlet label-skew split; the test set whole).
- * Site s runs on the worker labelled site=<name of s>.  Without masking the
+ * A site with a label ("site=NAME") runs on a worker started with --labels site=NAME;
+ * a site without one on any free worker, one site per worker.  Without masking the
  * iterations are capped at the design's P (a site would see a peer's message
  * twice, which reveals its model): the spec is refused beyond. */
 #ifndef GANTRY_FED_SPEC_H

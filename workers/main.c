@@ -3,8 +3,18 @@
  * Registers in Redis, heartbeats from a thread, takes tasks from its list with a
  * reliable move (BLMOVE into its in-flight list, removed only after the final
  * event is published), runs the executor for the job type and publishes
- * running / progress / result events to gantry:events.  SIGTERM: finishes the
- * current task, then exits.
+ * running / progress / result events to gantry:events.
+ *
+ * SIGTERM / SIGINT: the worker hands its task back and exits, in about a second
+ * whatever it runs: the executor stops at its next poll for a stop (a training step,
+ * a federated exchange, a replica's control check every 0.5 s), as a preempted task
+ * does, and the task goes back to gantry:jobs (a training job continues from the
+ * checkpoint written at that step; a lost inference replica is replaced by the
+ * autoscaler).  A gang's other members stop at the same step and leave the requeue
+ * to it.  A placement, which has no poll, finishes (it takes seconds).  While
+ * stopping, Redis gets two seconds per write: a task whose hand-back or result
+ * cannot be written stays in the in-flight list, to be given back when a worker
+ * with this id starts again or the scheduler declares this one dead.
  *
  * Tenant limits (the task's "limits", server/limits.h): every time an executor polls
  * for a stop, the worker also checks the job's running time (this generation plus the
@@ -125,8 +135,20 @@ static void *heartbeat_thread(void *arg)
     return NULL;
 }
 
-/* publishes until Redis takes it: an event is never dropped while the worker lives */
-static void publish(rs_conn *r, const event_msg *e)
+/* while stopping, Redis gets this many tries 100 ms apart per write before the worker gives up */
+#define STOPPING_TRIES 20
+
+/* A job's result and the task's removal from the in-flight list in one step: a worker
+ * killed between the two would otherwise leave a finished task there, given back (and run
+ * again) when the worker starts again.  KEYS: events stream, in-flight list; ARGV: maxlen,
+ * event, task */
+static const char finish_script[] = "redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', '" F_EVENT "', ARGV[2]) "
+                                    "redis.call('LREM', KEYS[2], 1, ARGV[3]) return 1";
+
+/* publishes until Redis takes it: an event is never dropped while the worker lives.
+ * While stopping it gives up after STOPPING_TRIES (false).  With a task (a job's final
+ * event), the task also leaves the in-flight list (finish_script). */
+static bool publish_ex(rs_conn *r, const event_msg *e, const char *task)
 {
     char *s = msg_event_encode(e);
     if (!s) { /* never drop a state change: fall back to a plain reason */
@@ -137,21 +159,44 @@ static void publish(rs_conn *r, const event_msg *e)
         s = msg_event_encode(&plain);
         log_error("event for %s could not be encoded; sent without its reason/result", e->job_id);
     }
-    if (!s) return;
+    if (!s) return true;
+    int stopping_tries = 0;
+    bool ok = false;
     for (int attempt = 0;; attempt++) {
-        redisReply *rep = rs_command(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s);
-        int ok = rep && rep->type == REDIS_REPLY_STRING;
+        redisReply *rep;
+        if (task) {
+            char inflight[128], maxlen[16];
+            snprintf(inflight, sizeof(inflight), "%s%s", K_INFLIGHT_PREFIX, worker_id);
+            snprintf(maxlen, sizeof(maxlen), "%d", K_STREAM_MAXLEN);
+            rep = rs_command(r, "EVAL %s 2 %s %s %s %s %s", finish_script, K_EVENTS_STREAM, inflight, maxlen, s, task);
+            ok = rep && rep->type == REDIS_REPLY_INTEGER;
+        } else {
+            rep = rs_command(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s);
+            ok = rep && rep->type == REDIS_REPLY_STRING;
+        }
         freeReplyObject(rep);
         if (ok) break;
+        if (stopping && ++stopping_tries >= STOPPING_TRIES) {
+            log_warn("stopping: could not publish the event for %s", e->job_id);
+            break;
+        }
         if (attempt % 50 == 0) log_warn("cannot publish event for %s yet; retrying", e->job_id);
         usleep(100000);
     }
     free(s);
+    return ok;
+}
+
+static bool publish(rs_conn *r, const event_msg *e)
+{
+    return publish_ex(r, e, NULL);
 }
 
 /* STOP_LIMIT: over one of its tenant's limits (the job fails); STOP_ENDED: another worker
- * ended this generation for good (a gang's result, or a failure over a limit) */
-typedef enum { STOP_NONE, STOP_CANCELLED, STOP_PREEMPTED, STOP_FENCED, STOP_LIMIT, STOP_ENDED } stop_reason;
+ * ended this generation for good (a gang's result, or a failure over a limit); STOP_REQUEUED:
+ * this generation was already given back (by another member, or by the scheduler or a
+ * restarted worker for a member that is gone): its next one is queued, so this one stops */
+typedef enum { STOP_NONE, STOP_CANCELLED, STOP_PREEMPTED, STOP_FENCED, STOP_LIMIT, STOP_ENDED, STOP_REQUEUED } stop_reason;
 
 typedef struct {
     rs_conn *r;
@@ -274,6 +319,20 @@ static void on_progress(exec_ctx *ctx, double fraction, const char *message, con
     publish(st->r, &e);
 }
 
+/* SIGTERM: the task stops as a preempted one does and goes back to the queue (by
+ * STOP_BY, below).  A gang's other members are asked to stop at the same generation
+ * (they see the request at their next poll and requeue nothing: the first requeue of a
+ * generation is the only one).  Not for inference: the job's other replicas serve on. */
+#define STOP_BY "stop:"
+static void stop_handing_back(exec_ctx *ctx)
+{
+    run_state *st = ctx->opaque;
+    st->stop = STOP_PREEMPTED;
+    snprintf(st->preempted_by, sizeof(st->preempted_by), STOP_BY "%s", worker_id);
+    if (ctx->task->slots > 1 && strcmp(ctx->task->type, "inference") != 0)
+        requeue_ask(st->r, ctx->task->job_id, ctx->task->attempt, st->preempted_by);
+}
+
 /* whether the task must stop now, and why (executors poll this) */
 static bool on_cancelled(exec_ctx *ctx)
 {
@@ -297,33 +356,56 @@ static bool on_cancelled(exec_ctx *ctx)
         } else if (rep->element[1]->type == REDIS_REPLY_STRING) {
             st->stop = STOP_PREEMPTED;
             snprintf(st->preempted_by, sizeof(st->preempted_by), "%s", rep->element[1]->str);
+        } else if (rep->element[2]->type == REDIS_REPLY_STRING) {
+            st->stop = STOP_REQUEUED; /* e.g. a member's worker stopped before it joined: no waiting for it */
         }
     }
     freeReplyObject(rep);
+    if (st->stop == STOP_NONE && stopping) stop_handing_back(ctx);
     return st->stop != STOP_NONE;
 }
 
-/* a preempted task goes back to gantry:jobs (attempt + 1) with a "queued" event; for a
- * gang, once, whichever member gets there first (requeue.h) */
-static void requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, const char *by)
+/* requeue_task until Redis takes it (while stopping: STOPPING_TRIES); 1 requeued, 0 already
+ * requeued or ended by another, -1 not written */
+static int requeue_until_written(rs_conn *r, const char *raw, int attempts, const char *why)
 {
-    char why[160];
+    int rc, tries = 0;
+    while ((rc = requeue_task(r, raw, attempts, why, source, worker_id)) < 0) {
+        if (stopping && ++tries >= STOPPING_TRIES) break;
+        usleep(100000);
+    }
+    return rc;
+}
+
+/* a preempted task goes back to gantry:jobs (attempt + 1) with a "queued" event; for a
+ * gang, once, whichever member gets there first (requeue.h).  false: not written (stopping,
+ * Redis unreachable): the task must stay in the in-flight list */
+static bool requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, const char *by)
+{
+    char why[400];
     if (strcmp(by, "resize") == 0) /* an elastic gang asked to grow (scheduler/elastic.c) */
         snprintf(why, sizeof(why), "resize: stopped at a checkpoint to continue with more workers");
+    else if (strncmp(by, STOP_BY, strlen(STOP_BY)) == 0) /* SIGTERM here or to a member of the gang */
+        snprintf(why, sizeof(why), "handed back: worker %s is stopping", by + strlen(STOP_BY));
     else
         snprintf(why, sizeof(why), "preempted by %s (higher priority)", by); /* "job j_..." or "another tenant's job" */
-    while (!stopping && requeue_task(r, raw, 0, why, source, worker_id) < 0)
-        usleep(100000);
-    log_info("job %s preempted by %s; requeued", t->job_id, by);
+    int rc = requeue_until_written(r, raw, 0, why);
+    if (rc < 0)
+        log_warn("job %s: %s, but Redis is unreachable: it stays in this worker's in-flight list", t->job_id, why);
+    else
+        log_info("job %s: %s; %s", t->job_id, why, rc == 1 ? "requeued" : "already requeued");
+    return rc >= 0;
 }
 
 /* a gang member lost a peer: the job goes back as its next generation (once, by whichever member gets there first) */
-static void requeue_retry(rs_conn *r, const char *raw, const task_msg *t, const char *why)
+static bool requeue_retry(rs_conn *r, const char *raw, const task_msg *t, const char *why)
 {
-    int rc;
-    while ((rc = requeue_task(r, raw, max_attempts, why, source, worker_id)) < 0 && !stopping)
-        usleep(100000);
-    log_warn("job %s: %s (%s)", t->job_id, why, rc == 1 ? "requeued it" : "already requeued by another member");
+    int rc = requeue_until_written(r, raw, max_attempts, why);
+    log_warn("job %s: %s (%s)", t->job_id, why,
+             rc == 1   ? "requeued it"
+             : rc == 0 ? "already requeued by another member"
+                       : "not requeued: Redis is unreachable");
+    return rc >= 0;
 }
 
 static bool rdv_stop(void *arg)
@@ -351,13 +433,16 @@ static int on_rendezvous(exec_ctx *ctx, int world, const char *addr, int timeout
                     errlen);
 }
 
-static void run_task(rs_conn *r, const char *raw)
+/* runs one task; false when the task must stay in the in-flight list (stopping, and its
+ * hand-back or result could not be written) */
+static bool run_task(rs_conn *r, const char *raw)
 {
     task_msg t;
     event_msg e;
+    bool done = true;
     if (msg_task_decode(raw, &t) != 0) {
         log_error("dropping a malformed task: %.120s", raw);
-        return;
+        return true;
     }
     set_running(t.job_id);
     /* what this worker kept for another job goes first: the memory limit measures this job alone */
@@ -394,7 +479,7 @@ static void run_task(rs_conn *r, const char *raw)
         snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
         snprintf(e.state, sizeof(e.state), "failed");
         snprintf(e.reason, sizeof(e.reason), "%s", st.limit_why);
-        publish(r, &e);
+        done = publish_ex(r, &e, raw);
         runtime_forget(r, &t);
         log_warn("job %s failed: %s", t.job_id, st.limit_why);
         break;
@@ -402,6 +487,11 @@ static void run_task(rs_conn *r, const char *raw)
         log_info("job %s: this generation was ended by another worker", t.job_id);
         json_decref(result);
         if (st.limit_why[0]) runtime_record(r, &t, &st); /* over a limit after a peer requeued it: the next one counts on */
+        break;
+    case STOP_REQUEUED:
+        log_info("job %s: this generation was already given back; stopping", t.job_id);
+        runtime_record(r, &t, &st);
+        json_decref(result);
         break;
     case STOP_FENCED:
         log_warn("job %s abandoned: this worker was fenced (its task was given back)", t.job_id);
@@ -416,7 +506,7 @@ static void run_task(rs_conn *r, const char *raw)
     case STOP_PREEMPTED:
         if (rc != EXEC_OK || !result) {
             runtime_record(r, &t, &st);
-            requeue_preempted(r, raw, &t, st.preempted_by);
+            done = requeue_preempted(r, raw, &t, st.preempted_by);
             json_decref(result);
             break;
         }
@@ -430,7 +520,7 @@ static void run_task(rs_conn *r, const char *raw)
         }
         if (rc == EXEC_RETRY) {
             runtime_record(r, &t, &st);
-            requeue_retry(r, raw, &t, err);
+            done = requeue_retry(r, raw, &t, err);
             json_decref(result);
             break;
         }
@@ -444,7 +534,7 @@ static void run_task(rs_conn *r, const char *raw)
         else
             snprintf(e.reason, sizeof(e.reason), "%s", err);
         e.result = result;
-        publish(r, &e);
+        done = publish_ex(r, &e, raw);
         runtime_forget(r, &t);
         log_info("job %s %s (%s)", t.job_id, e.state, e.reason);
         msg_event_clear(&e);
@@ -452,6 +542,7 @@ static void run_task(rs_conn *r, const char *raw)
     }
     set_running("");
     msg_task_clear(&t);
+    return done;
 }
 
 /* whether the task is still in our in-flight list: a worker stalled past its heartbeat
@@ -524,6 +615,7 @@ int main(int argc, char **argv)
     log_info("worker %s (%s) started; redis %s", worker_id, OPT("kind"), OPT("redis"));
 
     char tasks[128], inflight[128];
+    bool kept_task = false; /* stopping left a task in the in-flight list */
     snprintf(tasks, sizeof(tasks), "%s%s", K_TASKS_PREFIX, worker_id);
     snprintf(inflight, sizeof(inflight), "%s%s", K_INFLIGHT_PREFIX, worker_id);
     while (!stopping) {
@@ -534,12 +626,16 @@ int main(int argc, char **argv)
         }
         if (rep->type == REDIS_REPLY_STRING && !still_ours(&r, inflight, rep->str, rep->len)) {
             log_warn("a task moved to us was given back meanwhile (this worker was stalled); skipping it");
+        } else if (rep->type == REDIS_REPLY_STRING && !run_task(&r, rep->str)) {
+            kept_task = true;
         } else if (rep->type == REDIS_REPLY_STRING) {
-            run_task(&r, rep->str);
             /* only now is the task done: remove it from the in-flight list */
             redisReply *rem;
-            while (!(rem = rs_command(&r, "LREM %s 1 %b", inflight, rep->str, rep->len)) && !stopping)
-                usleep(100000);
+            for (int tries = 0; !(rem = rs_command(&r, "LREM %s 1 %b", inflight, rep->str, rep->len));)
+                if (stopping && ++tries >= STOPPING_TRIES)
+                    break;
+                else
+                    usleep(100000);
             freeReplyObject(rem);
             /* a slot is free: wake the scheduler */
             freeReplyObject(rs_command(&r, "XADD %s MAXLEN ~ 10000 * w %s", K_WAKE_STREAM, worker_id));
@@ -547,8 +643,15 @@ int main(int argc, char **argv)
         freeReplyObject(rep);
     }
     pthread_join(thread, NULL);
-    freeReplyObject(rs_command(&hb, "DEL %s%s", K_WORKER_PREFIX, worker_id));
-    freeReplyObject(rs_command(&hb, "SREM %s %s", K_WORKERS_SET, worker_id));
+    /* Unregistered first, so that the scheduler sends nothing more; then a task it sent meanwhile,
+     * or one whose hand-back could not be written, goes back.  Redis unreachable: the registration
+     * expires and the scheduler gives them back (or a worker with this id, when it starts). */
+    redisReply *unreg = rs_command(&hb, "SREM %s %s", K_WORKERS_SET, worker_id);
+    if (unreg) {
+        freeReplyObject(rs_command(&hb, "DEL %s%s", K_WORKER_PREFIX, worker_id));
+        requeue_worker_tasks(&hb, worker_id, 0, kept_task ? "handed back: its worker stopped" : "its worker stopped");
+    }
+    freeReplyObject(unreg);
     rs_close(&r);
     rs_close(&hb);
     log_info("worker %s stopped", worker_id);

@@ -29,6 +29,12 @@
  *                              ended unfinished (requeued); the tenant's max_runtime_s counts them all
  *   gantry:rdv:<job>:<gen>     HASH the rendezvous of a gang's generation (workers/rendezvous.h); field
  *                              world: the gang's size, written by the dispatch script
+ *   gantry:fed:<job>:<gen>:sites HASH site index -> worker id: which worker runs each site of a federated
+ *                              job's generation, claimed atomically (workers/fed_io.h)
+ *   gantry:fed:<job>:<gen>:<channel> STREAM of one federated exchange's messages (field d), sealed by
+ *                              the sites (workers/fed/secagg.h): hello (public keys and their tags), key:<s>
+ *                              (the job's key for site s), x:<e>:<g> (group g's shares of exchange e),
+ *                              x:<e> (the groups' partial sums); expire 10 min after their last message
  *   gantry:elastic             HASH job id -> its workers.max, for every elastic gang dispatched; the
  *                              scheduler grows a running one when workers are free (scheduler/elastic.c)
  * Inference (server/infer.c <-> workers/serve_io.c)
@@ -67,6 +73,7 @@
 #define K_FAILURES_PREFIX "gantry:failures:" /* a job's failed attempts (requeue.c); resizes and preemptions are not */
 #define K_RDV_PREFIX "gantry:rdv:"
 #define K_ELASTIC "gantry:elastic"
+#define K_FED_PREFIX "gantry:fed:" /* federated jobs: <job>:<gen>:sites and the exchange channels (workers/fed_io.h) */
 #define K_INFER_QUEUE_PREFIX "gantry:infer:q:"
 #define K_INFER_REPLIES_PREFIX "gantry:infer:replies:"
 #define K_INFER_STATS_PREFIX "gantry:infer:stats:"

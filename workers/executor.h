@@ -3,8 +3,9 @@
  * An executor is a function from a task (type, spec) to a result JSON object.
  * It reports progress and polls for cancellation through its context; it never
  * touches Redis itself (an inference replica moves its requests through ctx->redis
- * with workers/serve_io.c).  The table in executor.c maps job types to executors:
- * training, inference and federated executors slot in beside placement. */
+ * with workers/serve_io.c, a federated site its messages with workers/fed_io.c).
+ * The table in executor.c maps job types to executors: training, inference and
+ * federated executors slot in beside placement. */
 #ifndef GANTRY_EXECUTOR_H
 #define GANTRY_EXECUTOR_H
 
@@ -28,11 +29,14 @@ typedef struct exec_ctx {
     int (*gang_put)(struct exec_ctx *ctx, const char *field, const char *value);
     int (*gang_get)(struct exec_ctx *ctx, const char *field, int timeout_ms, char *out, size_t outlen, char *err, size_t errlen);
     const char *advertise_host; /* where other workers reach this one (the ring all-reduce listens there) */
-    rs_conn *redis;             /* inference replicas only: their requests and replies travel through Redis */
+    rs_conn *redis;             /* for workers/serve_io.c and workers/fed_io.c: inference requests, federated messages */
     const char *worker_id;
     const char *worker_kind; /* "cpu" or "gpu": which backend a training job uses */
     void *opaque;
     const char *site; /* the worker's label site=NAME ("" none): federated sites labelled site=NAME run here */
+    /* --fed-secret: the cluster secret federated sites authenticate their keys with (NULL: none) */
+    const unsigned char *fed_secret;
+    size_t fed_secret_len;
 } exec_ctx;
 
 /* What an executor returns: */

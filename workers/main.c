@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static config_opt opts[] = {
@@ -56,6 +57,10 @@ static config_opt opts[] = {
     CONFIG_OPT("max-attempts", "attempts of a job when its worker is lost (as the scheduler's)", "3"),
     CONFIG_OPT("memory", "memory this slot offers, in bytes (0: the machine's)", "0"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
+    CONFIG_OPT("fed-secret",
+               "file with the cluster secret that authenticates federated sites' keys (mode 600, the same on every worker, "
+               "never in Redis; empty: this worker runs no federated site)",
+               ""),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 #define OPT(name) config_get(opts, NOPTS, name)
@@ -63,7 +68,9 @@ static config_opt opts[] = {
 static volatile sig_atomic_t stopping;
 static char state_dir[PATH_MAX]; /* absolute: paths in results must mean the same thing to every process */
 static char worker_id[40], source[96], info_json[2048];
-static char site_label[64]; /* --labels site=NAME: the federated site this worker runs */
+static char site_label[64];            /* --labels site=NAME: the federated site this worker runs */
+static unsigned char fed_secret[4096]; /* --fed-secret: the file's bytes, trailing white space dropped */
+static size_t fed_secret_len;
 static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
 static char running_job[64];
 
@@ -450,8 +457,21 @@ static bool run_task(rs_conn *r, const char *raw)
     malloc_trim(0);
     run_state st = {.r = r, .fence = fence_generation, .stop = STOP_NONE, .started_us = clock_mono_us(), .rss0 = rss_bytes()};
     st.prior_ms = runtime_before(r, &t);
-    exec_ctx ctx = {&t, on_progress, on_cancelled, state_dir, on_rendezvous, on_gang_put, on_gang_get, OPT("advertise-host"),
-                    r,  worker_id,   OPT("kind"),  &st,       site_label};
+    exec_ctx ctx = {.task = &t,
+                    .progress = on_progress,
+                    .cancelled = on_cancelled,
+                    .state_dir = state_dir,
+                    .rendezvous = on_rendezvous,
+                    .gang_put = on_gang_put,
+                    .gang_get = on_gang_get,
+                    .advertise_host = OPT("advertise-host"),
+                    .redis = r,
+                    .worker_id = worker_id,
+                    .worker_kind = OPT("kind"),
+                    .opaque = &st,
+                    .site = site_label,
+                    .fed_secret = fed_secret_len ? fed_secret : NULL,
+                    .fed_secret_len = fed_secret_len};
     json_t *result = NULL;
     char err[512] = "";
     int rc = -1;
@@ -580,6 +600,34 @@ static void build_info(void)
     json_decref(info);
 }
 
+/* --fed-secret: a regular file others cannot read, 16 bytes or more (docs/operations.md); 0, or -1 logged.  (Group
+ * bits are allowed: Kubernetes secret volumes with an fsGroup are group-readable.) */
+static int load_fed_secret(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    struct stat sb;
+    if (!f || fstat(fileno(f), &sb) != 0) {
+        log_error("--fed-secret %s: %s", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    size_t len = S_ISREG(sb.st_mode) ? fread(fed_secret, 1, sizeof(fed_secret), f) : 0;
+    int more = fgetc(f) != EOF;
+    fclose(f);
+    while (len > 0 && (fed_secret[len - 1] == '\n' || fed_secret[len - 1] == '\r' || fed_secret[len - 1] == ' '))
+        len--;
+    if (!S_ISREG(sb.st_mode) || (sb.st_mode & 007)) {
+        log_error("--fed-secret %s: must be a regular file that others cannot read (chmod 600 %s)", path, path);
+        return -1;
+    }
+    if (len < 16 || more) {
+        log_error("--fed-secret %s: must hold 16 to %zu bytes (e.g. openssl rand -hex 32 > %s)", path, sizeof(fed_secret), path);
+        return -1;
+    }
+    fed_secret_len = len;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     log_init("worker");
@@ -596,6 +644,7 @@ int main(int argc, char **argv)
         return 1;
     }
     max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
+    if (OPT("fed-secret")[0] && load_fed_secret(OPT("fed-secret")) != 0) return 2;
 
     rs_conn r, hb;
     if (rs_init(&r, OPT("redis"), OPT("redis-password")) != 0 || rs_init(&hb, OPT("redis"), OPT("redis-password")) != 0) {

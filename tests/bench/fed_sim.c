@@ -1,27 +1,40 @@
 /* fed_sim.c - gantry-fed-sim: federated rounds of SecureD-FL and FedAvg side by
- * side, in one process, on Fashion-MNIST split non-IID across sites.
+ * side, in one process, on Fashion-MNIST split non-IID across sites; and the
+ * privacy audit of the exchange.
  *
  *   gantry-fed-sim [--sites 9] [--alpha 0.5] [--rounds 20] [--local-steps 50]
- *                  [--iters 7] [--batch 32] [--lr 0.001] [--seed 1] [--no-mask]
+ *                  [--iters 7] [--batch 32] [--lr 0.001] [--seed 1]
+ *   gantry-fed-sim --privacy-audit [--sites 9,15,21,27] [--coalitions-upto 15]
+ *                  [--t-max T] [--legacy]
  *
  * Every site trains the MLP 784-64-10 (Adam) locally from the global model on
  * its own samples; then the same local models are aggregated twice: by
- * SecureD-FL (ADMM over the groups of a resolvable design, each group revealing
- * only its masked sum: X25519 pair keys, ChaCha20 masks, fixed point mod 2^64)
- * and by FedAvg (the plain weighted mean).  Each method keeps its own global
- * model.  Per round it prints both test accuracies, SecureD-FL's consensus
- * residual ||z - sum a_i w_i|| / ||sum a_i w_i||, the bytes each site sends and
- * the aggregation time.  The library code is the job's (workers/fed/, workers/train/). */
+ * SecureD-FL (ADMM; each iteration one sum over all sites, masked with every
+ * other site and sealed, through the groups of a resolvable design: the job's
+ * protocol code, workers/fed/secagg.c, with the sites as threads over the
+ * in-memory transport) and by FedAvg (the plain weighted mean).  Each method
+ * keeps its own global model.  Per round it prints both test accuracies,
+ * SecureD-FL's consensus residual ||z - sum a_i w_i|| / ||sum a_i w_i||, the
+ * bytes each site sends and receives and the aggregation time.
+ *
+ * --privacy-audit runs workers/fed/audit.h: one line per (n, observer, T) with
+ * the number of other sites' models the observer's view determines, then
+ * "privacy audit: N determined by Redis or a single site" (exit status 1 when
+ * N > 0, unless --legacy, which audits the exchange before issue 18). */
 #include "workers/fed/admm.h"
+#include "workers/fed/audit.h"
 #include "workers/fed/design.h"
 #include "workers/fed/mask.h"
+#include "workers/fed/memnet.h"
 #include "workers/fed/partition.h"
+#include "workers/fed/secagg.h"
 #include "workers/train/model.h"
 #include "workers/train/optim.h"
 #include "workers/train/rng.h"
 #include "workers/train/train.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,63 +70,78 @@ static double accuracy(train_model *m, const train_data *te, float *xb, int32_t 
 typedef struct {
     int n;
     fed_design d;
-    unsigned char pub[MAXS][32], priv[MAXS][32];
-    double a[MAXS];
-    fed_admm_params p;
-    int iters, masked;
+    fed_memnet *hub;
+    fed_party p[MAXS];
+    fed_admm_params P;
+    int iters;
 } secured;
 
-/* SecureD-FL over the sites' models w (n x dim): z from group sums only; the residual to FedAvg */
-static int aggregate(secured *S, double **w, size_t dim, uint64_t round, double *z, double *residual, train_rng *r)
+typedef struct {
+    fed_party *p;
+    const fed_admm_params *P;
+    double samples;
+    const double *w;
+    double *lambda, *z, *avg, *x, *m;
+    int iters, setup, rc;
+    char err[256];
+} site_job;
+
+static void *site_main(void *arg)
+{
+    site_job *j = arg;
+    if (j->setup)
+        j->rc = fed_party_setup(j->p, j->samples, j->err, sizeof j->err);
+    else
+        j->rc = fed_party_round(j->p, j->w, j->lambda, j->P, j->iters, 0, j->z, j->avg, j->x, j->m, j->err, sizeof j->err);
+    return NULL;
+}
+
+/* every site at once, each a thread running the job's protocol code */
+static int all_sites(site_job *jobs, int n)
+{
+    pthread_t th[MAXS];
+    for (int i = 0; i < n; i++)
+        pthread_create(&th[i], NULL, site_main, &jobs[i]);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        if (jobs[i].rc && !rc) {
+            fprintf(stderr, "site %d: %s\n", i, jobs[i].err);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+/* SecureD-FL over the sites' models w (n x dim): z from one masked, sealed sum per iteration; the residual to FedAvg */
+static int aggregate(secured *S, double **w, size_t dim, double *z, double *residual, train_rng *r)
 {
     int n = S->n;
-    double **lambda = malloc(sizeof(double *) * (size_t)n), *x = malloc(sizeof(double) * dim), *m = malloc(sizeof(double) * dim);
-    uint64_t *enc = malloc(sizeof(uint64_t) * dim), *gsum = calloc(dim * (size_t)n, sizeof(uint64_t));
+    site_job jobs[MAXS];
+    double *buf = malloc(sizeof(double) * dim * 5 * (size_t)n);
     for (int i = 0; i < n; i++) {
-        lambda[i] = malloc(sizeof(double) * dim);
+        double *b = buf + (size_t)i * 5 * dim;
+        jobs[i] = (site_job){.p = &S->p[i],
+                             .P = &S->P,
+                             .w = w[i],
+                             .lambda = b,
+                             .z = b + dim,
+                             .avg = b + 2 * dim,
+                             .x = b + 3 * dim,
+                             .m = b + 4 * dim,
+                             .iters = S->iters};
         for (size_t j = 0; j < dim; j++)
-            lambda[i][j] = 0.02 * (double)train_rng_normal(r); /* random duals, private to the site */
+            jobs[i].lambda[j] = 0.02 * (double)train_rng_normal(r); /* random duals, private to the site */
     }
-    memset(z, 0, sizeof(double) * dim);
-    double *xs = malloc(sizeof(double) * dim * (size_t)n);
-    int rc = 0;
-    for (int k = 0; k < S->iters && rc == 0; k++) {
-        double rho = fed_admm_rho(&S->p, k);
-        int c = k % S->d.classes;
-        memset(gsum, 0, sizeof(uint64_t) * dim * (size_t)n);
-        for (int i = 0; i < n && rc == 0; i++) {
-            fed_admm_x(w[i], lambda[i], z, rho, xs + (size_t)i * dim, dim);
-            fed_admm_message(xs + (size_t)i * dim, lambda[i], rho, S->a[i], m, dim);
-            fed_encode(m, enc, dim);
-            int members[MAXS], g = S->d.group[c * n + i], k2 = fed_design_members(&S->d, c, i, members);
-            for (int q = 0; S->masked && q < k2 && rc == 0; q++) {
-                unsigned char key[32];
-                int o = members[q];
-                if (o == i) continue;
-                rc = fed_shared_key(S->priv[i], S->pub[i], S->pub[o], key) ||
-                     fed_mask(enc, dim, key, i < o ? 1 : -1, round, (uint64_t)k);
-            }
-            for (size_t j = 0; j < dim; j++) /* what the group's sum receives: masked, modulo 2^64 */
-                gsum[(size_t)g * dim + j] += enc[j];
-        }
-        memset(z, 0, sizeof(double) * dim);
-        for (int g = 0; g < S->d.ngroups[c]; g++)
-            for (size_t j = 0; j < dim; j++)
-                z[j] += fed_decode(gsum[(size_t)g * dim + j]);
-        for (int i = 0; i < n; i++)
-            fed_admm_dual(lambda[i], xs + (size_t)i * dim, z, rho, dim);
+    int rc = all_sites(jobs, n);
+    if (rc == 0) {
+        memcpy(z, jobs[0].z, sizeof(double) * dim);
+        double num = 0, den = 0;
+        for (size_t j = 0; j < dim; j++)
+            num += (z[j] - jobs[0].avg[j]) * (z[j] - jobs[0].avg[j]), den += jobs[0].avg[j] * jobs[0].avg[j];
+        *residual = sqrt(num / (den > 0 ? den : 1));
     }
-    double num = 0, den = 0;
-    for (size_t j = 0; j < dim; j++) {
-        double avg = 0;
-        for (int i = 0; i < n; i++)
-            avg += S->a[i] * w[i][j];
-        num += (z[j] - avg) * (z[j] - avg), den += avg * avg;
-    }
-    *residual = sqrt(num / (den > 0 ? den : 1));
-    for (int i = 0; i < n; i++)
-        free(lambda[i]);
-    free(lambda), free(x), free(m), free(enc), free(gsum), free(xs);
+    free(buf);
     return rc;
 }
 
@@ -131,14 +159,40 @@ static int flag(int argc, char **argv, const char *name)
     return 0;
 }
 
+/* --privacy-audit */
+static int audit_main(int argc, char **argv)
+{
+    int sizes[16], ns = 0;
+    char list[256];
+    snprintf(list, sizeof list, "%s", arg(argc, argv, "--sites", "9,15,21,27"));
+    for (char *t = strtok(list, ","); t && ns < 16; t = strtok(NULL, ","))
+        sizes[ns++] = atoi(t);
+    fed_audit_opts o = {.legacy = flag(argc, argv, "--legacy"),
+                        .coalitions_upto = atoi(arg(argc, argv, "--coalitions-upto", "15")),
+                        .t_min = atoi(arg(argc, argv, "--t-min", "1")),
+                        .t_max = atoi(arg(argc, argv, "--t-max", "0")),
+                        .out = stdout};
+    fed_audit_result r;
+    char err[512];
+    if (fed_audit(sizes, ns, &o, &r, err, sizeof err)) {
+        printf("privacy audit failed: %s\n", err);
+        return 2;
+    }
+    printf("privacy audit (coalitions of 2 sites, n <= %d): %ld determined\n", o.coalitions_upto, r.coalition);
+    printf("privacy audit: %ld determined by Redis or a single site\n", r.single);
+    return r.single > 0 && !o.legacy ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (flag(argc, argv, "--privacy-audit")) return audit_main(argc, argv);
     int sites = atoi(arg(argc, argv, "--sites", "9")), rounds = atoi(arg(argc, argv, "--rounds", "20"));
     int local = atoi(arg(argc, argv, "--local-steps", "50")), batch = atoi(arg(argc, argv, "--batch", "32"));
     double alpha = atof(arg(argc, argv, "--alpha", "0.5"));
     uint64_t seed = (uint64_t)atoll(arg(argc, argv, "--seed", "1"));
-    secured S = {
-        .n = sites, .p = {0.1, 0.9, 2}, .iters = atoi(arg(argc, argv, "--iters", "7")), .masked = !flag(argc, argv, "--no-mask")};
+    static secured S;
+    S.n = sites, S.P = (fed_admm_params){0.1, 0.9, 2}, S.iters = atoi(arg(argc, argv, "--iters", "7"));
+    double a[MAXS];
     char err[512], spec_text[512];
     if (sites < 3 || sites > MAXS) {
         fprintf(stderr, "--sites must be in [3, %d]\n", MAXS);
@@ -147,11 +201,6 @@ int main(int argc, char **argv)
     if (fed_design_make(sites, &S.d, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
-    }
-    if (!S.masked && S.iters > S.d.classes) {
-        fprintf(stderr, "without masks the iterations are capped at P = %d (a site would see a peer's message twice)\n",
-                S.d.classes);
-        return 2;
     }
     snprintf(spec_text, sizeof spec_text,
              "{\"model\":{\"input\":[1,28,28],\"layers\":[{\"type\":\"flatten\"},{\"type\":\"dense\",\"units\":64},"
@@ -175,10 +224,8 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < tr.n; i++)
         idx[site[i]][cnt[site[i]]++] = i;
-    for (int s = 0; s < sites; s++) {
-        S.a[s] = (double)cnt[s] / (double)tr.n;
-        if (S.masked && fed_keypair(S.pub[s], S.priv[s])) return 1;
-    }
+    for (int s = 0; s < sites; s++)
+        a[s] = (double)cnt[s] / (double)tr.n;
     const train_backend *be = train_backend_cpu();
     train_model *m[MAXS], *eval = train_model_create(json_object_get(spec, "model"), be, seed, 1000, err, sizeof err);
     train_optim *o[2][MAXS]; /* each method's sites keep their own optimizer state */
@@ -196,9 +243,25 @@ int main(int argc, char **argv)
     float *xb = malloc(sizeof(float) * 1000 * tr.dim), *dl = malloc(sizeof(float) * (size_t)batch * 10);
     int32_t *yb = malloc(sizeof(int32_t) * 1000);
     train_rng r = {train_rng_mix(seed, 41, 0)};
-    printf("%d sites (Dirichlet alpha %g), design: %s, P = %d classes; %d ADMM iterations%s; %zu parameters\n", sites, alpha,
-           S.d.kind, S.d.classes, S.iters, S.masked ? ", masked group sums" : ", no masks", dim);
-    printf("| round | SecureD-FL accuracy | FedAvg accuracy | consensus residual | bytes sent per site | aggregation ms |\n");
+    /* the sites' keys and weights, once, as a job's generation does */
+    static const unsigned char secret[] = "gantry-fed-sim cluster secret";
+    S.hub = fed_memnet_new(0);
+    site_job setup[MAXS];
+    for (int s = 0; s < sites; s++) {
+        if (fed_party_init(&S.p[s], fed_memnet_endpoint(S.hub, s), sites, s, "j_fed_sim", 0, secret, sizeof secret - 1, &S.d, dim,
+                           600000)) {
+            fprintf(stderr, "out of memory\n");
+            return 1;
+        }
+        setup[s] = (site_job){.p = &S.p[s], .samples = (double)cnt[s], .setup = 1};
+    }
+    if (all_sites(setup, sites)) return 1;
+    double sent0 = 0, got0 = 0;
+    printf("%d sites (Dirichlet alpha %g), design: %s, P = %d classes; %d ADMM iterations, sums masked over all sites and "
+           "sealed; %zu parameters\n",
+           sites, alpha, S.d.kind, S.d.classes, S.iters, dim);
+    printf("| round | SecureD-FL accuracy | FedAvg accuracy | consensus residual | bytes sent / received per site | aggregation ms "
+           "|\n");
     printf("|---|---|---|---|---|---|\n");
     double acc_s = 0, acc_a = 0, residual = 0, ms = 0;
     size_t pos[MAXS] = {0};
@@ -223,10 +286,9 @@ int main(int argc, char **argv)
             }
             if (method == 0) {
                 double t0 = now();
-                if (aggregate(&S, w, dim, (uint64_t)round, zs, &residual, &r)) {
-                    fprintf(stderr, "masking failed\n");
-                    return 1;
-                }
+                for (int s = 0; s < sites; s++)
+                    sent0 += -S.p[s].bytes_sent, got0 += -S.p[s].bytes_got;
+                if (aggregate(&S, w, dim, zs, &residual, &r)) return 1;
                 ms = (now() - t0) * 1e3;
                 train_model_params_in(eval, zs);
                 acc_s = accuracy(eval, &te, xb, yb, 1000);
@@ -234,13 +296,16 @@ int main(int argc, char **argv)
                 memset(za, 0, sizeof(double) * dim);
                 for (int s = 0; s < sites; s++)
                     for (size_t j = 0; j < dim; j++)
-                        za[j] += S.a[s] * w[s][j];
+                        za[j] += a[s] * w[s][j];
                 train_model_params_in(eval, za);
                 acc_a = accuracy(eval, &te, xb, yb, 1000);
             }
         }
-        printf("| %d | %.2f%% | %.2f%% | %.1e | %.0f | %.1f |\n", round, acc_s * 100, acc_a * 100, residual,
-               (double)S.iters * (double)dim * 8, ms);
+        for (int s = 0; s < sites; s++) /* this round's bytes, averaged over the sites */
+            sent0 += S.p[s].bytes_sent, got0 += S.p[s].bytes_got;
+        printf("| %d | %.2f%% | %.2f%% | %.1e | %.0f / %.0f | %.1f |\n", round, acc_s * 100, acc_a * 100, residual, sent0 / sites,
+               got0 / sites, ms);
+        sent0 = got0 = 0;
         fflush(stdout);
     }
     printf("final: SecureD-FL %.2f%%, FedAvg %.2f%%, difference %+.2f points\n", acc_s * 100, acc_a * 100, (acc_s - acc_a) * 100);

@@ -83,6 +83,10 @@ class Stack:
         self.env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
         self.procs = {}
         self.logs = []
+        # the cluster secret federated sites authenticate their keys with (workers' --fed-secret)
+        self.fed_secret = os.path.join(self.dir, "fed.secret")
+        with open(os.open(self.fed_secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            f.write(os.urandom(32).hex() + "\n")
 
     # ---- processes ----
     def _spawn(self, name, argv):
@@ -116,7 +120,7 @@ class Stack:
 
     def start_worker(self, i, labels=""):
         self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args(),
-                                   "--id", f"w_test{i}", "--labels", labels])
+                                   "--id", f"w_test{i}", "--labels", labels, "--fed-secret", self.fed_secret])
 
     def __enter__(self):
         self.start_redis()

@@ -1,9 +1,11 @@
 """Federated jobs through the real stack: sites as CPU workers labelled site=NAME (a site with
 "label": "site=NAME" runs there; one without a label on any free worker), each training on its own
-part of Fashion-MNIST (a Dirichlet split), aggregating by SecureD-FL (ADMM over a Kirkman design's
-groups, masked group sums through Redis), the model registered; bad specs refused naming the field;
-a labelled site without a worker makes the job wait, saying which."""
+part of Fashion-MNIST (a Dirichlet split), aggregating by SecureD-FL (ADMM through a Kirkman design's
+groups, sums masked over all sites and sealed through Redis), the model registered; bad specs refused
+naming the field; a labelled site without a worker makes the job wait, saying which; a public key
+swapped in Redis fails the job, saying so."""
 
+import os
 import time
 
 from harness import Stack, wait_until
@@ -58,6 +60,46 @@ def test_nine_sites_secured_fl():
         assert started == {f"worker:w_test{i}" for i in range(9)}, started
         models = s.get("/v1/models", tok).json["models"]
         assert [x["name"] for x in models] == ["fed-mnist"], models
+
+
+# Redis-side man in the middle: replaces site ARGV[1]'s entry in the stream of public keys (KEYS[1]) by
+# the same header with ARGV[2] (hex: another key and tag); 1 when it found the entry
+SWAP_KEY = """
+local function unhex(h) return (h:gsub('..', function(b) return string.char(tonumber(b, 16)) end)) end
+for _, e in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
+  local d = e[2][2]
+  if string.byte(d, 3) + 256 * string.byte(d, 4) == tonumber(ARGV[1]) then
+    redis.call('XDEL', KEYS[1], e[1])
+    redis.call('XADD', KEYS[1], '*', 'd', string.sub(d, 1, 22) .. unhex(ARGV[2]))
+    return 1
+  end
+end
+return 0
+"""
+
+
+def test_a_key_swapped_in_redis_fails_the_job():
+    """Whoever can write to Redis swaps site 1's public key and its tag for another valid-looking pair before the
+    sites read them: the tag does not verify under the workers' cluster secret (--fed-secret), every site refuses
+    the key, and the job fails saying which site's key and why, without a retry.  GANTRY_TEST_FED_HOLD=1 (tests
+    only) makes each site wait, after publishing its key, for a message on the channel "go": the swap lands first."""
+    with Stack(workers=0, env={"GANTRY_TEST_FED_HOLD": "1"}) as s:
+        for i in range(3):
+            s.start_worker(i, labels=f"site=s{i}")
+        _, tok = s.tenant("mitm")
+        jid = s.submit(tok, fed_job(3, rounds=1, local_steps=5))
+        keys = f"gantry:fed:{jid}:0:hello"
+        wait_until("the three public keys in Redis", lambda: s.redis("XLEN", keys) == "3", 120)
+        assert s.redis("EVAL", SWAP_KEY, "1", keys, "1", os.urandom(64).hex()) == "1"
+        s.redis("XADD", f"gantry:fed:{jid}:0:go", "*", "d", "go")
+        job = s.wait_state(tok, jid, "failed", timeout=60)
+        assert "site 1's public key is not authenticated (tampered in Redis?" in job["error"], job
+        assert [e["state"] for e in s.events(tok, jid)].count("queued") == 1  # failed, not retried
+        # untouched, the next job runs on the same workers
+        nxt = s.submit(tok, fed_job(3, rounds=1, local_steps=5, name="after"))
+        wait_until("the next job's keys", lambda: s.redis("XLEN", f"gantry:fed:{nxt}:0:hello") == "3", 120)
+        s.redis("XADD", f"gantry:fed:{nxt}:0:go", "*", "d", "go")
+        assert s.wait_state(tok, nxt, "succeeded", timeout=120)["result"]["metrics"]["sites"] == 3
 
 
 def test_federated_errors_and_waiting_for_a_site():

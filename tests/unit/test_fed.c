@@ -1,7 +1,9 @@
 /* test_fed.c - SecureD-FL's pure parts: every design verified for every n up
  * to 99 (exact for the constructions), the ADMM identities, masks that cancel
- * exactly, and the privacy rank tests on the complete transcript. */
+ * exactly, the exchange protocol (sums, keys refused when tampered with), and
+ * the privacy audit of what Redis, each site and each pair of sites can read. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,9 +15,12 @@
 #include <cmocka.h>
 
 #include "workers/fed/admm.h"
+#include "workers/fed/audit.h"
 #include "workers/fed/design.h"
 #include "workers/fed/mask.h"
+#include "workers/fed/memnet.h"
 #include "workers/fed/partition.h"
+#include "workers/fed/secagg.h"
 
 static void test_designs_up_to_99(void **state)
 {
@@ -195,136 +200,183 @@ static void test_masks_cancel(void **state)
     }
 }
 
-/* ---- privacy: what the transcript determines (exact rank tests, per coordinate) ----
- * Every quantity is linear in the unknowns u = (w_1..w_n, lambda_1^0..lambda_n^0); we carry
- * its coefficient row.  An observer knows its own two secrets, z after every iteration (every
- * site needs it), and either its group's sum (masked) or each member's message (unmasked). */
+/* ---- the exchange protocol (secagg.h) over the in-memory transport ---- */
 
-#define U (2 * MAXN)
+#define SITES 9
+#define VDIM 64
+
+static const unsigned char test_secret[] = "unit-test cluster secret";
+
+/* a transport that lets a test change what one site writes */
+typedef struct {
+    fed_net net;
+    fed_net *inner;
+    int tamper; /* 1: swap the public key in this site's hello; 2: flip a bit of what it sends in exchange 3 */
+} evil_net;
+
+static int evil_put(fed_net *net, const char *chan, const void *data, size_t len, char *err, size_t errlen)
+{
+    evil_net *e = (evil_net *)net;
+    unsigned char *copy = malloc(len);
+    memcpy(copy, data, len);
+    if (e->tamper == 1 && strcmp(chan, "hello") == 0) { /* another valid-looking key and tag */
+        for (size_t i = FED_HDR_LEN; i < len; i++)
+            copy[i] = (unsigned char)(copy[i] * 31 + 7);
+    }
+    if (e->tamper == 2 && strncmp(chan, "x:3", 3) == 0) copy[len / 2] ^= 1; /* its share, or its group's sum */
+    int rc = e->inner->put(e->inner, chan, copy, len, err, errlen);
+    free(copy);
+    return rc;
+}
+
+static int evil_get(fed_net *net, const char *chan, int count, int timeout_ms, fed_blob *out, char *err, size_t errlen)
+{
+    evil_net *e = (evil_net *)net;
+    return e->inner->get(e->inner, chan, count, timeout_ms, out, err, errlen);
+}
+
+static void evil_drop(fed_net *net, const char *chan)
+{
+    evil_net *e = (evil_net *)net;
+    e->inner->drop(e->inner, chan);
+}
 
 typedef struct {
-    double r[U];
-} row;
+    fed_party p;
+    evil_net net;
+    const fed_design *d;
+    const unsigned char *secret;
+    size_t secret_len;
+    int me, rc, sums;
+    double v[VDIM], total[VDIM], samples;
+    char err[256];
+} party_run;
 
-static void row_axpy(row *y, double a, const row *x, int nu)
+static void *party_main(void *arg)
 {
-    for (int k = 0; k < nu; k++)
-        y->r[k] += a * x->r[k];
+    party_run *r = arg;
+    r->rc = fed_party_init(&r->p, &r->net.net, SITES, r->me, "j_test", 2, r->secret, r->secret_len, r->d, VDIM, 2000) ? FED_BROKEN
+                                                                                                                      : FED_OK;
+    if (r->rc == FED_OK) r->rc = fed_party_setup(&r->p, r->samples, r->err, sizeof r->err);
+    for (int k = 0; k < r->sums && r->rc == FED_OK; k++)
+        r->rc = fed_party_sum(&r->p, r->v, 1, k % r->d->classes, r->total, r->err, sizeof r->err);
+    fed_party_free(&r->p);
+    return NULL;
 }
 
-/* rank of m rows (Gaussian elimination with partial pivoting, relative tolerance) */
-static int rank_of(row *rows, int m, int nu)
+/* SITES parties as threads; tamper: what site 1's transport does to its messages */
+static void run_parties(party_run *runs, int tamper, int other_secret, int sums)
 {
-    int rank = 0;
-    for (int col = 0; col < nu && rank < m; col++) {
-        int piv = rank;
-        for (int i = rank; i < m; i++)
-            if (fabs(rows[i].r[col]) > fabs(rows[piv].r[col])) piv = i;
-        if (fabs(rows[piv].r[col]) < 1e-9) continue;
-        row t = rows[piv];
-        rows[piv] = rows[rank], rows[rank] = t;
-        for (int i = 0; i < m; i++)
-            if (i != rank) row_axpy(&rows[i], -rows[i].r[col] / rows[rank].r[col], &rows[rank], nu);
-        rank++;
+    fed_design d;
+    char err[200];
+    assert_int_equal(fed_design_make(SITES, &d, err, sizeof err), 0);
+    fed_memnet *hub = fed_memnet_new(0);
+    pthread_t th[SITES];
+    uint64_t seed = 5;
+    for (int i = 0; i < SITES; i++) {
+        party_run *r = &runs[i];
+        memset(r, 0, sizeof(*r));
+        r->net = (evil_net){{evil_put, evil_get, evil_drop}, fed_memnet_endpoint(hub, i), i == 1 ? tamper : 0};
+        r->d = &d, r->me = i, r->sums = sums, r->samples = 100 + 37 * i;
+        r->secret = test_secret, r->secret_len = sizeof test_secret - 1 - (other_secret && i == 2);
+        for (int j = 0; j < VDIM; j++)
+            r->v[j] = 20 * unit(&seed) - 10;
+        pthread_create(&th[i], NULL, party_main, r);
     }
-    return rank;
+    for (int i = 0; i < SITES; i++)
+        pthread_join(th[i], NULL);
+    fed_memnet_free(hub);
+    fed_design_free(&d);
 }
 
-/* the sites (other than the observers) whose model the observers' transcript determines after T iterations */
-static int leaked(const fed_design *d, int n, const int *observers, int nobs, int T, int masked, const double *a)
-{
-    fed_admm_params p = {0.1, 0.9, 2};
-    int nu = 2 * n, cap = 4 * n + T * (n + 2) + 8, m = 0;
-    row *obs = calloc((size_t)cap, sizeof(row)), lam[MAXN], z = {{0}}, x[MAXN], msg[MAXN];
-    memset(lam, 0, sizeof lam);
-    for (int i = 0; i < n; i++)
-        lam[i].r[n + i] = 1;
-    int watching[MAXN] = {0};
-    for (int o = 0; o < nobs; o++) {
-        watching[observers[o]] = 1;
-        obs[m].r[observers[o]] = 1, m++;     /* its model */
-        obs[m].r[n + observers[o]] = 1, m++; /* its first dual */
-    }
-    for (int k = 0; k < T; k++) {
-        double rho = fed_admm_rho(&p, k);
-        int c = k % d->classes;
-        row nz = {{0}};
-        for (int i = 0; i < n; i++) { /* x = (2w - lambda + rho z) / (2 + rho); msg = a (x + lambda / rho) */
-            memset(&x[i], 0, sizeof(row));
-            x[i].r[i] = 2 / (2 + rho);
-            row_axpy(&x[i], -1 / (2 + rho), &lam[i], nu);
-            row_axpy(&x[i], rho / (2 + rho), &z, nu);
-            memset(&msg[i], 0, sizeof(row));
-            row_axpy(&msg[i], a[i], &x[i], nu);
-            row_axpy(&msg[i], a[i] / rho, &lam[i], nu);
-            row_axpy(&nz, 1, &msg[i], nu);
-        }
-        for (int o = 0; o < nobs; o++) {
-            int me = observers[o];
-            if (masked) { /* its group's sum */
-                row s = {{0}};
-                for (int j = 0; j < n; j++)
-                    if (d->group[c * n + j] == d->group[c * n + me]) row_axpy(&s, 1, &msg[j], nu);
-                obs[m++] = s;
-            } else {
-                for (int j = 0; j < n; j++)
-                    if (d->group[c * n + j] == d->group[c * n + me]) obs[m++] = msg[j];
-            }
-        }
-        z = nz;
-        obs[m++] = z;
-        for (int i = 0; i < n; i++) { /* lambda += rho (x - z) */
-            row_axpy(&lam[i], rho, &x[i], nu);
-            row_axpy(&lam[i], -rho, &z, nu);
-        }
-    }
-    row *tmp = calloc((size_t)cap + 1, sizeof(row));
-    memcpy(tmp, obs, sizeof(row) * (size_t)m);
-    int base = rank_of(tmp, m, nu), count = 0;
-    for (int j = 0; j < n; j++) {
-        if (watching[j]) continue;
-        memcpy(tmp, obs, sizeof(row) * (size_t)m);
-        memset(&tmp[m], 0, sizeof(row));
-        tmp[m].r[j] = 1;
-        if (rank_of(tmp, m + 1, nu) == base) count++; /* e_wj is in the row space: w_j is determined */
-    }
-    free(obs), free(tmp);
-    return count;
-}
-
-static void test_privacy_rank(void **state)
+static void test_secagg_sums(void **state)
 {
     (void)state;
-    for (int n = 9; n <= 15; n += 6) {
-        fed_design d;
-        char err[200];
-        assert_int_equal(fed_design_make(n, &d, err, sizeof err), 0);
-        double a[MAXN];
-        uint64_t seed = 11;
-        double tot = 0;
-        for (int i = 0; i < n; i++)
-            tot += a[i] = 1 + unit(&seed);
-        for (int i = 0; i < n; i++)
-            a[i] /= tot;
-        int P = d.classes;
-        for (int T = 1; T <= 3 * P; T++) {
-            for (int o = 0; o < n; o++) { /* masked: one site learns nobody's model, however long */
-                int obs[1] = {o};
-                if (leaked(&d, n, obs, 1, T, 1, a))
-                    fail_msg("n %d T %d: site %d's transcript (masked) determines a model", n, T, o);
-            }
-        }
-        /* a whole group pooling what it saw (masked), over 3P iterations: still nothing */
-        int members[MAXN], k = fed_design_members(&d, 0, 0, members);
-        assert_int_equal(leaked(&d, n, members, k, 3 * P, 1, a), 0);
-        /* unmasked: safe up to T = P (pairs meet at most once), a leak once classes repeat */
-        for (int T = 1; T <= P; T++)
-            assert_int_equal(leaked(&d, n, (int[]){0}, 1, T, 0, a), 0);
-        int leak = leaked(&d, n, (int[]){0}, 1, 2 * P, 0, a);
-        print_message("n %d, P %d: unmasked, site 0 determines %d models after 2P iterations; masked, none after 3P\n", n, P, leak);
-        assert_true(leak > 0);
-        fed_design_free(&d);
+    static party_run runs[SITES];
+    run_parties(runs, 0, 0, 5);
+    double tot = 0, want[VDIM] = {0};
+    for (int i = 0; i < SITES; i++)
+        tot += runs[i].samples;
+    for (int i = 0; i < SITES; i++)
+        for (int j = 0; j < VDIM; j++)
+            want[j] += runs[i].samples / tot * runs[i].v[j];
+    for (int i = 0; i < SITES; i++) {
+        if (runs[i].rc != FED_OK) fail_msg("site %d: %s", i, runs[i].err);
+        assert_true(fabs(runs[i].p.total_samples - tot) < 1e-6); /* the weights: only the total count is revealed */
+        for (int j = 0; j < VDIM; j++)
+            assert_true(fabs(runs[i].total[j] - want[j]) < 1e-8); /* every site gets the weighted total, to fixed point */
     }
+}
+
+static void test_secagg_tampering(void **state)
+{
+    (void)state;
+    static party_run runs[SITES];
+    /* a man in the middle swaps site 1's public key (and tag) for another: every site refuses it */
+    run_parties(runs, 1, 0, 1);
+    for (int i = 0; i < SITES; i++) {
+        if (runs[i].rc != FED_TAMPERED) fail_msg("site %d: %d %s", i, runs[i].rc, runs[i].err);
+        assert_non_null(strstr(runs[i].err, "site 1's public key is not authenticated (tampered in Redis?"));
+    }
+    /* a worker with another cluster secret: its key is refused by the others, theirs by it */
+    run_parties(runs, 0, 1, 1);
+    for (int i = 0; i < SITES; i++) {
+        assert_int_equal(runs[i].rc, FED_TAMPERED);
+        assert_non_null(strstr(runs[i].err, i == 2 ? "site 0's public key" : "site 2's public key"));
+        assert_non_null(strstr(runs[i].err, "--fed-secret"));
+    }
+    /* a message changed in transit: whoever opens it fails the job, the others stop waiting at their deadline */
+    run_parties(runs, 2, 0, 5);
+    int tampered = 0;
+    for (int i = 0; i < SITES; i++) {
+        assert_int_not_equal(runs[i].rc, FED_OK);
+        if (runs[i].rc == FED_TAMPERED) assert_non_null(strstr(runs[i].err, "does not authenticate")), tampered++;
+    }
+    assert_true(tampered >= 1);
+}
+
+/* ---- privacy: the audit of what each party can read (audit.h) ----
+ * The view is what the protocol code writes through the in-memory transport, opened with
+ * the observer's keys; every message is explained exactly as pair masks plus a linear
+ * function of the secrets, and w_j is determined iff e_wj is in the row space. */
+
+static void test_privacy_audit(void **state)
+{
+    (void)state;
+    int sizes[] = {9, 15};
+    fed_audit_opts o = {.coalitions_upto = 15};
+    fed_audit_result r;
+    char err[512];
+    if (fed_audit(sizes, 2, &o, &r, err, sizeof err)) fail_msg("%s", err);
+    /* every view: 9 sites, T = 1..12: Redis, 9 sites, 36 pairs; 15 sites, T = 1..21: 1 + 15 + 105 */
+    assert_int_equal(r.views, 12 * (1 + 9 + 36) + 21 * (1 + 15 + 105));
+    print_message("privacy audit, 9 and 15 sites, T = 1..3P: %ld models determined by Redis or a single site, %ld by "
+                  "coalitions of 2\n",
+                  r.single, r.coalition);
+    assert_int_equal(r.single, 0);
+    assert_int_equal(r.coalition, 0);
+    /* two sites of three know the third's model from z (inherent: nothing else is revealed to them) */
+    int three[] = {3};
+    fed_audit_opts o3 = {.coalitions_upto = 3, .t_max = 2};
+    assert_int_equal(fed_audit(three, 1, &o3, &r, err, sizeof err), 0);
+    assert_int_equal(r.single, 0);
+    assert_int_equal(r.coalition, 2 * 3);
+}
+
+/* the same audit finds the leak of the exchange before issue 18 (group masks, every message
+ * readable): 9 sites, 7 iterations: 2 of 8 models; 8 iterations: all of them, Redis too */
+static void test_privacy_audit_finds_the_old_leak(void **state)
+{
+    (void)state;
+    int sizes[] = {9};
+    fed_audit_opts o = {.legacy = 1, .t_min = 7, .t_max = 7};
+    fed_audit_result r;
+    char err[512];
+    if (fed_audit(sizes, 1, &o, &r, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(r.single, 9 * 2); /* each site: 2 of 8 */
+    o.t_min = o.t_max = 8;
+    if (fed_audit(sizes, 1, &o, &r, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(r.single, 9 + 9 * 8); /* Redis: all 9; each site: all 8 others */
 }
 
 /* Dirichlet label skew: every sample on one site; small alpha concentrates each class on few sites */
@@ -365,8 +417,14 @@ static void test_partition(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_designs_up_to_99), cmocka_unit_test(test_admm_identities), cmocka_unit_test(test_masks_cancel),
-        cmocka_unit_test(test_privacy_rank),     cmocka_unit_test(test_partition),
+        cmocka_unit_test(test_designs_up_to_99),
+        cmocka_unit_test(test_admm_identities),
+        cmocka_unit_test(test_masks_cancel),
+        cmocka_unit_test(test_secagg_sums),
+        cmocka_unit_test(test_secagg_tampering),
+        cmocka_unit_test(test_privacy_audit),
+        cmocka_unit_test(test_privacy_audit_finds_the_old_leak),
+        cmocka_unit_test(test_partition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

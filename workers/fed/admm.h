@@ -4,7 +4,7 @@
  *
  *   x_i = (2 w_i - lambda_i + rho z) / (2 + rho)
  *   m_i = x_i + lambda_i / rho                 (the message)
- *   z   = sum a_i m_i                          (formed from group sums)
+ *   z   = sum a_i m_i                          (one masked sum over all sites: secagg.h)
  *   lambda_i += rho (x_i - z)
  *
  * starting from z = 0 and random lambda_i, with rho decaying (x decay every

@@ -1,13 +1,14 @@
-/* mask.h - group sums without individual messages: pairwise additive masks.
+/* mask.h - sums without individual messages: pairwise additive masks.
  *
- * Every site has an X25519 key pair; two sites of a group derive a shared key
- * (X25519, then SHA-256 of the secret and both public keys in order).  A
- * message is encoded in fixed point (FED_FIXED_BITS fractional bits) as
- * integers modulo 2^64; for each other member j of its group, site i adds the
- * ChaCha20 keystream of their shared key (nonce: round, iteration) when i < j
- * and subtracts it when i > j.  In the group's sum the masks cancel exactly
- * (arithmetic modulo 2^64), and what each site sends is uniformly random to
- * anyone without the pair keys.  OpenSSL's libcrypto; no other I/O. */
+ * Every site has an X25519 key pair; two sites derive a shared key (here:
+ * X25519, then SHA-256 of the secret and both public keys in order; the job's
+ * protocol, secagg.h, derives its keys with HKDF instead).  A message is
+ * encoded in fixed point (FED_FIXED_BITS fractional bits) as integers modulo
+ * 2^64; for each other site j it masks with, site i adds the ChaCha20
+ * keystream of their shared key (nonce: round, iteration) when i < j and
+ * subtracts it when i > j.  In the sum over all those sites the masks cancel
+ * exactly (arithmetic modulo 2^64), and what each site sends is uniformly
+ * random to anyone without the pair keys.  OpenSSL's libcrypto; no other I/O. */
 #ifndef GANTRY_FED_MASK_H
 #define GANTRY_FED_MASK_H
 

@@ -1,0 +1,112 @@
+/* secagg.h - the sites' side of a federated round: keys bound to the job, and
+ * sums over all sites in which only the total is revealed (docs/federated.md,
+ * "Protocol").  Transport-agnostic (net.h): the job runs it over Redis
+ * (workers/fed_io.c), the simulator and the privacy audit over memory.
+ *
+ * Setup (once per generation of a job):
+ *   1. Each site makes an X25519 key pair and publishes, on channel "hello",
+ *      its public key with HMAC-SHA256(cluster secret, job, attempt, site, n,
+ *      key).  The cluster secret is a file every worker has and Redis never
+ *      sees (--fed-secret), so Redis cannot forge or swap a key: a site whose
+ *      tag does not verify fails the job ("site 3's public key is not
+ *      authenticated (tampered in Redis?)").
+ *   2. Every pair of sites derives, by X25519 and HKDF-SHA256 (salted with job
+ *      and attempt), a mask key and an AEAD key.
+ *   3. Site 0 draws the job's broadcast key and sends it to every other site
+ *      sealed under their pair's AEAD key (channel "key:<s>").
+ *   4. One sum of the sample counts gives the total N; each site weighs its
+ *      messages by a_i = n_i / N (nobody learns another site's count).
+ *
+ * A sum (one exchange e, with the groups of one class of the design):
+ *   - site i encodes a_i v_i in fixed point modulo 2^64 and adds, for EVERY
+ *     other site j, +mask(k_ij, e) if i < j, else -mask(k_ij, e): the masks
+ *     cancel in the total over all sites and in no smaller set;
+ *   - in each group of the class one member (rotating with e) aggregates: the
+ *     others send it their masked vector sealed under their pair's AEAD key
+ *     (ChaCha20-Poly1305; channel "x:<e>:<group>"), it adds them to its own and
+ *     publishes the group's partial sum, still masked, sealed under the
+ *     broadcast key (channel "x:<e>");
+ *   - every site reads the partials, adds them: the masks cancel, and the
+ *     total sum_i a_i v_i is all it learns.
+ * Every message carries a header (type, sender, recipient, exchange, random
+ * nonce) that is authenticated together with the job id and attempt, so a
+ * message cannot be moved between exchanges, sites or jobs.  Redis sees public
+ * keys, tags, sizes and timing; nothing else in the clear. */
+#ifndef GANTRY_FED_SECAGG_H
+#define GANTRY_FED_SECAGG_H
+
+#include "workers/fed/admm.h"
+#include "workers/fed/design.h"
+#include "workers/fed/net.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FED_PARTY_MAX 64
+
+/* what the protocol's functions return */
+#define FED_OK 0
+#define FED_STOPPED 1
+#define FED_LOST (-1)     /* a site did not answer in time, or the transport failed: the generation is retried */
+#define FED_TAMPERED (-2) /* a key or a message failed authentication: the job fails */
+#define FED_BROKEN (-3)   /* a local failure (crypto, memory): the job fails */
+
+/* message types (the header's second byte) */
+enum { FED_MSG_HELLO = 1, FED_MSG_KEY = 2, FED_MSG_SHARE = 3, FED_MSG_PARTIAL = 4, FED_MSG_LEGACY = 9 };
+
+#define FED_HDR_LEN 22
+#define FED_TAG_LEN 16
+#define FED_TO_ALL 0xffff
+
+/* a message's header: version (1), type, sender, recipient, exchange, nonce */
+typedef struct {
+    int version, type, sender, recipient;
+    uint32_t exchange;
+    unsigned char nonce[12];
+} fed_hdr;
+
+typedef struct {
+    /* fed_party_init */
+    fed_net *net;
+    int n, me, timeout_ms;
+    char job[128];
+    uint32_t attempt;
+    const unsigned char *secret; /* the cluster secret (caller-owned) */
+    size_t secret_len;
+    const fed_design *d;
+    size_t dim;
+    int legacy; /* the privacy audit only: the exchange before issue 18 (group masks, every message readable) */
+    /* fed_party_setup */
+    unsigned char priv[32], pub[FED_PARTY_MAX][32];
+    unsigned char mkey[FED_PARTY_MAX][32], akey[FED_PARTY_MAX][32]; /* mask and AEAD keys shared with each site */
+    unsigned char bkey[32];                                         /* the job's broadcast key */
+    double a;                                                       /* this site's weight n_i / N */
+    double total_samples;
+    uint32_t exchanges; /* exchanges so far (the mask nonce) */
+    uint64_t *enc, *acc, *tmp;
+    unsigned char *buf;
+    double bytes_sent, bytes_got; /* through the transport */
+} fed_party;
+
+/* 0, or -1 (out of memory, or n, me or the secret out of range) */
+int fed_party_init(fed_party *p, fed_net *net, int n, int me, const char *job, int attempt, const unsigned char *secret,
+                   size_t secret_len, const fed_design *d, size_t dim, int timeout_ms);
+void fed_party_free(fed_party *p);
+/* the keys and the weights (samples: this site's count); FED_OK or an error with err */
+int fed_party_setup(fed_party *p, double samples, char *err, size_t errlen);
+/* one exchange: total = sum over all sites of a_i v_i (scale 1: of v_i), through the groups of class cls */
+int fed_party_sum(fed_party *p, const double *v, int weighted, int cls, double *total, char *err, size_t errlen);
+/* One round's aggregation of this site's model w: SecureD-FL's ADMM (iters iterations over the design's
+ * classes, lambda: this site's duals, drawn by the caller, updated) or FedAvg (one sum); z the global model;
+ * avg FedAvg's average (one more sum, for the consensus residual).  x, m: dim doubles of scratch. */
+int fed_party_round(fed_party *p, const double *w, double *lambda, const fed_admm_params *P, int iters, int fedavg, double *z,
+                    double *avg, double *x, double *m, char *err, size_t errlen);
+
+/* the header of a message; 0, or -1 (too short, or an unknown version) */
+int fed_hdr_parse(const unsigned char *blob, size_t len, fed_hdr *h);
+/* opens a sealed message with key: the plaintext's length (written to plain, len - FED_HDR_LEN - FED_TAG_LEN bytes at
+ * most), or -1 when it does not authenticate for this job and attempt */
+long fed_msg_open(const unsigned char key[32], const char *job, uint32_t attempt, const unsigned char *blob, size_t len,
+                  unsigned char *plain);
+
+#endif

@@ -235,6 +235,13 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     train_rng rr = {train_rng_mix(seed, 53, (uint64_t)me)}, rl = {train_rng_mix(seed, 59, (uint64_t)me)};
     double tl = 0, ta = 0, residual = 0;
     for (int round = 1; round <= rounds; round++) {
+        /* asked once a round as well: while messages keep coming, the exchange's waits never ask (fed_io.c) */
+        if (fed_stop(ctx)) {
+            snprintf(err, errlen, "stopped");
+            rc = exec_rc(FED_STOPPED);
+            free(order);
+            goto out;
+        }
         double t0 = now_s(), sent0 = S.bytes_sent, got0 = S.bytes_got;
         train_model_params_in(m, z);
         for (long step = 0; step < local && tr.n > 0; step++) {

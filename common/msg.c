@@ -66,7 +66,7 @@ void msg_task_clear(task_msg *t)
 void msg_event_init(event_msg *e, const char *job_id, const char *source)
 {
     memset(e, 0, sizeof(*e));
-    if (id_random("e", 12, e->id, sizeof(e->id)) != 0) snprintf(e->id, sizeof(e->id), "e_%lld", (long long)clock_mono_us());
+    if (id_sortable("e", 10, e->id, sizeof(e->id)) != 0) snprintf(e->id, sizeof(e->id), "e_%lld", (long long)clock_mono_us());
     copy_str(e->job_id, sizeof(e->job_id), job_id);
     copy_str(e->source, sizeof(e->source), source);
     e->ts = clock_now_ms();

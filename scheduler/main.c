@@ -31,6 +31,10 @@
 #define CONSUMER "scheduler" /* shared by every scheduler: only the leader reads */
 #define MAX_TENANTS 1024
 #define ELASTIC_GATHER_US 2000000
+#define SCHED_WINDOW_MIN 32   /* jobs per list of the queue decided (and given a wait reason) every round, at least */
+#define CANCEL_SWEEP_MAX 2048 /* queued jobs beyond the window checked for a cancellation every 2 s */
+#define READ_COUNT 256        /* entries per XREADGROUP */
+#define SCHED_READ_MAX 4096   /* entries read from gantry:jobs before a round (a burst is decided once) */
 
 /* whether a requeued elastic generation should wait for its predecessor's workers: while one of
  * them still runs the job, unless the predecessor ended by a failure (a member is lost: waiting
@@ -97,16 +101,18 @@ static bool lead(rs_conn *r, bool leader)
     return ok;
 }
 
-/* reads entries; from_id "0" pages through pending entries, ">" waits for new ones.
- * Returns the number read, -1 on error; *last gets the last id (for paging). */
+/* reads entries; from_id "0" pages through pending entries, ">" waits for new ones (block_ms < 0:
+ * does not wait).  Returns the number of jobs read, -1 on error; *last gets the last id (for paging). */
 static int read_jobs(rs_conn *r, sched_queue *q, const char *from_id, int block_ms, char *last)
 {
     /* new entries: jobs and wake-ups in one blocking read; the backlog (ID 0): jobs only */
     bool live = strcmp(from_id, ">") == 0;
-    redisReply *rep = live ? rs_command(r, "XREADGROUP GROUP %s %s COUNT 256 BLOCK %d STREAMS %s %s > >", K_SCHED_GROUP, CONSUMER,
-                                        block_ms, K_JOBS_STREAM, K_WAKE_STREAM)
-                           : rs_command(r, "XREADGROUP GROUP %s %s COUNT 256 BLOCK %d STREAMS %s %s", K_SCHED_GROUP, CONSUMER,
-                                        block_ms, K_JOBS_STREAM, from_id);
+    redisReply *rep = !live ? rs_command(r, "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s", K_SCHED_GROUP, CONSUMER,
+                                         READ_COUNT, block_ms, K_JOBS_STREAM, from_id)
+                      : block_ms < 0 ? rs_command(r, "XREADGROUP GROUP %s %s COUNT %d STREAMS %s %s > >", K_SCHED_GROUP, CONSUMER,
+                                                  READ_COUNT, K_JOBS_STREAM, K_WAKE_STREAM)
+                                     : rs_command(r, "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s > >", K_SCHED_GROUP,
+                                                  CONSUMER, READ_COUNT, block_ms, K_JOBS_STREAM, K_WAKE_STREAM);
     if (!rep) return -1;
     if (rep->type == REDIS_REPLY_ERROR) {
         log_warn("XREADGROUP: %s", rep->str);
@@ -141,7 +147,12 @@ static int read_jobs(rs_conn *r, sched_queue *q, const char *from_id, int block_
                 dispatch_drop(r, id);
                 continue;
             }
-            sq_push(q, id, strdup(raw), &t);
+            char *copy = strdup(raw);
+            if (!copy || sq_push(q, id, copy, &t) != 0) { /* stays pending: read again after a recovery */
+                log_error("out of memory queueing job %s", t.job_id);
+                free(copy);
+                msg_task_clear(&t);
+            }
         }
     }
     freeReplyObject(rep);
@@ -166,14 +177,18 @@ static int read_tenants(rs_conn *r, tenant_conf *out)
     return n;
 }
 
-/* drops queued jobs cancelled meanwhile (one pipelined round trip); dispatch checks again atomically */
-static void drop_cancelled(rs_conn *r, sched_queue *q)
+/* drops the given queued jobs that were cancelled meanwhile (one pipelined round trip); dispatch checks
+ * again atomically.  The entries must be distinct. */
+static void drop_cancelled(rs_conn *r, sched_queue *q, sched_entry **es, size_t n)
 {
-    if (!q->len || !rs_ensure(r)) return;
-    for (size_t i = 0; i < q->len; i++)
-        redisAppendCommand(r->c, "EXISTS %s%s", K_CANCEL_PREFIX, q->items[i].task.job_id);
-    bool *gone = calloc(q->len, sizeof(bool));
-    for (size_t i = 0; i < q->len; i++) {
+    bool *gone = n ? calloc(n, sizeof(bool)) : NULL;
+    if (!gone || !rs_ensure(r)) {
+        free(gone);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        redisAppendCommand(r->c, "EXISTS %s%s", K_CANCEL_PREFIX, es[i]->task.job_id);
+    for (size_t i = 0; i < n; i++) {
         redisReply *rep = NULL;
         if (redisGetReply(r->c, (void **)&rep) != REDIS_OK) {
             free(gone);
@@ -183,13 +198,33 @@ static void drop_cancelled(rs_conn *r, sched_queue *q)
         gone[i] = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
         freeReplyObject(rep);
     }
-    for (size_t i = q->len; i-- > 0;) {
+    for (size_t i = 0; i < n; i++) {
         if (!gone[i]) continue;
-        log_info("job %s was cancelled before placement", q->items[i].task.job_id);
-        dispatch_drop(r, q->items[i].entry_id);
-        sq_remove(q, i);
+        log_info("job %s was cancelled before placement", es[i]->task.job_id);
+        dispatch_drop(r, es[i]->entry_id);
+        sq_remove(q, es[i]);
     }
     free(gone);
+}
+
+/* whether a queued entry may wait this round as a requeued elastic generation gathering its
+ * predecessor's workers (decided with gather()); such entries do not count toward a list's window */
+static bool may_hold(const sched_entry *e, void *now_us)
+{
+    return e->max_slots > e->task.slots && e->task.attempt > 0 && *(int64_t *)now_us - e->arrived_us < ELASTIC_GATHER_US;
+}
+
+/* Every 2 s: the cancellations of the jobs a round looks at (the window), and of up to
+ * CANCEL_SWEEP_MAX more taken in turn from the rest of the queue, so that none stays for long. */
+static void sweep_cancelled(rs_conn *r, sched_queue *q, size_t per_list, int64_t now)
+{
+    size_t n;
+    sched_entry **win = sq_window(q, per_list, may_hold, &now, &n);
+    drop_cancelled(r, q, win, n);
+    free(win);
+    sched_entry **more = malloc(sizeof(*more) * CANCEL_SWEEP_MAX);
+    if (more) drop_cancelled(r, q, more, sq_sweep(q, CANCEL_SWEEP_MAX, more));
+    free(more);
 }
 
 /* The victim's job learns why it stops (its events say "preempted by ..."): the preempting job by
@@ -205,16 +240,27 @@ static void signal_preemption(rs_conn *r, const reg_worker *victim, const pol_jo
         log_info("preempting job %s on worker %s for job %s", victim->job_id, victim->id, for_job->job_id);
 }
 
-/* one round of decisions over everything queued */
+/* One round of decisions.  The policy sees the window of the queue (queue.h): from the head of every
+ * list of same-shaped jobs, as many as the free workers plus one, and at least SCHED_WINDOW_MIN, so
+ * that it places exactly what it would place looking at the whole queue, at a cost that does not grow
+ * with the queue (docs/control-plane.md, "How the queue is indexed").  Jobs behind a window keep the
+ * last reason published for them until they reach it. */
 static void schedule(rs_conn *r, sched_queue *q, registry *reg)
 {
     static int64_t last_sweep;
-    if (q->len == 0) return;
-    if (clock_mono_us() - last_sweep > 2000000) {
-        drop_cancelled(r, q);
-        last_sweep = clock_mono_us();
-    }
     if (q->len == 0 || registry_refresh(r, reg) != 0) return;
+    size_t nfree = 0;
+    for (int i = 0; i < reg->n; i++)
+        nfree += reg->w[i].free;
+    size_t per_list = nfree + 1 > SCHED_WINDOW_MIN ? nfree + 1 : SCHED_WINDOW_MIN;
+    int64_t now = clock_mono_us();
+    if (now - last_sweep > 2000000) {
+        sweep_cancelled(r, q, per_list, now);
+        last_sweep = now;
+    }
+    size_t n = 0;
+    sched_entry **win = q->len ? sq_window(q, per_list, may_hold, &now, &n) : NULL;
+    if (!win) return;
     static tenant_conf tenants[MAX_TENANTS];
     int nt = read_tenants(r, tenants);
     pol_tenant *pt = malloc(sizeof(*pt) * (size_t)(nt + 1));
@@ -226,50 +272,39 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
         pw[i] = (pol_worker){w->free, w->free ? NULL : w->tenant,  w->free ? NULL : w->job_id, w->priority,   w->preemptible,
                              0,       w->site[0] ? w->site : NULL, !w->free && w->serving,     w->serving_min};
     }
-    pol_job *pj = malloc(sizeof(*pj) * q->len);
-    pol_decision *d = malloc(sizeof(*d) * q->len);
+    pol_job *pj = malloc(sizeof(*pj) * n);
+    pol_decision *d = malloc(sizeof(*d) * n);
     pol_preemption *pre = malloc(sizeof(*pre) * (size_t)(reg->n + 1));
-    for (size_t i = 0; i < q->len; i++) {
-        task_msg *t = &q->items[i].task;
-        json_t *w = json_object_get(t->spec, "workers"); /* {"min","max"}: an elastic gang */
-        int max_slots = json_is_object(w) ? (int)json_integer_value(json_object_get(w, "max")) : 0;
+    for (size_t i = 0; i < n; i++) {
+        sched_entry *e = win[i];
+        task_msg *t = &e->task;
         /* a requeued elastic gang waits (at most a moment) until its previous generation's workers are
          * free again: placed at once it would get only min of them and resize again and again */
-        bool hold = max_slots > t->slots && t->attempt > 0 && clock_mono_us() - q->items[i].arrived_us < ELASTIC_GATHER_US &&
-                    gather(r, reg, t);
+        bool hold = may_hold(e, &now) && gather(r, reg, t);
         pj[i] = (pol_job){t->job_id,
                           t->tenant,
                           t->priority,
                           t->slots,
-                          max_slots,
+                          e->max_slots,
                           hold,
-                          q->items[i].seq,
-                          NULL,
-                          0,
+                          e->seq,
+                          e->sites,
+                          e->sites ? e->nsites : 0,
                           strcmp(t->type, "placement") == 0}; /* placement jobs are short: they may backfill */
-        json_t *sites = strcmp(t->type, "federated") == 0 ? json_object_get(t->spec, "sites") : NULL;
-        if (json_is_array(sites) && json_array_size(sites) <= POL_MAX_GANG) { /* a labelled site on a worker with its label */
-            const char **names = malloc(sizeof(char *) * (json_array_size(sites) + 1));
-            for (size_t k = 0; k < json_array_size(sites); k++) { /* site=NAME; NULL: any worker */
-                const char *label = json_string_value(json_object_get(json_array_get(sites, k), "label"));
-                names[k] = label && strncmp(label, "site=", 5) == 0 ? label + 5 : label;
-            }
-            pj[i].sites = names, pj[i].nsites = (int)json_array_size(sites);
-        }
     }
     int npre = 0;
     int64_t t0 = clock_mono_us();
-    int placed = policy_decide_claim(pj, (int)q->len, pw, reg->n, pt, nt, d, pre, &npre, &reg->claim);
+    int placed = policy_decide_claim(pj, (int)n, pw, reg->n, pt, nt, d, pre, &npre, &reg->claim);
     int64_t decided = clock_mono_us() - t0;
     size_t queued = q->len;
     for (int p = 0; p < npre; p++)
         signal_preemption(r, &reg->w[pre[p].worker], &pj[pre[p].for_job]);
 
     /* every write of the round in one pipeline: wait reasons that changed, then the placements */
-    bool *done = calloc(q->len, sizeof(bool));
-    int *sent = calloc(q->len, sizeof(int)); /* 1 note, 2 dispatch */
-    for (size_t i = 0; i < q->len; i++) {
-        sched_entry *e = &q->items[i];
+    bool *done = calloc(n, sizeof(bool));
+    int *sent = calloc(n, sizeof(int)); /* 1 note, 2 dispatch */
+    for (size_t i = 0; i < n; i++) {
+        sched_entry *e = win[i];
         if (d[i].action == POL_WAIT) {
             if (strcmp(e->waiting, d[i].reason) != 0 && dispatch_note_send(r, e->task.job_id, d[i].reason) == 0) sent[i] = 1;
             continue;
@@ -279,8 +314,8 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
             ids[k] = reg->w[d[i].workers[k]].id;
         if (dispatch_send(r, e, ids, d[i].nworkers) == 0) sent[i] = 2;
     }
-    for (size_t i = 0; i < q->len; i++) {
-        sched_entry *e = &q->items[i];
+    for (size_t i = 0; i < n; i++) {
+        sched_entry *e = win[i];
         if (sent[i] == 1) {
             if (dispatch_note_recv(r) == 0) snprintf(e->waiting, sizeof(e->waiting), "%s", d[i].reason);
             continue;
@@ -301,19 +336,18 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
         done[i] = true;
     }
     free(sent);
-    for (size_t i = q->len; i-- > 0;)
-        if (done[i]) sq_remove(q, i);
+    for (size_t i = 0; i < n; i++)
+        if (done[i]) sq_remove(q, win[i]);
     if (placed) /* the benchmark reads these lines (tests/bench/bench_sched.py) */
-        log_debug("round: queued=%zu workers=%d placed=%d decide_us=%lld round_us=%lld", queued, reg->n, placed, (long long)decided,
-                  (long long)(clock_mono_us() - t0));
+        log_debug("round: queued=%zu workers=%d placed=%d decide_us=%lld round_us=%lld window=%zu", queued, reg->n, placed,
+                  (long long)decided, (long long)(clock_mono_us() - t0), n);
     free(done);
     free(pt);
     free(pw);
-    for (size_t i = 0; i < q->len; i++)
-        free((void *)pj[i].sites);
     free(pj);
     free(d);
     free(pre);
+    free(win);
 }
 
 /* reads every pending entry of the group again (start, takeover, after an outage) */
@@ -385,7 +419,10 @@ int main(int argc, char **argv)
             fresh = false;
         }
         /* sleeps until a job arrives or a worker frees a slot (gantry:wake), at most a third of the lease */
-        if (read_jobs(&r, &q, ">", K_LEADER_TTL_MS / 3, last) < 0) {
+        int got = read_jobs(&r, &q, ">", K_LEADER_TTL_MS / 3, last);
+        for (int total = got; got >= READ_COUNT && total < SCHED_READ_MAX; total += got)
+            got = read_jobs(&r, &q, ">", -1, last); /* the rest of a burst, without waiting: one round for it */
+        if (got < 0) {
             fresh = true;
             continue;
         }

@@ -130,7 +130,7 @@ void api_job_submit(http_ctx *c)
         http_error(c, GERR_BAD_REQUEST, "Idempotency-Key", "the Idempotency-Key header must be 1 to %d characters", IDEM_MAX_LEN);
         return;
     }
-    if (id_random("j", 10, op->job.id, sizeof(op->job.id)) != 0) {
+    if (id_sequential("j", op->job.id, sizeof(op->job.id)) != 0) { /* in time order: jobs.id grows at its end */
         free(op);
         http_error(c, GERR_INTERNAL, NULL, "random generator failed");
         return;

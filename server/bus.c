@@ -29,6 +29,7 @@ struct bus {
     uv_timer_t tick;
     long long len_jobs, len_events;
     unsigned long long published, consumed, duplicates;
+    long sweeping; /* publications of the last sweep not yet marked published: no new sweep meanwhile */
 };
 
 /* ---- connections ---- */
@@ -163,7 +164,12 @@ static void on_tick(uv_timer_t *t)
     }
     int64_t now = clock_now_ms();
     if (b->cmd_ready && now - b->last_sweep_ms >= SWEEP_EVERY_MS) {
-        sweep(b, now - SWEEP_MIN_AGE_MS);
+        /* a long backlog (a wiped Redis, 100,000 unfinished jobs) takes more than one tick to publish and
+         * mark: sweeping again before the marks land would publish all of it again */
+        if (b->sweeping <= 0)
+            sweep(b, now - SWEEP_MIN_AGE_MS);
+        else
+            b->last_sweep_ms = now;
         redisAsyncCommand(b->cmd, on_len, &b->len_jobs, "XLEN %s", K_JOBS_STREAM);
         redisAsyncCommand(b->cmd, on_len, &b->len_events, "XLEN %s", K_EVENTS_STREAM);
     }
@@ -194,6 +200,7 @@ bool bus_ready(const bus *b)
 typedef struct {
     bus *b;
     char job_id[MSG_ID_LEN];
+    bool swept; /* published by a sweep */
 } publish_ctx;
 
 static int apply_published(sqlite3 *db, void *arg)
@@ -204,7 +211,9 @@ static int apply_published(sqlite3 *db, void *arg)
 static void free_ctx(void *arg, int ok)
 {
     (void)ok;
-    free(arg);
+    publish_ctx *p = arg;
+    if (p->swept) p->b->sweeping--;
+    free(p);
 }
 
 static void on_xadd(redisAsyncContext *ac, void *r, void *priv)
@@ -218,10 +227,10 @@ static void on_xadd(redisAsyncContext *ac, void *r, void *priv)
         return;
     }
     if (reply && reply->type == REDIS_REPLY_ERROR) log_warn("outbox: XADD %s failed: %s (will retry)", p->job_id, reply->str);
-    free(p);
+    free_ctx(p, 0);
 }
 
-void bus_publish_job(bus *b, const task_msg *t)
+static void publish(bus *b, const task_msg *t, bool swept)
 {
     if (!b->cmd_ready) return; /* stays unpublished; the next connect or sweep publishes it */
     char *s = msg_task_encode(t);
@@ -233,13 +242,22 @@ void bus_publish_job(bus *b, const task_msg *t)
     }
     p->b = b;
     snprintf(p->job_id, sizeof(p->job_id), "%s", t->job_id);
-    redisAsyncCommand(b->cmd, on_xadd, p, "XADD %s MAXLEN ~ %d * %s %b", K_JOBS_STREAM, K_STREAM_MAXLEN, F_JOB, s, strlen(s));
+    p->swept = swept;
+    b->sweeping += swept;
+    if (redisAsyncCommand(b->cmd, on_xadd, p, "XADD %s MAXLEN ~ %d * %s %b", K_JOBS_STREAM, K_STREAM_MAXLEN, F_JOB, s, strlen(s)) !=
+        REDIS_OK)
+        free_ctx(p, 0);
     free(s);
+}
+
+void bus_publish_job(bus *b, const task_msg *t)
+{
+    publish(b, t, false);
 }
 
 static void publish_cb(void *arg, const task_msg *t)
 {
-    bus_publish_job(arg, t);
+    publish(arg, t, true);
 }
 
 static void sweep(bus *b, int64_t before_ms)

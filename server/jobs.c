@@ -62,15 +62,12 @@ static int find_idem(sqlite3 *db, job_new *j)
     return 0;
 }
 
-/* whether the tenant already has max_queued jobs waiting (queued or scheduled) */
+/* whether the tenant already has max_queued jobs waiting (queued or scheduled): a counter kept by
+ * triggers in the transaction of every insert and state change (migrations/0006), never a count */
 static int over_queued_quota(sqlite3 *db, const char *tenant, int *over)
 {
     sqlite3_stmt *st;
-    if (prep(db,
-             "SELECT t.max_queued, (SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id AND j.state IN "
-             "('queued', 'scheduled')) FROM tenants t WHERE t.id = ?",
-             &st) != 0)
-        return -1;
+    if (prep(db, "SELECT max_queued, queued_jobs FROM tenants WHERE id = ?", &st) != 0) return -1;
     sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
     *over = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
             sqlite3_column_int64(st, 1) >= sqlite3_column_int64(st, 0);
@@ -111,7 +108,7 @@ int jobs_insert(sqlite3 *db, job_new *j)
     free(spec);
     char eid[48];
     if (rc == 0 &&
-        (id_random("e", 12, eid, sizeof(eid)) != 0 || insert_event(db, eid, j->id, now, "queued", "accepted", "server", -1) != 1))
+        (id_sortable("e", 10, eid, sizeof(eid)) != 0 || insert_event(db, eid, j->id, now, "queued", "accepted", "server", -1) != 1))
         rc = -1;
     if (rc == 0 && j->idem) {
         if (prep(db, "INSERT INTO idempotency_keys (tenant_id, key, job_id, created_at, body_sha256) VALUES (?,?,?,?,?)", &st) != 0)

@@ -261,6 +261,54 @@ static void test_id_random_unique(void **state)
     }
 }
 
+/* ids in time order: the ms clock in 12 hex digits, then random; a later id sorts after */
+static void test_id_sortable(void **state)
+{
+    (void)state;
+    char a[80], b[80];
+    int64_t before = clock_now_ms();
+    assert_int_equal(id_sortable("j", 10, a, sizeof(a)), 0);
+    check_id(a, "j", 16);
+    char ms[13];
+    memcpy(ms, a + 2, 12);
+    ms[12] = '\0';
+    int64_t t = (int64_t)strtoll(ms, NULL, 16);
+    assert_true(t >= before && t <= clock_now_ms());
+    for (int i = 0; i < 200; i++) { /* never out of order, never equal, also within one ms */
+        assert_int_equal(id_sortable("j", 10, b, sizeof(b)), 0);
+        assert_true(strcmp(b, a) != 0);
+        assert_true(strncmp(b, a, 14) >= 0);
+        memcpy(a, b, sizeof(a));
+    }
+    assert_int_equal(id_sortable("e", 10, a, 34), -1); /* "e_" + 12 + 20 + NUL = 35 bytes */
+    assert_int_equal(id_sortable("e", 10, a, 35), 0);
+    assert_int_equal(id_sortable("e", 65, a, sizeof(a)), -1);
+}
+
+/* job ids: as long as id_random's, in time order, each greater than the last, also many in one ms */
+static void test_id_sequential(void **state)
+{
+    (void)state;
+    char a[80], b[80];
+    int64_t before = clock_now_ms();
+    assert_int_equal(id_sequential("j", a, sizeof(a)), 0);
+    check_id(a, "j", 10);
+    char ms[13];
+    memcpy(ms, a + 2, 12);
+    ms[12] = '\0';
+    int64_t t = (int64_t)strtoll(ms, NULL, 16);
+    assert_true(t >= before && t <= clock_now_ms());
+    for (int i = 0; i < 100000; i++) {
+        assert_int_equal(id_sequential("j", b, sizeof(b)), 0);
+        if (strcmp(b, a) <= 0) fail_msg("%s after %s", b, a);
+        memcpy(a, b, sizeof(a));
+    }
+    memcpy(ms, a + 2, 12);
+    assert_true((int64_t)strtoll(ms, NULL, 16) <= clock_now_ms() + 2); /* the clock part does not run ahead */
+    assert_int_equal(id_sequential("j", a, 22), -1);                   /* "j_" + 20 + NUL = 23 bytes */
+    assert_int_equal(id_sequential("j", a, 23), 0);
+}
+
 static void test_id_random_too_small(void **state)
 {
     (void)state;
@@ -620,6 +668,8 @@ int main(void)
         cmocka_unit_test(test_id_random),
         cmocka_unit_test(test_id_random_unique),
         cmocka_unit_test(test_id_random_too_small),
+        cmocka_unit_test(test_id_sortable),
+        cmocka_unit_test(test_id_sequential),
         cmocka_unit_test(test_jobstate_names),
         cmocka_unit_test(test_jobstate_transitions),
         cmocka_unit_test(test_job_type_valid),

@@ -805,6 +805,160 @@ static void test_jobs_cancel(void **state)
     expect_state(f->db, "j_b", "cancelled");
 }
 
+/* ---- max_queued: a counter kept with every insert and state change (migrations/0006), never a count ---- */
+
+/* the tenant's counter equals a count of its waiting jobs; returns it */
+static int64_t queued_counter(sqlite3 *db, const char *tenant)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT queued_jobs FROM tenants WHERE id = '%s'", tenant);
+    int64_t counter = scalar_int(db, sql);
+    snprintf(sql, sizeof(sql), "tenant_id = '%s' AND state IN ('queued', 'scheduled')", tenant);
+    assert_int_equal(counter, count_where(db, "jobs", sql));
+    return counter;
+}
+
+/* inserts a job; returns over_quota (0: inserted) */
+static int insert_counted(sqlite3 *db, const char *id, const char *tenant)
+{
+    job_new j;
+    memset(&j, 0, sizeof(j));
+    snprintf(j.id, sizeof(j.id), "%s", id);
+    snprintf(j.tenant_id, sizeof(j.tenant_id), "%s", tenant);
+    snprintf(j.type, sizeof(j.type), "placement");
+    j.priority = 1;
+    j.slots = 1;
+    j.spec = small_spec();
+    assert_int_equal(jobs_insert(db, &j), 0);
+    json_decref(j.spec);
+    return j.over_quota;
+}
+
+static void move(sqlite3 *db, const char *job, const char *state)
+{
+    event_msg e;
+    char tenant_out[48];
+    make_event(&e, job, state, strcmp(state, "queued") == 0 || strcmp(state, "scheduled") == 0 ? NULL : "w_1");
+    assert_int_equal(apply(db, &e, tenant_out), APPLY_MOVED);
+}
+
+static void test_jobs_queued_counter(void **state)
+{
+    fixture *f = *state;
+    char eid[48];
+    assert_int_equal(db_exec(f->db, "UPDATE tenants SET max_queued = 3 WHERE id = 't_a'"), 0);
+    assert_int_equal(queued_counter(f->db, "t_a"), 0);
+    assert_int_equal(insert_counted(f->db, "j_1", "t_a"), 0);
+    assert_int_equal(insert_counted(f->db, "j_2", "t_a"), 0);
+    assert_int_equal(insert_counted(f->db, "j_3", "t_a"), 0);
+    assert_int_equal(queued_counter(f->db, "t_a"), 3);
+    assert_int_equal(insert_counted(f->db, "j_4", "t_a"), 4); /* at max_queued: refused (the limit + 1) */
+    assert_int_equal(count_where(f->db, "jobs", "id = 'j_4'"), 0);
+    assert_int_equal(insert_counted(f->db, "j_b1", "t_b"), 0); /* another tenant's count is its own */
+    assert_int_equal(queued_counter(f->db, "t_b"), 1);
+
+    /* a cancel frees a place */
+    assert_int_equal(jobs_cancel(f->db, "j_1", "t_a", "test", eid), 0);
+    assert_int_equal(queued_counter(f->db, "t_a"), 2);
+    assert_int_equal(jobs_cancel(f->db, "j_1", "t_a", "test", eid), 1); /* twice: counted once */
+    assert_int_equal(queued_counter(f->db, "t_a"), 2);
+    assert_int_equal(insert_counted(f->db, "j_4", "t_a"), 0);
+    assert_int_equal(queued_counter(f->db, "t_a"), 3);
+
+    /* scheduled still waits; running does not; a requeue waits again */
+    move(f->db, "j_2", "scheduled");
+    assert_int_equal(queued_counter(f->db, "t_a"), 3);
+    move(f->db, "j_2", "running");
+    assert_int_equal(queued_counter(f->db, "t_a"), 2);
+    move(f->db, "j_3", "running"); /* running may overtake scheduled */
+    assert_int_equal(queued_counter(f->db, "t_a"), 1);
+    assert_int_equal(insert_counted(f->db, "j_5", "t_a"), 0);
+    assert_int_equal(insert_counted(f->db, "j_6", "t_a"), 0);
+    assert_int_equal(insert_counted(f->db, "j_7", "t_a"), 4);
+    move(f->db, "j_2", "queued"); /* preempted or its worker lost: it waits again, over the limit for a while */
+    assert_int_equal(queued_counter(f->db, "t_a"), 4);
+    assert_int_equal(insert_counted(f->db, "j_7", "t_a"), 4);
+
+    /* finished: succeeded, failed (from queued too), cancelled while running */
+    move(f->db, "j_2", "failed");
+    move(f->db, "j_3", "succeeded");
+    move(f->db, "j_4", "failed");
+    assert_int_equal(queued_counter(f->db, "t_a"), 2);
+    move(f->db, "j_5", "running");
+    assert_int_equal(jobs_cancel(f->db, "j_5", NULL, "admin", eid), 0);
+    assert_int_equal(queued_counter(f->db, "t_a"), 1);
+    event_msg late; /* a terminal event for a terminal job changes nothing */
+    char tenant_out[48];
+    make_event(&late, "j_5", "succeeded", "w_1");
+    assert_int_equal(apply(f->db, &late, tenant_out), APPLY_DUPLICATE);
+    assert_int_equal(queued_counter(f->db, "t_a"), 1);
+
+    /* a failed write leaves no trace in the counter (it is in the same transaction) */
+    assert_int_equal(db_exec(f->db, "SAVEPOINT w"), 0);
+    assert_int_equal(insert_counted(f->db, "j_8", "t_a"), 0);
+    assert_int_equal(db_exec(f->db, "ROLLBACK TO w; RELEASE w"), 0);
+    assert_int_equal(queued_counter(f->db, "t_a"), 1);
+
+    /* a restart: the counter is in the database */
+    db_close(f->db);
+    char err[256] = "";
+    if (db_open(f->path, &f->db, err, sizeof(err)) != 0) fail_msg("db_open: %s", err);
+    assert_int_equal(db_migrate(f->db, migrations_dir(), err, sizeof(err)), 0);
+    assert_int_equal(queued_counter(f->db, "t_a"), 1);
+    assert_int_equal(queued_counter(f->db, "t_b"), 1);
+    assert_int_equal(insert_counted(f->db, "j_8", "t_a"), 0);
+    assert_int_equal(insert_counted(f->db, "j_9", "t_a"), 0);
+    assert_int_equal(insert_counted(f->db, "j_10", "t_a"), 4);
+    assert_int_equal(queued_counter(f->db, "t_a"), 3);
+}
+
+/* a database from before the counter: the migration starts it from one count */
+static void test_jobs_queued_counter_migration(void **state)
+{
+    fixture *f = *state;
+    char dir[256], err[256] = "";
+    snprintf(dir, sizeof(dir), "%s/migrations", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    DIR *d = opendir(migrations_dir());
+    assert_non_null(d);
+    struct dirent *ent;
+    static char text[65536], counter_migration[65536];
+    char counter_name[256] = "";
+    while ((ent = readdir(d))) { /* every migration before 0006 */
+        long version = strtol(ent->d_name, NULL, 10);
+        if (version < 1 || !strstr(ent->d_name, ".sql")) continue;
+        char path[1400];
+        snprintf(path, sizeof(path), "%s/%s", migrations_dir(), ent->d_name);
+        FILE *fp = fopen(path, "r");
+        assert_non_null(fp);
+        size_t n = fread(text, 1, sizeof(text) - 1, fp);
+        fclose(fp);
+        text[n] = '\0';
+        if (version < 6) write_text(dir, ent->d_name, text);
+        if (version == 6) {
+            snprintf(counter_name, sizeof(counter_name), "%s", ent->d_name);
+            memcpy(counter_migration, text, n + 1);
+        }
+    }
+    closedir(d);
+    assert_string_not_equal(counter_name, "");
+    assert_true(db_migrate(f->db, dir, err, sizeof(err)) >= 5);
+    assert_int_equal(tenant(f->db, "t_a", "acme"), 0);
+    assert_int_equal(tenant(f->db, "t_b", "bravo"), 0);
+    assert_int_equal(db_exec(f->db, "INSERT INTO jobs (id, tenant_id, type, name, priority, state, spec, created_at, updated_at) "
+                                    "VALUES ('j_1', 't_a', 'placement', '', 1, 'queued', '{}', 1, 1), "
+                                    "('j_2', 't_a', 'placement', '', 1, 'scheduled', '{}', 1, 1), "
+                                    "('j_3', 't_a', 'placement', '', 1, 'running', '{}', 1, 1), "
+                                    "('j_4', 't_a', 'placement', '', 1, 'succeeded', '{}', 1, 1), "
+                                    "('j_5', 't_b', 'placement', '', 1, 'queued', '{}', 1, 1)"),
+                     0);
+    write_text(dir, counter_name, counter_migration); /* the next start applies 0006 */
+    assert_int_equal(db_migrate(f->db, dir, err, sizeof(err)), 1);
+    assert_int_equal(queued_counter(f->db, "t_a"), 2);
+    assert_int_equal(queued_counter(f->db, "t_b"), 1);
+    assert_int_equal(queued_counter(f->db, "t_system"), 0);
+}
+
 /* job ids in a list reply */
 static size_t list_ids(json_t *page, const char **ids, size_t max)
 {
@@ -1217,6 +1371,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_jobs_apply_event, open_migrated, close_db),
         cmocka_unit_test_setup_teardown(test_jobs_failed_and_requeue, open_migrated, close_db),
         cmocka_unit_test_setup_teardown(test_jobs_cancel, open_migrated, close_db),
+        cmocka_unit_test_setup_teardown(test_jobs_queued_counter, open_migrated, close_db),
+        cmocka_unit_test_setup_teardown(test_jobs_queued_counter_migration, open_only, close_db),
         cmocka_unit_test_setup_teardown(test_jobs_list, open_migrated, close_db),
         cmocka_unit_test_setup_teardown(test_jobs_outbox, open_migrated, close_db),
         cmocka_unit_test_setup_teardown(test_jobs_count_by_state, open_migrated, close_db),

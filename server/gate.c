@@ -54,6 +54,10 @@ typedef struct {
     uint64_t receiving; /* reserved for the body being received */
     uint64_t held;      /* bodies received, still in h2o's buffer */
     char token[48];     /* whose body is being received ("": no token) */
+    /* the last token the gate looked up on this connection: http.c reuses it for the same request
+     * instead of a second lookup (gate_authorized) */
+    char authz[264];
+    auth_info auth;
 } gate_conn;
 
 gate *gate_create(server *srv, uint64_t budget, uint64_t token_budget)
@@ -127,6 +131,8 @@ static void release_held(gate_conn *gc)
     gc->held = 0;
 }
 
+static void on_close(void *data);
+
 /* ---- the decision ---- */
 
 static bool name_is(const struct phr_header *h, const char *name)
@@ -148,6 +154,8 @@ static int parse_length(const char *s, size_t n, uint64_t *v)
 }
 
 typedef struct {
+    auth_info auth; /* whose token, when it was looked up */
+    h2o_iovec_t authz;
     bool body;       /* the head declares a body */
     bool chunked;    /* ... of unknown length */
     bool expect;     /* the client waits for 100 Continue before it sends the body */
@@ -208,6 +216,7 @@ static void decide(gate *g, const char *method, size_t mlen, const char *path, s
             return;
         }
         snprintf(v->token, sizeof(v->token), "%s", info.token_id);
+        v->auth = info, v->authz = authz[0];
     }
     if (chunked) {
         v->status = 411;
@@ -251,6 +260,15 @@ int gate_mark(h2o_req_t *req, uint64_t *declared, bool *close)
     return 0;
 }
 
+bool gate_authorized(h2o_req_t *req, h2o_iovec_t authz, auth_info *info)
+{
+    h2o_socket_t *sock = req->conn->callbacks->get_socket ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    gate_conn *gc = sock && sock->on_close.cb == on_close ? sock->on_close.data : NULL;
+    if (!gc || !gc->authz[0] || authz.len != strlen(gc->authz) || memcmp(authz.base, gc->authz, authz.len) != 0) return false;
+    *info = gc->auth;
+    return true;
+}
+
 /* a complete head: what the gate does with the body that follows */
 static void on_head(gate_conn *gc, const char *head, int len, char *head_in_h2o, const char *method, size_t mlen, const char *path,
                     size_t plen, const struct phr_header *h, size_t nh)
@@ -270,7 +288,14 @@ static void on_head(gate_conn *gc, const char *head, int len, char *head_in_h2o,
         return;
     }
     g->reserved += v.length;
-    if (v.token[0]) token_add(g, v.token, v.length);
+    if (v.token[0]) {
+        token_add(g, v.token, v.length);
+        if (v.authz.len < sizeof(gc->authz)) {
+            memcpy(gc->authz, v.authz.base, v.authz.len);
+            gc->authz[v.authz.len] = '\0';
+            gc->auth = v.auth;
+        }
+    }
     snprintf(gc->token, sizeof(gc->token), "%s", v.token);
     gc->receiving = v.length;
     gc->body_left = v.length;

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "server/auth.h"
 #include "server/server.h"
 
 typedef struct gate gate;
@@ -45,6 +46,10 @@ void gate_attach(gate *g, h2o_socket_t *sock);
  * end is unknown, or the client waits for an answer before it sends the body).  Otherwise the gate
  * drops the body as it comes and the connection goes on. */
 int gate_mark(h2o_req_t *req, uint64_t *declared, bool *close);
+
+/* whether the gate looked up this Authorization value for a body it let in on this connection (then
+ * *info is its answer, milliseconds old): the dispatcher need not look the token up again */
+bool gate_authorized(h2o_req_t *req, h2o_iovec_t authz, auth_info *info);
 
 /* for /metrics: bytes of bodies reserved now; requests refused from the head since the start */
 uint64_t gate_reserved(const gate *g);

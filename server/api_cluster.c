@@ -66,12 +66,18 @@ static void workers_done(void *arg, json_t *workers)
     free(r);
 }
 
-void api_workers(http_ctx *c)
+/* reads the worker registry from Redis and answers the request in done (deferred) */
+static void ask_workers(http_ctx *c, bus_workers_cb done)
 {
     cluster_req *r = malloc(sizeof(*r));
     r->auth = c->auth;
     r->defer = http_defer_begin(c);
-    bus_workers(c->srv->bus, workers_done, r);
+    bus_workers(c->srv->bus, done, r);
+}
+
+void api_workers(http_ctx *c)
+{
+    ask_workers(c, workers_done);
 }
 
 /* adds {"job_id","type","tenant","mine"} to each busy worker, from SQLite */
@@ -174,10 +180,7 @@ static void cluster_done(void *arg, json_t *workers)
 
 void api_cluster(http_ctx *c)
 {
-    cluster_req *r = malloc(sizeof(*r));
-    r->auth = c->auth;
-    r->defer = http_defer_begin(c);
-    bus_workers(c->srv->bus, cluster_done, r);
+    ask_workers(c, cluster_done);
 }
 
 void api_cluster_timeline(http_ctx *c)

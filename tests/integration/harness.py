@@ -66,7 +66,33 @@ class Response:
         return f"<{self.status} {self.raw[:200]!r}>"
 
 
-class Stack:
+class Client:
+    """HTTP requests to a stack's API; the class that mixes it in says how to connect (connection())"""
+
+    def request(self, method, path, token=None, body=None, headers=None, raw=None, timeout=30):
+        conn = self.connection(timeout)
+        h = dict(headers or {})
+        if token:
+            h["Authorization"] = f"Bearer {token}"
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+            h.setdefault("Content-Type", "application/json")
+        try:
+            conn.request(method, path, body=data, headers=h)
+            r = conn.getresponse()
+            return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode(errors="replace"))
+        finally:
+            conn.close()
+
+    def get(self, path, token=None, **kw):
+        return self.request("GET", path, token, **kw)
+
+    def post(self, path, token=None, body=None, **kw):
+        return self.request("POST", path, token, body if body is not None else {}, **kw)
+
+
+class Stack(Client):
     def __init__(self, workers=2, redis_persist=True, env=None, server_args=(), tls_ca=None, redis_password=None,
                  scheduler_args=()):
         self.dir = tempfile.mkdtemp(prefix="gantry-it-")
@@ -180,33 +206,11 @@ class Stack:
         return out.stdout.strip()
 
     # ---- HTTP ----
-    def request(self, method, path, token=None, body=None, headers=None, raw=None, timeout=30):
-        conn = self.connection(timeout)
-        h = dict(headers or {})
-        if token:
-            h["Authorization"] = f"Bearer {token}"
-        data = raw
-        if body is not None:
-            data = json.dumps(body).encode()
-            h.setdefault("Content-Type", "application/json")
-        try:
-            conn.request(method, path, body=data, headers=h)
-            r = conn.getresponse()
-            return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode(errors="replace"))
-        finally:
-            conn.close()
-
     def connection(self, timeout=30):
         if self.tls_ca:
             ctx = ssl.create_default_context(cafile=self.tls_ca)
             return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=ctx)
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-
-    def get(self, path, token=None, **kw):
-        return self.request("GET", path, token, **kw)
-
-    def post(self, path, token=None, body=None, **kw):
-        return self.request("POST", path, token, body if body is not None else {}, **kw)
 
     # ---- API helpers ----
     def tenant(self, name, role="member"):

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 
-from harness import ADMIN, BUILD, ROOT, Response, Stack, free_port, placement_job, wait_until
+from harness import ADMIN, BUILD, ROOT, Client, Stack, free_port, placement_job, wait_until
 from test_federated import fed_job
 from test_inference import serve_job
 from test_training import training_job
@@ -45,7 +45,7 @@ def proc_info(pid):
         return None
 
 
-class Up:
+class Up(Client):
     """deploy/up in its own session, with its own state directory and ports"""
 
     def __init__(self, workers=2, state=None):
@@ -163,28 +163,9 @@ class Up:
     def describe(self):
         return {pid: " ".join((proc_info(pid) or ([], []))[0])[:120] for pid in self.ours()}
 
-    # ---- HTTP ----
-    def request(self, method, path, token=None, body=None, headers=None, timeout=30):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        h = dict(headers or {})
-        if token:
-            h["Authorization"] = f"Bearer {token}"
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            h["Content-Type"] = "application/json"
-        try:
-            conn.request(method, path, body=data, headers=h)
-            r = conn.getresponse()
-            return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode(errors="replace"))
-        finally:
-            conn.close()
-
-    def get(self, path, token=None, **kw):
-        return self.request("GET", path, token, **kw)
-
-    def post(self, path, token=None, body=None, **kw):
-        return self.request("POST", path, token, body if body is not None else {}, **kw)
+    # ---- HTTP (harness.Client) ----
+    def connection(self, timeout=30):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def tenant(self, name):
         r = self.post("/v1/tenants", ADMIN, {"name": name})

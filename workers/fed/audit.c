@@ -1,5 +1,6 @@
 /* audit.c - the privacy audit of the federated exchange (audit.h). */
 #include "workers/fed/audit.h"
+#include "workers/train/rng.h"
 #include "workers/fed/design.h"
 #include "workers/fed/mask.h"
 #include "workers/fed/memnet.h"
@@ -30,17 +31,10 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-static uint64_t splitmix(uint64_t *s)
+/* uniform in [0, 1), 53 bits, from the training library's splitmix64 */
+static double uniform(train_rng *r)
 {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s)
-{
-    return (double)(splitmix(s) >> 11) / 9007199254740992.0;
+    return (double)(train_rng_next(r) >> 11) / 9007199254740992.0;
 }
 
 /* ---- one run of the protocol: n sites as threads over memory ---- */
@@ -94,12 +88,13 @@ static int run_protocol(run *R, uint64_t seed, char *err, size_t errlen)
     R->samples = xcalloc((size_t)n, sizeof(double));
     R->rc = xcalloc((size_t)n, sizeof(int));
     R->err = xcalloc((size_t)n, sizeof(*R->err));
+    train_rng rng = {seed};
     for (int i = 0; i < n; i++) {
         double *w = R->w + (size_t)i * D, *l = R->lam + (size_t)i * D;
-        w[0] = 2 * uniform(&seed) - 1, l[0] = 0.1 * uniform(&seed) - 0.05; /* coordinate 0: secrets as a job's */
-        w[1 + i] = SCALE;                                                  /* probes: w_i */
-        l[1 + n + i] = SCALE;                                              /* and lambda_i */
-        R->samples[i] = (double)(500 + splitmix(&seed) % 5000);
+        w[0] = 2 * uniform(&rng) - 1, l[0] = 0.1 * uniform(&rng) - 0.05; /* coordinate 0: secrets as a job's */
+        w[1 + i] = SCALE;                                                /* probes: w_i */
+        l[1 + n + i] = SCALE;                                            /* and lambda_i */
+        R->samples[i] = (double)(500 + train_rng_next(&rng) % 5000);
     }
     pthread_t *th = xcalloc((size_t)n, sizeof(pthread_t));
     site_arg *args = xcalloc((size_t)n, sizeof(site_arg));

@@ -39,6 +39,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+def timeout(seconds):
+    """decorator: this test's time limit in seconds, instead of run.py's default (run.py reads fn.timeout)"""
+    def mark(fn):
+        fn.timeout = seconds
+        return fn
+    return mark
+
+
 def wait_until(what, fn, timeout=20.0, interval=0.02):
     """Polls fn until it returns a truthy value; raises AssertionError naming `what` at the deadline."""
     deadline = time.monotonic() + timeout
@@ -149,13 +157,17 @@ class Stack(Client):
                                    "--id", f"w_test{i}", "--labels", labels, "--fed-secret", self.fed_secret])
 
     def __enter__(self):
-        self.start_redis()
-        self.start_server()
-        self.start_scheduler()
-        for i in range(self.nworkers):
-            self.start_worker(i)
-        wait_until("workers registered", lambda: len(self.workers()) == self.nworkers, 15)
-        wait_until("server ready", lambda: self.get("/readyz").status == 200, 15)
+        try:
+            self.start_redis()
+            self.start_server()
+            self.start_scheduler()
+            for i in range(self.nworkers):
+                self.start_worker(i)
+            wait_until("workers registered", lambda: len(self.workers()) == self.nworkers, 15)
+            wait_until("server ready", lambda: self.get("/readyz").status == 200, 15)
+        except BaseException as e:  # __exit__ is not called when __enter__ fails (a timeout too): stop what started
+            self.__exit__(type(e), e, e.__traceback__)
+            raise
         return self
 
     def pause(self, name):

@@ -10,7 +10,7 @@ import sqlite3
 import threading
 import time
 
-from harness import ADMIN, Stack, placement_job, wait_until
+from harness import ADMIN, Stack, placement_job, timeout, wait_until
 
 JOBS = int(os.environ.get("GANTRY_CHAOS_JOBS", "1000"))
 
@@ -42,9 +42,10 @@ class Submitter(threading.Thread):
                 except (OSError, http.client.HTTPException, ValueError):
                     pass
                 self.retries += 1
-                time.sleep(0.05)
+                time.sleep(0.05)  # a client's back-off between retries of one key (the retries are what is tested)
 
 
+@timeout(600)
 def test_chaos_kill_everything_in_turn():
     with Stack(workers=3) as s:
         s.start_scheduler("scheduler-b")

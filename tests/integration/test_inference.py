@@ -181,7 +181,7 @@ def test_autoscaler_follows_a_compressed_trace():
             while time.time() < stop:
                 minute = min(19, int((time.time() - t0) / 2))
                 rate = 2 + 12 * rates[k][minute] / peak
-                time.sleep(1.0 / rate)
+                time.sleep(1.0 / rate)  # the load's shape is the trace: this pause sets the request rate
                 try:
                     conn.request("POST", f"/v2/models/{name}/infer", body=body,
                                  headers={"Authorization": f"Bearer {tok}", "Content-Type": "application/json"})

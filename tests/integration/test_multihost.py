@@ -10,7 +10,7 @@ import os
 import subprocess
 import time
 
-from harness import ADMIN, BUILD, ROOT, Stack, placement_job, wait_until
+from harness import ADMIN, BUILD, ROOT, Stack, placement_job, timeout, wait_until
 
 MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 32}, {"type": "relu"},
                                         {"type": "dense", "units": 10}]}
@@ -86,6 +86,7 @@ class Hosts(Stack):
         return http.client.HTTPConnection(self.ip[0], self.port, timeout=timeout)
 
 
+@timeout(600)
 def test_two_hosts_placement_training_and_a_cut_link():
     if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
         print("SKIP: network namespaces need root")

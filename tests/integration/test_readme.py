@@ -10,9 +10,8 @@ The shipped examples are submitted as they are, except training, which runs copi
 import json
 import os
 import threading
-import time
 
-from harness import ROOT, Stack, wait_until
+from harness import ROOT, Stack, timeout, wait_until
 
 EXAMPLES = os.path.join(ROOT, "deploy", "examples")
 
@@ -35,6 +34,7 @@ def reasons(s, tok, jid):
     return [e["reason"] or "" for e in s.events(tok, jid)]
 
 
+@timeout(900)
 def test_readme_examples_in_order():
     with Stack(workers=2) as s:
         _, tok = s.tenant("vision")
@@ -98,6 +98,7 @@ def test_federated_example_on_three_unlabelled_workers():
         assert sorted(claims[0::2]) == ["0", "1", "2"] and sorted(claims[1::2]) == [f"w_test{i}" for i in range(3)], claims
 
 
+@timeout(600)
 def test_inference_gives_a_replica_back_to_a_waiting_gang():
     """An inference job above its minimum gives a replica back to a gang of its priority that waits
     for it (the autoscaler drains one while its SLO allows); the gang then runs, and the inference
@@ -113,7 +114,7 @@ def test_inference_gives_a_replica_back_to_a_waiting_gang():
             body = {"inputs": [{"name": "input", "shape": [1, 1, 28, 28], "datatype": "FP32", "data": [0.5] * 784}]}
             while not stop.is_set():
                 answered.append(s.post("/v2/models/fashion-mlp/infer", tok, body).status)
-                time.sleep(0.05)
+                stop.wait(0.05)  # pacing: a light load is what is tested; ends at once when the test stops it
 
         th = threading.Thread(target=load, daemon=True)
         th.start()

@@ -6,7 +6,7 @@ import os
 import tempfile
 import time
 
-from harness import ADMIN, Stack, wait_until
+from harness import ADMIN, Stack, timeout, wait_until
 
 MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 64}, {"type": "relu"},
                                         {"type": "dense", "units": 10}]}
@@ -155,6 +155,7 @@ def test_gang_preempted_before_it_starts_stops_every_member_once():
         assert s.redis("EXISTS", f"gantry:preempt:{jid}:0") == "1"
 
 
+@timeout(600)
 def test_elastic_gang_grows_when_a_worker_frees_up():
     """workers {min 2, max 3} on two workers: the job starts with 2; a third worker joins the cluster,
     the scheduler asks the gang to resize, it stops at a checkpoint and continues with 3 from where it
@@ -181,6 +182,7 @@ def test_elastic_gang_grows_when_a_worker_frees_up():
         assert any(e["state"] == "queued" and e["reason"].startswith("resize") for e in s.events(tok, jid)), resized
 
 
+@timeout(600)
 def test_elastic_gang_shrinks_for_inference_and_grows_back():
     """a low-priority, preemptible elastic gang {min 2, max 4} holds all 4 workers; an inference job
     needs 2: the gang is preempted at a checkpoint and comes back on the 2 workers left; when the
@@ -213,6 +215,7 @@ def test_elastic_gang_shrinks_for_inference_and_grows_back():
         assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200
 
 
+@timeout(600)
 def test_elastic_gang_continues_with_survivors_after_sigkill():
     """an elastic gang {min 2, max 3} on 3 workers; one worker is killed with SIGKILL: the survivors
     fail the step at once, the next generation forms on the 2 workers left within a bounded time,
@@ -278,6 +281,7 @@ def test_model_selection_by_model_hopping():
         assert r.status == 400 and r.json["error"]["field"] == "spec.search.params.dataset.train_images", r.json
 
 
+@timeout(600)
 def test_adaptation_policies_through_the_stack():
     """a 2-worker job with the gns monitor and the adaptive batch: the noise scale is in the progress
     points and the global batch grows with it (events); then a job with the strategy switch moves

@@ -27,8 +27,8 @@ void *xreallocarray(void *p, size_t n, size_t size) __attribute__((returns_nonnu
 char *xstrdup(const char *s) __attribute__((malloc, returns_nonnull));
 char *xstrndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull));
 /* a printf into a new string (the caller frees it) */
-char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2), malloc, returns_nonnull));
-char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0), malloc, returns_nonnull));
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2), nonnull(1), malloc, returns_nonnull));
+char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0), nonnull(1), malloc, returns_nonnull));
 
 /* prints the message and aborts; for an allocator the wrappers do not cover (open_memstream) */
 void x_oom(size_t size) __attribute__((noreturn));

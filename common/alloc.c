@@ -84,3 +84,10 @@ char *xasprintf(const char *fmt, ...)
     va_end(ap);
     return s;
 }
+
+FILE *xopen_memstream(char **buf, size_t *len)
+{
+    FILE *f = open_memstream(buf, len);
+    if (!f) x_oom(BUFSIZ);
+    return f;
+}

@@ -16,6 +16,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 void *xmalloc(size_t size) __attribute__((malloc, returns_nonnull));
 /* zeroed; n * size is checked for overflow (an overflow aborts like a failed allocation) */
@@ -30,7 +31,11 @@ char *xstrndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull))
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2), nonnull(1), malloc, returns_nonnull));
 char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0), nonnull(1), malloc, returns_nonnull));
 
-/* prints the message and aborts; for an allocator the wrappers do not cover (open_memstream) */
+/* open_memstream(3) that never returns NULL (its writes still allocate: a failed fprintf there is lost
+ * output, as on a full disk) */
+FILE *xopen_memstream(char **buf, size_t *len) __attribute__((returns_nonnull));
+
+/* prints the message and aborts; for an allocator the wrappers do not cover */
 void x_oom(size_t size) __attribute__((noreturn));
 
 #endif

@@ -1,4 +1,5 @@
 #include "common/config.h"
+#include "common/alloc.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -63,7 +64,7 @@ static int load_file(const char *path, config_opt *opts, size_t n)
             rc = -1;
             break;
         }
-        set_owned(o, strdup(val));
+        set_owned(o, xstrdup(val));
     }
     fclose(f);
     return rc;

@@ -1,4 +1,5 @@
 #include "common/paths.h"
+#include "common/alloc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -165,11 +166,7 @@ int path_confine(const char *const *roots, int nroots, const char *requested, bo
         snprintf(err, errlen, "path too long");
         return -1;
     }
-    root_set *rs = malloc(sizeof(*rs));
-    if (!rs) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    root_set *rs = xmalloc(sizeof(*rs));
     rs->n = nroots < MAX_ROOTS ? nroots : MAX_ROOTS;
     for (int i = 0; i < rs->n; i++) {
         snprintf(rs->squashed[i], PATH_MAX, "%s", roots[i]);

@@ -54,15 +54,57 @@ bool rs_ensure(rs_conn *r)
     return true;
 }
 
-redisReply *rs_command(rs_conn *r, const char *fmt, ...)
+/* logs an error reply "redis: CMD: error" unless it starts with expected; the same line at most once a
+ * minute.  name is the command's first word (up to a space), from the format or argv[0]. */
+static void check(rs_conn *r, const redisReply *rep, const char *name, size_t name_len, const char *expected)
+{
+    if (!rep || rep->type != REDIS_REPLY_ERROR) return;
+    if (expected && strncmp(rep->str, expected, strlen(expected)) == 0) return;
+    char line[sizeof(r->last_err)];
+    snprintf(line, sizeof(line), "%.*s: %s", (int)(name_len < 32 ? name_len : 32), name, rep->str);
+    int64_t now = clock_mono_us();
+    if (strcmp(line, r->last_err) == 0 && now - r->last_err_us < 60 * 1000000LL) return;
+    snprintf(r->last_err, sizeof(r->last_err), "%s", line);
+    r->last_err_us = now;
+    log_warn("redis: %s", line);
+}
+
+static redisReply *command_v(rs_conn *r, const char *expected, const char *fmt, va_list ap)
 {
     if (!rs_ensure(r)) return NULL;
+    redisReply *rep = redisvCommand(r->c, fmt, ap);
+    if (!rep) drop(r, r->c->errstr);
+    check(r, rep, fmt, strcspn(fmt, " "), expected);
+    return rep;
+}
+
+redisReply *rs_command(rs_conn *r, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    redisReply *rep = redisvCommand(r->c, fmt, ap);
+    redisReply *rep = command_v(r, NULL, fmt, ap);
     va_end(ap);
-    if (!rep) drop(r, r->c->errstr);
     return rep;
+}
+
+redisReply *rs_command_expect(rs_conn *r, const char *expected, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *rep = command_v(r, expected, fmt, ap);
+    va_end(ap);
+    return rep;
+}
+
+bool rs_do(rs_conn *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *rep = command_v(r, NULL, fmt, ap);
+    va_end(ap);
+    bool ok = rep && rep->type != REDIS_REPLY_ERROR;
+    freeReplyObject(rep);
+    return ok;
 }
 
 redisReply *rs_command_argv(rs_conn *r, int argc, const char **argv, const size_t *lens)
@@ -70,7 +112,28 @@ redisReply *rs_command_argv(rs_conn *r, int argc, const char **argv, const size_
     if (!rs_ensure(r)) return NULL;
     redisReply *rep = redisCommandArgv(r->c, argc, argv, lens);
     if (!rep) drop(r, r->c->errstr);
+    if (argc > 0) check(r, rep, argv[0], lens ? lens[0] : strlen(argv[0]), NULL);
     return rep;
+}
+
+redisReply *rs_get_reply(rs_conn *r, const char *name)
+{
+    redisReply *rep = NULL;
+    if (!r->c) return NULL;
+    if (redisGetReply(r->c, (void **)&rep) != REDIS_OK) {
+        drop(r, r->c->errstr);
+        return NULL;
+    }
+    check(r, rep, name, strlen(name), NULL);
+    return rep;
+}
+
+bool rs_group_create(rs_conn *r, const char *stream, const char *group, const char *id)
+{
+    redisReply *rep = rs_command_expect(r, "BUSYGROUP", "XGROUP CREATE %s %s %s MKSTREAM", stream, group, id);
+    bool ok = rep && (rep->type != REDIS_REPLY_ERROR || strncmp(rep->str, "BUSYGROUP", 9) == 0);
+    freeReplyObject(rep);
+    return ok;
 }
 
 void rs_close(rs_conn *r)

@@ -1,4 +1,5 @@
 #include "common/redis_uv.h"
+#include "common/alloc.h"
 
 #include <stdlib.h>
 
@@ -57,8 +58,7 @@ static void cleanup(void *d)
 int redis_uv_attach(redisAsyncContext *ac, uv_loop_t *loop)
 {
     if (ac->ev.data) return REDIS_ERR;
-    redis_uv *p = calloc(1, sizeof(*p));
-    if (!p) return REDIS_ERR;
+    redis_uv *p = xcalloc(1, sizeof(*p));
     if (uv_poll_init(loop, &p->poll, ac->c.fd) != 0) {
         free(p);
         return REDIS_ERR;

@@ -1,4 +1,5 @@
 #include "common/utf8.h"
+#include "common/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +56,7 @@ char *utf8_escape_control(const char *s)
     size_t n = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
         n += control_at(p) ? 6 : 1; /* "\u009b" is the longest escape */
-    char *out = malloc(n + 1), *o = out;
-    if (!out) return NULL;
+    char *out = xmalloc(n + 1), *o = out;
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         size_t k = control_at(p);
         if (!k) {

@@ -20,7 +20,7 @@ void utf8_copy(char *dst, size_t len, const char *src);
  * or C1 (U+0080-U+009F, encoded C2 80..C2 9F) */
 bool utf8_has_control(const char *s);
 /* s (UTF-8) with each control character written as an escape: \n \r \t, \xHH for the other C0
- * and DEL, \uHHHH for C1; every other byte as it is.  A new string (free it), NULL out of memory */
+ * and DEL, \uHHHH for C1; every other byte as it is.  A new string (free it) */
 char *utf8_escape_control(const char *s);
 
 /* replaces, in place, each byte that does not belong to a well-formed UTF-8 sequence with '?'

@@ -1,4 +1,5 @@
 #include "scheduler/autoscaler.h"
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "common/keys.h"
 #include "common/log.h"
@@ -44,7 +45,7 @@ autoscaler *autoscaler_create(const char *policy, const as_params *params)
     as_policy *p = as_policy_create(policy, 1, &probe, params);
     if (!p) return NULL;
     as_policy_free(p);
-    autoscaler *a = calloc(1, sizeof(*a));
+    autoscaler *a = xcalloc(1, sizeof(*a));
     snprintf(a->policy, sizeof(a->policy), "%s", policy);
     a->prm = *params;
     a->last_tick = -1e9;
@@ -88,14 +89,14 @@ static int load_jobs(autoscaler *a, rs_conn *r)
         task_msg t;
         if (msg_task_decode(raw, &t) != 0) continue;
         if (exists(r, "EXISTS " K_CANCEL_PREFIX "%s", id, -1)) { /* cancelled: out of the loop, its queue emptied */
-            freeReplyObject(rs_command(r, "HDEL %s %s", K_INFER_JOBS, id));
-            freeReplyObject(rs_command(r, "DEL %s%s", K_INFER_QUEUE_PREFIX, id));
-            log_info("autoscaler: job %s cancelled; no longer scaled", id);
+            /* the queue first: a failure leaves the job registered, and the next tick tries again */
+            if (rs_do(r, "DEL %s%s", K_INFER_QUEUE_PREFIX, id) && rs_do(r, "HDEL %s %s", K_INFER_JOBS, id))
+                log_info("autoscaler: job %s cancelled; no longer scaled", id);
         } else if (!exists(r, "EXISTS " K_RETRY_PREFIX "%s:%d", id, t.attempt)) { /* not a generation being replaced */
             job *j = &fresh[n++];
             memset(j, 0, sizeof(*j));
             snprintf(j->id, sizeof(j->id), "%s", id);
-            j->raw = strdup(raw);
+            j->raw = xstrdup(raw);
             j->priority = t.priority;
             serve_settings s;
             serve_settings_get(t.spec, &s);
@@ -188,7 +189,8 @@ static void note(rs_conn *r, const job *j, const char *reason, int live, int tar
     snprintf(e.reason, sizeof(e.reason), "%s", reason);
     e.metrics = json_pack("{s:i, s:i}", "replicas", live, "target", target);
     char *s = msg_event_encode(&e);
-    if (s) freeReplyObject(rs_command(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s));
+    /* a lost event is a line less in the job's history, not a failure: rs_do logged it */
+    if (s) rs_do(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s);
     free(s);
     msg_event_clear(&e);
 }
@@ -251,7 +253,8 @@ void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now)
         for (int w = reg->n - 1; w >= 0 && live - removed > want; w--) {
             const reg_worker *rw = &reg->w[w];
             if (strcmp(rw->job_id, j->id) != 0 || !rw->started || is_draining(j, rw->id, now)) continue;
-            freeReplyObject(rs_command(r, "SET %s%s:%s 1 EX 600", K_INFER_DRAIN_PREFIX, j->id, rw->id));
+            /* not asked to drain: the replica keeps serving, and the next tick asks again */
+            if (!rs_do(r, "SET %s%s:%s 1 EX 600", K_INFER_DRAIN_PREFIX, j->id, rw->id)) break;
             int slot = 0;
             for (int k = 1; k < MAX_DRAINING; k++)
                 if (j->drained_at[k] < j->drained_at[slot]) slot = k;

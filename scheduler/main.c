@@ -9,6 +9,7 @@
  * use one consumer name, so the new leader's backlog read sees its predecessor's
  * pending entries. */
 #include "common/clock.h"
+#include "common/alloc.h"
 #include "common/config.h"
 #include "common/ids.h"
 #include "common/keys.h"
@@ -83,9 +84,10 @@ static void on_signal(int sig)
 }
 
 static void ensure_group(rs_conn *r)
+/* a failure is logged; the next XREADGROUP then says NOGROUP and this runs again */
 {
-    freeReplyObject(rs_command(r, "XGROUP CREATE %s %s 0 MKSTREAM", K_JOBS_STREAM, K_SCHED_GROUP));
-    freeReplyObject(rs_command(r, "XGROUP CREATE %s %s $ MKSTREAM", K_WAKE_STREAM, K_SCHED_GROUP));
+    rs_group_create(r, K_JOBS_STREAM, K_SCHED_GROUP, "0");
+    rs_group_create(r, K_WAKE_STREAM, K_SCHED_GROUP, "$");
 }
 
 /* takes or renews the lease; true while we are the leader */
@@ -114,8 +116,7 @@ static int read_jobs(rs_conn *r, sched_queue *q, const char *from_id, int block_
                                      : rs_command(r, "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s > >", K_SCHED_GROUP,
                                                   CONSUMER, READ_COUNT, block_ms, K_JOBS_STREAM, K_WAKE_STREAM);
     if (!rep) return -1;
-    if (rep->type == REDIS_REPLY_ERROR) {
-        log_warn("XREADGROUP: %s", rep->str);
+    if (rep->type == REDIS_REPLY_ERROR) { /* logged by rs_command */
         if (strncmp(rep->str, "NOGROUP", 7) == 0) ensure_group(r);
         freeReplyObject(rep);
         return -1;
@@ -126,10 +127,8 @@ static int read_jobs(rs_conn *r, sched_queue *q, const char *from_id, int block_
         if (strcmp(rep->element[st]->element[0]->str, K_WAKE_STREAM) == 0) {
             for (size_t i = 0; i < entries->elements; i++) /* a wake-up only ends the wait */
                 redisAppendCommand(r->c, "XACK %s %s %s", K_WAKE_STREAM, K_SCHED_GROUP, entries->element[i]->element[0]->str);
-            for (size_t i = 0; i < entries->elements; i++) {
-                redisReply *ack = NULL;
-                if (redisGetReply(r->c, (void **)&ack) == REDIS_OK) freeReplyObject(ack);
-            }
+            for (size_t i = 0; i < entries->elements; i++) /* an unacknowledged wake-up is read again: harmless */
+                freeReplyObject(rs_get_reply(r, "XACK"));
             continue;
         }
         for (size_t i = 0; i < entries->elements; i++) {
@@ -147,12 +146,7 @@ static int read_jobs(rs_conn *r, sched_queue *q, const char *from_id, int block_
                 dispatch_drop(r, id);
                 continue;
             }
-            char *copy = strdup(raw);
-            if (!copy || sq_push(q, id, copy, &t) != 0) { /* stays pending: read again after a recovery */
-                log_error("out of memory queueing job %s", t.job_id);
-                free(copy);
-                msg_task_clear(&t);
-            }
+            sq_push(q, id, xstrdup(raw), &t);
         }
     }
     freeReplyObject(rep);
@@ -181,18 +175,14 @@ static int read_tenants(rs_conn *r, tenant_conf *out)
  * again atomically.  The entries must be distinct. */
 static void drop_cancelled(rs_conn *r, sched_queue *q, sched_entry **es, size_t n)
 {
-    bool *gone = n ? calloc(n, sizeof(bool)) : NULL;
-    if (!gone || !rs_ensure(r)) {
-        free(gone);
-        return;
-    }
+    if (n == 0 || !rs_ensure(r)) return;
+    bool *gone = xcalloc(n, sizeof(bool));
     for (size_t i = 0; i < n; i++)
         redisAppendCommand(r->c, "EXISTS %s%s", K_CANCEL_PREFIX, es[i]->task.job_id);
     for (size_t i = 0; i < n; i++) {
-        redisReply *rep = NULL;
-        if (redisGetReply(r->c, (void **)&rep) != REDIS_OK) {
+        redisReply *rep = rs_get_reply(r, "EXISTS");
+        if (!rep) { /* the connection is gone: the next sweep asks again */
             free(gone);
-            rs_close(r);
             return;
         }
         gone[i] = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
@@ -222,8 +212,8 @@ static void sweep_cancelled(rs_conn *r, sched_queue *q, size_t per_list, int64_t
     sched_entry **win = sq_window(q, per_list, may_hold, &now, &n);
     drop_cancelled(r, q, win, n);
     free(win);
-    sched_entry **more = malloc(sizeof(*more) * CANCEL_SWEEP_MAX);
-    if (more) drop_cancelled(r, q, more, sq_sweep(q, CANCEL_SWEEP_MAX, more));
+    sched_entry **more = xmalloc(sizeof(*more) * CANCEL_SWEEP_MAX);
+    drop_cancelled(r, q, more, sq_sweep(q, CANCEL_SWEEP_MAX, more));
     free(more);
 }
 
@@ -263,18 +253,18 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
     if (!win) return;
     static tenant_conf tenants[MAX_TENANTS];
     int nt = read_tenants(r, tenants);
-    pol_tenant *pt = malloc(sizeof(*pt) * (size_t)(nt + 1));
+    pol_tenant *pt = xmalloc(sizeof(*pt) * (size_t)(nt + 1));
     for (int i = 0; i < nt; i++)
         pt[i] = tenants[i].t;
-    pol_worker *pw = malloc(sizeof(*pw) * (size_t)(reg->n + 1));
+    pol_worker *pw = xmalloc(sizeof(*pw) * (size_t)(reg->n + 1));
     for (int i = 0; i < reg->n; i++) {
         reg_worker *w = &reg->w[i];
         pw[i] = (pol_worker){w->free, w->free ? NULL : w->tenant,  w->free ? NULL : w->job_id, w->priority,   w->preemptible,
                              0,       w->site[0] ? w->site : NULL, !w->free && w->serving,     w->serving_min};
     }
-    pol_job *pj = malloc(sizeof(*pj) * n);
-    pol_decision *d = malloc(sizeof(*d) * n);
-    pol_preemption *pre = malloc(sizeof(*pre) * (size_t)(reg->n + 1));
+    pol_job *pj = xmalloc(sizeof(*pj) * n);
+    pol_decision *d = xmalloc(sizeof(*d) * n);
+    pol_preemption *pre = xmalloc(sizeof(*pre) * (size_t)(reg->n + 1));
     for (size_t i = 0; i < n; i++) {
         sched_entry *e = win[i];
         task_msg *t = &e->task;
@@ -301,8 +291,8 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
         signal_preemption(r, &reg->w[pre[p].worker], &pj[pre[p].for_job]);
 
     /* every write of the round in one pipeline: wait reasons that changed, then the placements */
-    bool *done = calloc(n, sizeof(bool));
-    int *sent = calloc(n, sizeof(int)); /* 1 note, 2 dispatch */
+    bool *done = xcalloc(n, sizeof(bool));
+    int *sent = xcalloc(n, sizeof(int)); /* 1 note, 2 dispatch */
     for (size_t i = 0; i < n; i++) {
         sched_entry *e = win[i];
         if (d[i].action == POL_WAIT) {

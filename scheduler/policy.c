@@ -1,4 +1,5 @@
 #include "scheduler/policy.h"
+#include "common/alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -122,7 +123,7 @@ static int by_job_id(const void *a, const void *b)
 /* counts each inference job's replicas once (on its first worker in index order) */
 static void count_replicas(cluster *c)
 {
-    int *idx = malloc(sizeof(int) * ((size_t)c->n + 1)), m = 0;
+    int *idx = xmalloc(sizeof(int) * ((size_t)c->n + 1)), m = 0;
     for (int i = 0; i < c->n; i++) {
         c->replicas[i] = 0;
         if (!c->w[i].free && c->w[i].serving && c->w[i].job_id) idx[m++] = i;
@@ -267,12 +268,12 @@ int policy_decide_claim(const pol_job *jobs, int njobs, pol_worker *workers, int
     pol_claim cl = {-1, 0, NULL};
     if (claim) *claim = cl;
     if (njobs == 0) return 0;
-    tstate *ts = calloc((size_t)njobs + (size_t)nworkers + 1, sizeof(*ts));
-    int *order = malloc(sizeof(int) * (size_t)njobs);
-    bool *doomed = calloc((size_t)nworkers + 1, sizeof(bool));
-    bool *kept = calloc((size_t)nworkers + 1, sizeof(bool)); /* a reservation's labelled workers: no backfill there */
+    tstate *ts = xcalloc((size_t)njobs + (size_t)nworkers + 1, sizeof(*ts));
+    int *order = xmalloc(sizeof(int) * (size_t)njobs);
+    bool *doomed = xcalloc((size_t)nworkers + 1, sizeof(bool));
+    bool *kept = xcalloc((size_t)nworkers + 1, sizeof(bool)); /* a reservation's labelled workers: no backfill there */
     int nts = 0, placed = 0, nfree = 0;
-    cluster c = {workers, nworkers, doomed, calloc((size_t)nworkers + 1, sizeof(int)), 0, {{0}}};
+    cluster c = {workers, nworkers, doomed, xcalloc((size_t)nworkers + 1, sizeof(int)), 0, {{0}}};
     count_replicas(&c);
     for (int i = 0; i < nworkers; i++)
         nfree += workers[i].free;
@@ -288,7 +289,7 @@ int policy_decide_claim(const pol_job *jobs, int njobs, pol_worker *workers, int
         if (!t) {
             t = &ts[nts++];
             t->id = j->tenant;
-            t->jobs = malloc(sizeof(int) * (size_t)njobs);
+            t->jobs = xmalloc(sizeof(int) * (size_t)njobs);
             for (int i = 0; i < ntenants; i++)
                 if (strcmp(tenants[i].id, j->tenant) == 0) t->t = &tenants[i];
         }

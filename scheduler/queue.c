@@ -1,4 +1,5 @@
 #include "scheduler/queue.h"
+#include "common/alloc.h"
 #include "common/clock.h"
 
 #include <stdio.h>
@@ -34,8 +35,8 @@ static unsigned hash_key(int priority, int slots, const char *tenant, const char
     return h;
 }
 
-/* the spec's members the policy needs, decoded once; 0, or -1 when out of memory */
-static int decode_shape(sched_entry *e, char **sites_key)
+/* the spec's members the policy needs, decoded once; *sites_key: the sites' labels as one key (new) */
+static void decode_shape(sched_entry *e, char **sites_key)
 {
     const task_msg *t = &e->task;
     json_t *w = json_object_get(t->spec, "workers"); /* {"min","max"}: an elastic gang */
@@ -44,8 +45,7 @@ static int decode_shape(sched_entry *e, char **sites_key)
     json_t *sites = strcmp(t->type, "federated") == 0 ? json_object_get(t->spec, "sites") : NULL;
     size_t n = json_is_array(sites) ? json_array_size(sites) : 0, keylen = 1;
     if (json_is_array(sites) && n <= SQ_MAX_SITES) { /* each site on its own labelled worker */
-        e->sites = malloc(sizeof(char *) * (n + 1));
-        if (!e->sites) return -1;
+        e->sites = xmalloc(sizeof(char *) * (n + 1));
         for (size_t k = 0; k < n; k++) {
             /* pinned by its label site=NAME (policy.h); NULL: any worker */
             const char *label = json_string_value(json_object_get(json_array_get(sites, k), "label"));
@@ -54,20 +54,17 @@ static int decode_shape(sched_entry *e, char **sites_key)
         }
         e->nsites = (int)n;
     }
-    *sites_key = calloc(1, keylen);
-    if (!*sites_key) return -1;
+    *sites_key = xcalloc(1, keylen);
     for (int k = 0; k < e->nsites; k++) {
         strcat(*sites_key, e->sites[k] ? e->sites[k] : "\x1e"); /* any worker: not the same as a label "site=" */
         strcat(*sites_key, "\x1f");
     }
-    return 0;
 }
 
-static int grow_buckets(sched_queue *q)
+static void grow_buckets(sched_queue *q)
 {
     size_t n = q->nbuckets ? q->nbuckets * 2 : 64;
-    sq_list **b = calloc(n, sizeof(*b));
-    if (!b) return -1;
+    sq_list **b = xcalloc(n, sizeof(*b));
     for (sq_list *l = q->lists; l; l = l->next) {
         l->chain = b[l->hash & (n - 1)];
         b[l->hash & (n - 1)] = l;
@@ -75,10 +72,9 @@ static int grow_buckets(sched_queue *q)
     free(q->buckets);
     q->buckets = b;
     q->nbuckets = n;
-    return 0;
 }
 
-/* the list of this shape, created when missing (takes sites_key either way); NULL when out of memory */
+/* the list of this shape, created when missing (takes sites_key either way) */
 static sq_list *list_for(sched_queue *q, const task_msg *t, char *sites_key)
 {
     unsigned h = hash_key(t->priority, t->slots, t->tenant, t->type, sites_key);
@@ -88,15 +84,8 @@ static sq_list *list_for(sched_queue *q, const task_msg *t, char *sites_key)
             free(sites_key);
             return l;
         }
-    if (q->nlists >= q->nbuckets && grow_buckets(q) != 0) {
-        free(sites_key);
-        return NULL;
-    }
-    sq_list *l = calloc(1, sizeof(*l));
-    if (!l) {
-        free(sites_key);
-        return NULL;
-    }
+    if (q->nlists >= q->nbuckets) grow_buckets(q);
+    sq_list *l = xcalloc(1, sizeof(*l));
     l->priority = t->priority;
     l->slots = t->slots;
     snprintf(l->tenant, sizeof(l->tenant), "%s", t->tenant);
@@ -128,23 +117,14 @@ static void list_free(sched_queue *q, sq_list *l)
     free(l);
 }
 
-int sq_push(sched_queue *q, const char *entry_id, char *raw, task_msg *task)
+void sq_push(sched_queue *q, const char *entry_id, char *raw, task_msg *task)
 {
-    sched_entry *e = calloc(1, sizeof(*e));
-    if (!e) return -1;
+    sched_entry *e = xcalloc(1, sizeof(*e));
     snprintf(e->entry_id, sizeof(e->entry_id), "%s", entry_id);
     e->task = *task;
-    char *sites_key = NULL;
-    sq_list *l = NULL;
-    if (decode_shape(e, &sites_key) == 0)
-        l = list_for(q, task, sites_key); /* takes sites_key */
-    else
-        free(sites_key);
-    if (!l) {
-        free(e->sites);
-        free(e);
-        return -1;
-    }
+    char *sites_key;
+    decode_shape(e, &sites_key);
+    sq_list *l = list_for(q, task, sites_key); /* takes sites_key */
     memset(task, 0, sizeof(*task));
     e->raw = raw;
     e->seq = q->next_seq++;
@@ -164,7 +144,6 @@ int sq_push(sched_queue *q, const char *entry_id, char *raw, task_msg *task)
         q->oldest = e;
     q->newest = e;
     q->len++;
-    return 0;
 }
 
 sched_entry *sq_next(const sched_queue *q)
@@ -225,13 +204,7 @@ sched_entry **sq_window(const sched_queue *q, size_t per_list, bool (*uncounted)
         for (sched_entry *e = l->head; e && counted < per_list; e = e->next) {
             if (*n == cap) {
                 size_t c = cap ? cap * 2 : 64;
-                sched_entry **o = realloc(out, c * sizeof(*o));
-                if (!o) {
-                    free(out);
-                    *n = 0;
-                    return NULL;
-                }
-                out = o;
+                out = xreallocarray(out, c, sizeof(*out));
                 cap = c;
             }
             out[(*n)++] = e;

@@ -62,8 +62,8 @@ typedef struct {
 } sched_queue;
 
 void sq_init(sched_queue *q);
-/* takes ownership of raw and task (the new entry is q->newest); 0, or -1 when out of memory */
-int sq_push(sched_queue *q, const char *entry_id, char *raw, task_msg *task);
+/* takes ownership of raw and task (the new entry is q->newest) */
+void sq_push(sched_queue *q, const char *entry_id, char *raw, task_msg *task);
 /* the entry to place next by priority, then arrival (the head of one list); NULL when empty */
 sched_entry *sq_next(const sched_queue *q);
 /* unlinks e and frees what it owns */
@@ -72,7 +72,7 @@ void sq_free(sched_queue *q);
 
 /* The entries a round looks at: from the head of every list, in order, up to per_list of them that
  * `uncounted` (may be NULL) says count; entries it says do not count are taken as well.  Returns a
- * malloc'd array (NULL when the queue is empty or out of memory) and its length in *n. */
+ * malloc'd array (NULL when the queue is empty) and its length in *n. */
 sched_entry **sq_window(const sched_queue *q, size_t per_list, bool (*uncounted)(const sched_entry *e, void *arg), void *arg,
                         size_t *n);
 

@@ -73,9 +73,10 @@ int registry_refresh(rs_conn *r, registry *reg)
     char lost[64][64];
     int nlost = 0;
     for (size_t i = 0; i < n; i++) {
+        static const char *const cmd[3] = {"HGET", "LRANGE", "LRANGE"};
         redisReply *rep[3] = {NULL, NULL, NULL};
         for (int k = 0; k < 3; k++)
-            if (rc == 0 && redisGetReply(r->c, (void **)&rep[k]) != REDIS_OK) rc = -1;
+            if (rc == 0 && !(rep[k] = rs_get_reply(r, cmd[k]))) rc = -1; /* the connection is dropped */
         const char *id = ids->element[i]->str;
         if (rc == 0 && rep[0]->type == REDIS_REPLY_NIL && nlost < 64)
             snprintf(lost[nlost++], sizeof(lost[0]), "%s", id);
@@ -85,10 +86,7 @@ int registry_refresh(rs_conn *r, registry *reg)
             freeReplyObject(rep[k]);
     }
     freeReplyObject(ids);
-    if (rc != 0) {
-        rs_close(r);
-        return -1;
-    }
+    if (rc != 0) return -1;
     for (int i = 0; i < nlost; i++) {
         char why[160];
         snprintf(why, sizeof(why), "worker %.63s lost (no heartbeat for %d ms)", lost[i], K_WORKER_TTL_MS);

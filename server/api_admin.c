@@ -1,6 +1,7 @@
 /* api_admin.c - who am I, tenants and tokens.  Creating tenants and tokens needs
  * the admin role; a token's secret appears once, in the 201 reply. */
 #include "common/clock.h"
+#include "common/alloc.h"
 #include "common/ids.h"
 #include "common/utf8.h"
 #include "server/api.h"
@@ -122,7 +123,7 @@ static json_t *tenant_json(sqlite3 *db, const char *id)
     if (!st) return NULL;
     if (id) sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
     json_t *list = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == SQLITE_ROW) {
         char iso[32];
         clock_iso8601(sqlite3_column_int64(st, 2), iso, sizeof(iso));
         json_t *t =
@@ -160,7 +161,7 @@ static int apply_tenant(sqlite3 *db, void *arg)
     bind_quota(st, 5, op->set.max_slots);
     bind_quota(st, 6, op->set.max_queued);
     if (op->set.roots) sqlite3_bind_text(st, 7, op->set.roots, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     op->rc = sqlite3_changes(db) == 1 ? 0 : 1;
     if (rc == 0 && op->rc == 0 && limits_apply(db, op->id, &op->set.limits) != 0) rc = -1;
@@ -207,7 +208,7 @@ void api_tenant_create(http_ctx *c)
         http_error(c, GERR_INVALID_FIELD, "name", "required: 1 to 64 characters from a-z A-Z 0-9 . _ -");
         return;
     }
-    admin_op *op = calloc(1, sizeof(*op));
+    admin_op *op = xcalloc(1, sizeof(*op));
     if (parse_settings(c, &op->set) != 0) {
         free(op);
         return;
@@ -236,7 +237,7 @@ static int apply_tenant_update(sqlite3 *db, void *arg)
     sqlite3_bind_int(st, 6, op->set.has_max_queued);
     bind_quota(st, 7, op->set.max_queued);
     if (op->set.roots) sqlite3_bind_text(st, 8, op->set.roots, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     op->rc = sqlite3_changes(db) == 1 ? 0 : 2;
     if (rc == 0 && op->rc == 0 && limits_apply(db, op->id, &op->set.limits) != 0) rc = -1;
@@ -246,7 +247,7 @@ static int apply_tenant_update(sqlite3 *db, void *arg)
 
 void api_tenant_update(http_ctx *c)
 {
-    admin_op *op = calloc(1, sizeof(*op));
+    admin_op *op = xcalloc(1, sizeof(*op));
     if (parse_settings(c, &op->set) != 0) {
         free(op);
         return;
@@ -274,7 +275,7 @@ static int apply_token(sqlite3 *db, void *arg)
     sqlite3_stmt *st;
     sqlite3_prepare_v2(db, "SELECT 1 FROM tenants WHERE id = ?", -1, &st, NULL);
     sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
-    int exists = sqlite3_step(st) == SQLITE_ROW;
+    int exists = db_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     if (!exists) {
         op->rc = 2;
@@ -320,7 +321,7 @@ void api_token_create(http_ctx *c)
         http_error(c, GERR_INVALID_FIELD, "expires_in_s", "must be an integer number of seconds from 1 to 315360000");
         return;
     }
-    admin_op *op = calloc(1, sizeof(*op));
+    admin_op *op = xcalloc(1, sizeof(*op));
     op->expires_at = exp ? clock_now_ms() + json_integer_value(exp) * 1000 : 0;
     snprintf(op->id, sizeof(op->id), "%s", http_param(c, 0));
     snprintf(op->token_id, sizeof(op->token_id), "%s", c->auth.token_id);
@@ -355,7 +356,7 @@ static void revoke_done(void *arg, int ok)
 
 void api_token_revoke(http_ctx *c)
 {
-    admin_op *op = calloc(1, sizeof(*op));
+    admin_op *op = xcalloc(1, sizeof(*op));
     snprintf(op->id, sizeof(op->id), "%s", http_param(c, 0));
     snprintf(op->token_id, sizeof(op->token_id), "%s", c->auth.token_id);
     op->srv = c->srv;

@@ -4,6 +4,7 @@
  * A member sees its own tenant by name and every other tenant folded into "other",
  * and never another tenant's job id or name; admins see every tenant. */
 #include "common/clock.h"
+#include "common/alloc.h"
 #include "server/api.h"
 #include "server/bus.h"
 #include "server/db.h"
@@ -35,7 +36,7 @@ static bool own_job(sqlite3 *db, const auth_info *a, const char *job_id)
     if (!st) return false;
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, a->tenant_id, -1, SQLITE_TRANSIENT);
-    bool mine = sqlite3_step(st) == SQLITE_ROW;
+    bool mine = db_step(st) == SQLITE_ROW;
     db_release(st);
     return mine;
 }
@@ -69,7 +70,7 @@ static void workers_done(void *arg, json_t *workers)
 /* reads the worker registry from Redis and answers the request in done (deferred) */
 static void ask_workers(http_ctx *c, bus_workers_cb done)
 {
-    cluster_req *r = malloc(sizeof(*r));
+    cluster_req *r = xmalloc(sizeof(*r));
     r->auth = c->auth;
     r->defer = http_defer_begin(c);
     bus_workers(c->srv->bus, done, r);
@@ -93,7 +94,7 @@ static void annotate_workers(sqlite3 *db, const auth_info *a, json_t *workers)
         if (!st) continue;
         sqlite3_bind_text(st, 1, json_string_value(running), -1, SQLITE_TRANSIENT);
         json_t *info = json_null();
-        if (sqlite3_step(st) == SQLITE_ROW) {
+        if (db_step(st) == SQLITE_ROW) {
             const char *tenant = (const char *)sqlite3_column_text(st, 1);
             bool mine = is_admin(a) || strcmp(tenant, a->tenant_id) == 0;
             info = json_pack("{s:o, s:s, s:s, s:b}", "job_id", mine ? json_incref(running) : json_null(), "type",
@@ -126,7 +127,7 @@ static json_t *tenants_json(sqlite3 *db, const auth_info *a)
                                    "'running', 'resizing') GROUP BY t.id ORDER BY t.name");
     json_t *list = json_array();
     json_int_t other_used = 0, other_queued = 0, other_running = 0;
-    while (st && sqlite3_step(st) == SQLITE_ROW) {
+    while (st && db_step(st) == SQLITE_ROW) {
         const char *id = (const char *)sqlite3_column_text(st, 0);
         if (is_admin(a) || strcmp(id, a->tenant_id) == 0) {
             json_array_append_new(list, tenant_row(st));
@@ -151,7 +152,7 @@ static json_t *queue_json(sqlite3 *db)
                                    "count(CASE WHEN state IN ('running', 'resizing') THEN 1 END) FROM jobs "
                                    "WHERE state IN ('queued', 'scheduled', 'running', 'resizing')");
     json_t *q = NULL;
-    if (st && sqlite3_step(st) == SQLITE_ROW)
+    if (st && db_step(st) == SQLITE_ROW)
         q = json_pack("{s:I, s:I, s:I}", "queued", sqlite3_column_int64(st, 0), "scheduled", sqlite3_column_int64(st, 1), "running",
                       sqlite3_column_int64(st, 2));
     db_release(st);
@@ -209,7 +210,7 @@ void api_cluster_timeline(http_ctx *c)
     }
     sqlite3_bind_int64(st, 1, from);
     json_t *intervals = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == SQLITE_ROW) {
         char start[32], end[32];
         int64_t s = sqlite3_column_int64(st, 1);
         clock_iso8601(s < from ? from : s, start, sizeof(start));

@@ -3,6 +3,7 @@
  * another tenant's job is a 404 (never 403, which would reveal it exists).
  * Admin tokens see every tenant's jobs. */
 #include "common/ids.h"
+#include "common/alloc.h"
 #include "common/jobstate.h"
 #include "common/log.h"
 #include "server/api.h"
@@ -95,7 +96,7 @@ static json_t *tenant_roots(sqlite3 *db, const char *tenant)
     json_t *roots = NULL;
     if (st) {
         sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW) roots = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+        if (db_step(st) == SQLITE_ROW) roots = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
         db_release(st);
     }
     return roots ? roots : json_array();
@@ -103,7 +104,7 @@ static json_t *tenant_roots(sqlite3 *db, const char *tenant)
 
 void api_job_submit(http_ctx *c)
 {
-    submit_op *op = calloc(1, sizeof(*op));
+    submit_op *op = xcalloc(1, sizeof(*op));
     char field[256] = "", msg[512] = "";
     if (spec_validate_job(c->body, &op->job, field, sizeof(field), msg, sizeof(msg)) != 0) {
         free(op);
@@ -301,7 +302,7 @@ static void cancel_done(void *arg, int ok)
 
 void api_job_cancel(http_ctx *c)
 {
-    cancel_op *op = calloc(1, sizeof(*op));
+    cancel_op *op = xcalloc(1, sizeof(*op));
     snprintf(op->id, sizeof(op->id), "%s", http_param(c, 0));
     snprintf(op->tenant, sizeof(op->tenant), "%s", c->auth.tenant_id);
     snprintf(op->token_id, sizeof(op->token_id), "%s", c->auth.token_id);

@@ -1,4 +1,6 @@
 /* api_ops.c - probes, metrics, the SSE stream, models (the worker registry view is in api_cluster.c). */
+#include "common/alloc.h"
+#include "server/db.h"
 #include "server/api.h"
 #include "server/bus.h"
 #include "server/metrics.h"
@@ -15,9 +17,9 @@ void api_healthz(http_ctx *c)
 
 void api_readyz(http_ctx *c)
 {
-    sqlite3_stmt *st;
-    int db_ok = sqlite3_prepare_v2(c->srv->db, "SELECT 1", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
+    sqlite3_stmt *st = db_stmt(c->srv->db, "SELECT 1");
+    int db_ok = st && db_step(st) == SQLITE_ROW;
+    db_release(st);
     int redis_ok = bus_ready(c->srv->bus);
     json_t *body =
         json_pack("{s:s, s:b, s:b}", "status", db_ok && redis_ok ? "ready" : "not ready", "sqlite", db_ok, "redis", redis_ok);
@@ -28,7 +30,7 @@ void api_metrics(http_ctx *c)
 {
     char *buf = NULL;
     size_t len = 0;
-    FILE *out = open_memstream(&buf, &len);
+    FILE *out = xopen_memstream(&buf, &len);
     metrics_render(c->srv->metrics, c->srv, out);
     fclose(out);
     http_reply_text(c, 200, "text/plain; version=0.0.4", buf, len);

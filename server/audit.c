@@ -12,7 +12,7 @@ int audit_record(sqlite3 *db, const char *token_id, const char *action, const ch
     sqlite3_bind_text(st, 2, token_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, action, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, detail ? detail : "", -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     return rc;
 }
@@ -27,7 +27,7 @@ json_t *audit_list_json(sqlite3 *db, int64_t cursor, int limit)
     json_t *list = json_array();
     int64_t last = 0;
     int more = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == SQLITE_ROW) {
         if ((int)json_array_size(list) == limit) {
             more = 1;
             break;

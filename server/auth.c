@@ -49,7 +49,7 @@ int auth_lookup(sqlite3 *db, const char *secret, size_t len, auth_info *info)
         return -1;
     sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
     int rc = -1;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 5) == AUTH_HASH_LEN &&
+    if (db_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 5) == AUTH_HASH_LEN &&
         CRYPTO_memcmp(sqlite3_column_blob(st, 5), h, AUTH_HASH_LEN) == 0) {
         copy_col(st, 0, info->token_id, sizeof(info->token_id));
         copy_col(st, 1, info->tenant_id, sizeof(info->tenant_id));
@@ -76,7 +76,7 @@ int auth_insert_token(sqlite3 *db, const char *token_id, const char *tenant_id, 
     sqlite3_bind_text(st, 4, name ? name : "", -1, SQLITE_STATIC);
     sqlite3_bind_blob(st, 5, h, sizeof(h), SQLITE_STATIC);
     sqlite3_bind_int64(st, 6, clock_now_ms());
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     return rc;
 }
@@ -96,7 +96,7 @@ int auth_set_expiry(sqlite3 *db, const char *token_id, int64_t expires_at_ms)
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, expires_at_ms);
     sqlite3_bind_text(st, 2, token_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     return rc;
 }
@@ -107,7 +107,7 @@ int auth_revoke(sqlite3 *db, const char *token_id)
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, clock_now_ms());
     sqlite3_bind_text(st, 2, token_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? (sqlite3_changes(db) == 1 ? 0 : 1) : -1;
+    int rc = db_step(st) == SQLITE_DONE ? (sqlite3_changes(db) == 1 ? 0 : 1) : -1;
     db_release(st);
     return rc;
 }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/jsonfmt.h"
+#include "common/alloc.h"
 #include "common/utf8.h"
 
 #define DEFAULT_URL "http://127.0.0.1:8080"
@@ -49,8 +50,7 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *arg)
 {
     buf *b = arg;
     size_t k = size * nmemb;
-    char *p = realloc(b->p, b->n + k + 1);
-    if (!p) return 0;
+    char *p = xrealloc(b->p, b->n + k + 1);
     memcpy(p + b->n, data, k);
     b->p = p, b->n += k, p[b->n] = '\0';
     return k;
@@ -88,8 +88,7 @@ static const char *cell(const char *s, size_t width)
 {
     const char *e = esc(s);
     size_t n = strlen(e), used = 0, chars = 0;
-    char *out = malloc(n + width + 1);
-    if (!out) return e;
+    char *out = xmalloc(n + width + 1);
     for (const char *p = s ? s : ""; *p;) {
         size_t k = 1; /* the bytes of one character of s */
         while (p[k] && ((unsigned char)p[k] & 0xC0) == 0x80)
@@ -809,6 +808,7 @@ static int before_config(int n, char **args)
 
 int main(int argc, char **argv)
 {
+    json_set_alloc_funcs(xmalloc, free); /* jansson never returns NULL for memory (common/alloc.h) */
     char *args[64];
     int n = 0;
     for (int i = 1; i < argc && n < 63; i++) { /* --json may come anywhere */

@@ -1,4 +1,5 @@
 #include "server/db.h"
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -73,11 +74,21 @@ int db_exec(sqlite3 *db, const char *sql)
     return 0;
 }
 
+int db_step(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        const char *sql = sqlite3_sql(st);
+        log_error("sqlite: %s (in: %.200s)", sqlite3_errmsg(sqlite3_db_handle(st)), sql ? sql : "?");
+    }
+    return rc;
+}
+
 static int pragma_text(sqlite3 *db, const char *sql, char *out, size_t len)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
-    int rc = sqlite3_step(st) == SQLITE_ROW ? 0 : -1;
+    int rc = db_step(st) == SQLITE_ROW ? 0 : -1;
     if (rc == 0) snprintf(out, len, "%s", (const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     return rc;
@@ -117,7 +128,7 @@ static int applied(sqlite3 *db, long version)
     sqlite3_stmt *st;
     sqlite3_prepare_v2(db, "SELECT 1 FROM schema_migrations WHERE version = ?", -1, &st, NULL);
     sqlite3_bind_int64(st, 1, version);
-    int found = sqlite3_step(st) == SQLITE_ROW;
+    int found = db_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     return found;
 }
@@ -129,7 +140,7 @@ static char *read_file(const char *path)
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    char *buf = n >= 0 ? xmalloc((size_t)n + 1) : NULL;
     if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
         free(buf);
         buf = NULL;
@@ -157,7 +168,7 @@ static int apply_one(sqlite3 *db, const char *dir, const char *name, long versio
         sqlite3_bind_int64(st, 1, version);
         sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, clock_now_ms());
-        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+        rc = db_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
         sqlite3_finalize(st);
     }
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, &msg);
@@ -190,7 +201,7 @@ int db_migrate(sqlite3 *db, const char *dir, char *err, size_t errlen)
     while ((ent = readdir(d)) && n < 1024) {
         size_t len = strlen(ent->d_name);
         if (len > 4 && strcmp(ent->d_name + len - 4, ".sql") == 0 && ent->d_name[0] >= '0' && ent->d_name[0] <= '9')
-            names[n++] = strdup(ent->d_name);
+            names[n++] = xstrdup(ent->d_name);
     }
     closedir(d);
     qsort(names, n, sizeof(names[0]), cmp_str);

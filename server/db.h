@@ -21,5 +21,10 @@ void db_release(sqlite3_stmt *st);
 void db_close(sqlite3 *db);
 /* sqlite3_exec that logs failures; 0 or -1 */
 int db_exec(sqlite3 *db, const char *sql);
+/* sqlite3_step for every statement of the server (docs/errors.md): a result other than SQLITE_ROW or
+ * SQLITE_DONE is logged once, as "sqlite: <sqlite3_errmsg> (in: <the statement's SQL>)", and returned for
+ * the caller to decide.  The SQL is sqlite3_sql's text with its ? placeholders, never the bound values
+ * (token hashes, names, specs stay out of the log). */
+int db_step(sqlite3_stmt *st);
 
 #endif

@@ -2,6 +2,7 @@
  * stream that runs just before h2o's, tracks where each request's head and body
  * are, and refuses a body from its head. */
 #include "server/gate.h"
+#include "common/alloc.h"
 #include "common/log.h"
 #include "server/http.h"
 
@@ -62,7 +63,7 @@ typedef struct {
 
 gate *gate_create(server *srv, uint64_t budget, uint64_t token_budget)
 {
-    gate *g = calloc(1, sizeof(*g));
+    gate *g = xcalloc(1, sizeof(*g));
     g->srv = srv, g->budget = budget, g->token_budget = token_budget;
     return g;
 }
@@ -99,7 +100,7 @@ static void token_add(gate *g, const char *id, uint64_t n)
     if (!t) {
         if (g->ntokens == g->cap) {
             g->cap = g->cap ? 2 * g->cap : 16;
-            g->tokens = realloc(g->tokens, (size_t)g->cap * sizeof(*g->tokens));
+            g->tokens = xrealloc(g->tokens, (size_t)g->cap * sizeof(*g->tokens));
         }
         t = &g->tokens[g->ntokens++];
         snprintf(t->id, sizeof(t->id), "%s", id);
@@ -346,7 +347,7 @@ static void feed(gate_conn *gc, h2o_socket_t *sock, char *p, size_t n)
         int r = phr_parse_request(buf, len, &method, &mlen, &path, &plen, &minor, h, &nh, 0);
         if (r == -2 && len < HEAD_MAX) { /* the head goes on in a later read */
             if (prev == 0) {
-                if (!gc->head) gc->head = malloc(HEAD_MAX);
+                if (!gc->head) gc->head = xmalloc(HEAD_MAX);
                 memcpy(gc->head, p, n);
                 gc->head_len = n;
             }
@@ -385,7 +386,7 @@ static void on_read(h2o_socket_t *sock, const char *err)
 
 void gate_attach(gate *g, h2o_socket_t *sock)
 {
-    gate_conn *gc = calloc(1, sizeof(*gc));
+    gate_conn *gc = xcalloc(1, sizeof(*gc));
     gc->g = g;
     sock->on_close.cb = on_close;
     sock->on_close.data = gc;

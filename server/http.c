@@ -1,4 +1,5 @@
 #include "server/http.h"
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "server/gate.h"
 #include "common/jsonfmt.h"
@@ -221,7 +222,7 @@ static void on_dispose(void *p)
 
 http_defer *http_defer_begin(http_ctx *c)
 {
-    http_defer *d = malloc(sizeof(*d));
+    http_defer *d = xmalloc(sizeof(*d));
     http_defer **slot = h2o_mem_alloc_shared(&c->req->pool, sizeof(*slot), on_dispose);
     *d = (http_defer){c, 2};
     *slot = d;

@@ -43,7 +43,7 @@ static int insert_event(sqlite3 *db, const char *event_id, const char *job_id, i
         sqlite3_bind_double(st, 7, progress);
     else
         sqlite3_bind_null(st, 7);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? sqlite3_changes(db) : -1;
+    int rc = db_step(st) == SQLITE_DONE ? sqlite3_changes(db) : -1;
     db_release(st);
     return rc; /* 1 inserted, 0 duplicate */
 }
@@ -54,7 +54,7 @@ static int find_idem(sqlite3 *db, job_new *j)
     if (prep(db, "SELECT job_id, body_sha256 FROM idempotency_keys WHERE tenant_id = ? AND key = ?", &st) != 0) return -1;
     sqlite3_bind_text(st, 1, j->tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, j->idem, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    if (db_step(st) == SQLITE_ROW) {
         snprintf(j->existing, sizeof(j->existing), "%s", (const char *)sqlite3_column_text(st, 0));
         j->idem_mismatch = sqlite3_column_bytes(st, 1) == 32 && memcmp(sqlite3_column_blob(st, 1), j->body_sha256, 32) != 0;
     }
@@ -69,7 +69,7 @@ static int over_queued_quota(sqlite3 *db, const char *tenant, int *over)
     sqlite3_stmt *st;
     if (prep(db, "SELECT max_queued, queued_jobs FROM tenants WHERE id = ?", &st) != 0) return -1;
     sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-    *over = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
+    *over = db_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
             sqlite3_column_int64(st, 1) >= sqlite3_column_int64(st, 0);
     if (*over) *over = (int)sqlite3_column_int64(st, 0) + 1; /* the limit, plus one so that 0 reads as true */
     db_release(st);
@@ -103,7 +103,7 @@ int jobs_insert(sqlite3 *db, job_new *j)
     sqlite3_bind_int64(st, 8, now);
     sqlite3_bind_int64(st, 9, now);
     sqlite3_bind_int(st, 10, j->preemptible);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     free(spec);
     char eid[48];
@@ -118,7 +118,7 @@ int jobs_insert(sqlite3 *db, job_new *j)
         sqlite3_bind_text(st, 2, j->idem, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, j->id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 4, now);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+        rc = db_step(st) == SQLITE_DONE ? 0 : -1;
         db_release(st);
     }
     return rc;
@@ -179,7 +179,7 @@ json_t *jobs_get_json(sqlite3 *db, const char *id, const char *tenant_id, bool f
     if (prep(db, "SELECT " JOB_COLS " FROM jobs WHERE id = ? AND (?2 IS NULL OR tenant_id = ?2)", &st) != 0) return NULL;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     bind_text_or_null(st, 2, tenant_id);
-    json_t *o = sqlite3_step(st) == SQLITE_ROW ? row_json(st, full) : NULL;
+    json_t *o = db_step(st) == SQLITE_ROW ? row_json(st, full) : NULL;
     db_release(st);
     return o;
 }
@@ -200,7 +200,7 @@ json_t *jobs_list_json(sqlite3 *db, const job_filter *f)
     json_t *jobs = json_array();
     int64_t last = 0;
     bool more = false;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == SQLITE_ROW) {
         if ((int)json_array_size(jobs) == f->limit) {
             more = true;
             break;
@@ -221,7 +221,7 @@ json_t *jobs_events_json(sqlite3 *db, const char *job_id)
         return NULL;
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
     json_t *events = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == SQLITE_ROW) {
         json_t *e = json_object();
         json_object_set_new(e, "id", text_or_null(st, 0));
         json_object_set_new(e, "job_id", json_string(job_id));
@@ -242,14 +242,14 @@ json_t *jobs_metrics_json(sqlite3 *db, const char *job_id, int max_points)
     sqlite3_stmt *st;
     if (prep(db, "SELECT COUNT(*) FROM job_metrics WHERE job_id = ?", &st) != 0) return NULL;
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
-    int64_t count = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    int64_t count = db_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     db_release(st);
     /* thinned evenly to at most max_points, the last point always kept */
     int64_t stride = max_points > 0 && count > max_points ? (count + max_points - 1) / max_points : 1;
     if (prep(db, "SELECT ts, data FROM job_metrics WHERE job_id = ? ORDER BY seq", &st) != 0) return NULL;
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
     json_t *points = json_array();
-    for (int64_t i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
+    for (int64_t i = 0; db_step(st) == SQLITE_ROW; i++) {
         if (i % stride != 0 && i != count - 1) continue;
         json_t *p = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
         if (!json_is_object(p)) {
@@ -271,7 +271,7 @@ static int job_state_of(sqlite3 *db, const char *id, job_state *state, char *ten
     if (prep(db, "SELECT state, tenant_id FROM jobs WHERE id = ?", &st) != 0) return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     int rc = 1;
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    if (db_step(st) == SQLITE_ROW) {
         *state = job_state_parse((const char *)sqlite3_column_text(st, 0));
         snprintf(tenant, 48, "%s", (const char *)sqlite3_column_text(st, 1));
         rc = 0;
@@ -304,7 +304,7 @@ static int move_job(sqlite3 *db, const event_msg *e, job_state to)
     bind_text_or_null(st, 5, e->worker);
     bind_text_or_null(st, 6, result);
     sqlite3_bind_text(st, 7, e->reason, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     free(result);
     return rc;
@@ -317,7 +317,7 @@ static int set_progress(sqlite3 *db, const event_msg *e)
     sqlite3_bind_double(st, 1, e->progress);
     sqlite3_bind_int64(st, 2, e->ts);
     sqlite3_bind_text(st, 3, e->job_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     return rc;
 }
@@ -334,7 +334,7 @@ int jobs_add_metrics(sqlite3 *db, const char *job_id, const char *event_id, int6
     sqlite3_bind_text(st, 2, event_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, ts);
     sqlite3_bind_text(st, 4, data, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     free(data);
     return rc;
@@ -352,7 +352,7 @@ json_t *jobs_serving(sqlite3 *db, const char *tenant_id, const char *model)
     sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, model, -1, SQLITE_STATIC);
     json_t *o = NULL;
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    if (db_step(st) == SQLITE_ROW) {
         json_t *spec = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
         o = json_pack("{s:s, s:s, s:o}", "id", (const char *)sqlite3_column_text(st, 0), "state",
                       (const char *)sqlite3_column_text(st, 1), "spec", spec ? spec : json_object());
@@ -412,7 +412,7 @@ int jobs_mark_all_unpublished(sqlite3 *db)
 {
     sqlite3_stmt *st;
     if (prep(db, "UPDATE jobs SET published = 0 WHERE state NOT IN ('succeeded', 'failed', 'cancelled')", &st) != 0) return -1;
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     return rc;
 }
@@ -422,7 +422,7 @@ int jobs_mark_published(sqlite3 *db, const char *id)
     sqlite3_stmt *st;
     if (prep(db, "UPDATE jobs SET published = 1 WHERE id = ?", &st) != 0) return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     return rc;
 }
@@ -440,7 +440,7 @@ int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int
     sqlite3_bind_int64(st, 1, after);
     sqlite3_bind_int64(st, 2, before_ms);
     sqlite3_bind_int(st, 3, max);
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == SQLITE_ROW) {
         task_msg t;
         memset(&t, 0, sizeof(t));
         after = sqlite3_column_int64(st, 0);
@@ -465,7 +465,7 @@ void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, co
 {
     sqlite3_stmt *st;
     if (prep(db, "SELECT type, state, count(*) FROM jobs GROUP BY type, state", &st) != 0) return;
-    while (sqlite3_step(st) == SQLITE_ROW)
+    while (db_step(st) == SQLITE_ROW)
         fn(arg, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
            (long)sqlite3_column_int64(st, 2));
     db_release(st);

@@ -1,5 +1,6 @@
 /* gantry-server: the REST API, the dashboard, SQLite's only writer. */
 #include "common/config.h"
+#include "common/alloc.h"
 #include "common/log.h"
 #include "server/auth.h"
 #include "server/bus.h"
@@ -102,7 +103,7 @@ static int admin_token(const char *state)
 static void on_accept(uv_stream_t *listener, int status)
 {
     if (status != 0) return;
-    uv_tcp_t *conn = malloc(sizeof(*conn));
+    uv_tcp_t *conn = xmalloc(sizeof(*conn));
     uv_tcp_init(listener->loop, conn);
     if (uv_accept(listener, (uv_stream_t *)conn) != 0) {
         uv_close((uv_handle_t *)conn, (uv_close_cb)free);
@@ -212,6 +213,7 @@ static int setup_http(const char *listen)
 
 int main(int argc, char **argv)
 {
+    json_set_alloc_funcs(xmalloc, free); /* jansson never returns NULL for memory (common/alloc.h) */
     log_init("server");
     int rc = config_parse(argc, argv, opts, NOPTS, "gantry-server",
                           "The gantry REST API and dashboard; the only writer of the SQLite database.");

@@ -1,4 +1,5 @@
 #include "server/metrics.h"
+#include "common/alloc.h"
 #include "server/bus.h"
 #include "server/infer.h"
 #include "server/db.h"
@@ -28,9 +29,9 @@ struct metrics {
 
 metrics *metrics_create(int routes)
 {
-    metrics *m = calloc(1, sizeof(*m));
+    metrics *m = xcalloc(1, sizeof(*m));
     m->routes = routes;
-    m->stats = calloc((size_t)routes + 1, sizeof(route_stats));
+    m->stats = xcalloc((size_t)routes + 1, sizeof(route_stats));
     return m;
 }
 
@@ -73,10 +74,10 @@ static void tenant_slots(sqlite3 *db, FILE *out)
                  "# TYPE gantry_tenant_slots_used gauge\n");
     char *quotas = NULL;
     size_t qlen = 0;
-    FILE *q = open_memstream(&quotas, &qlen);
+    FILE *q = xopen_memstream(&quotas, &qlen);
     fprintf(q, "# HELP gantry_tenant_max_slots A tenant's slot quota (absent: none).\n"
                "# TYPE gantry_tenant_max_slots gauge\n");
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 0);
         fprintf(out, "gantry_tenant_slots_used{tenant=\"%s\"} %lld\n", name, (long long)sqlite3_column_int64(st, 1));
         if (sqlite3_column_type(st, 2) != SQLITE_NULL)

@@ -1,4 +1,5 @@
 #include "server/models.h"
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "server/db.h"
 
@@ -7,7 +8,7 @@
 
 static char *dump(const json_t *j)
 {
-    return j ? json_dumps(j, JSON_COMPACT) : strdup("{}");
+    return j ? json_dumps(j, JSON_COMPACT) : xstrdup("{}");
 }
 
 int models_register(sqlite3 *db, const char *job_id, const json_t *result)
@@ -19,7 +20,7 @@ int models_register(sqlite3 *db, const char *job_id, const json_t *result)
     if (!st) return -1;
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
     char tenant[64] = "", name[256] = "";
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    if (db_step(st) == SQLITE_ROW) {
         snprintf(tenant, sizeof(tenant), "%s", (const char *)sqlite3_column_text(st, 0));
         snprintf(name, sizeof(name), "%s", (const char *)sqlite3_column_text(st, 1));
     }
@@ -38,7 +39,7 @@ int models_register(sqlite3 *db, const char *job_id, const json_t *result)
     sqlite3_bind_text(st, 5, metrics, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 6, artifact ? artifact : "", -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 7, clock_now_ms());
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     free(arch);
     free(metrics);
@@ -80,7 +81,7 @@ json_t *models_list_json(sqlite3 *db, const char *tenant_id)
     if (!st) return NULL;
     sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
     json_t *list = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW)
+    while (db_step(st) == SQLITE_ROW)
         json_array_append_new(list,
                               json_pack("{s:s, s:I, s:I, s:o}", "name", (const char *)sqlite3_column_text(st, 0), "latest_version",
                                         (json_int_t)sqlite3_column_int64(st, 1), "versions",
@@ -103,7 +104,7 @@ json_t *models_get_json(sqlite3 *db, const char *tenant_id, const char *name)
     sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     json_t *versions = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW)
+    while (db_step(st) == SQLITE_ROW)
         json_array_append_new(
             versions, json_pack("{s:I, s:s, s:o, s:o, s:s, s:o}", "version", (json_int_t)sqlite3_column_int64(st, 0), "job_id",
                                 (const char *)sqlite3_column_text(st, 1), "architecture", parsed(st, 2), "metrics", parsed(st, 3),
@@ -129,7 +130,7 @@ int models_resolve(sqlite3 *db, const char *tenant_id, const char *name, int ver
     sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     if (version > 0) sqlite3_bind_int(st, 3, version);
     int rc = 1;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 2) > 0) {
+    if (db_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 2) > 0) {
         json_t *arch = parsed(st, 1);
         json_t *input = json_object_get(arch, "input");
         *resolved = json_pack("{s:I, s:s, s:O}", "version", (json_int_t)sqlite3_column_int64(st, 0), "artifact",

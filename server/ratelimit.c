@@ -1,4 +1,5 @@
 #include "server/ratelimit.h"
+#include "common/alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,8 +30,7 @@ static unsigned hash(const char *s)
 
 ratelimit *ratelimit_create(double rate, double burst)
 {
-    ratelimit *rl = calloc(1, sizeof(*rl));
-    if (!rl) return NULL;
+    ratelimit *rl = xcalloc(1, sizeof(*rl));
     rl->rate = rate;
     rl->burst = burst < 1 ? 1 : burst;
     return rl;
@@ -43,8 +43,7 @@ int ratelimit_take(ratelimit *rl, const char *key, int64_t now_us)
     while (e && strcmp(e->key, key) != 0)
         e = e->next;
     if (!e) {
-        e = calloc(1, sizeof(*e));
-        if (!e) return 0;
+        e = xcalloc(1, sizeof(*e));
         snprintf(e->key, sizeof(e->key), "%s", key);
         e->tokens = rl->burst;
         e->last_us = now_us;

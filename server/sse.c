@@ -1,4 +1,5 @@
 #include "server/sse.h"
+#include "common/alloc.h"
 #include "common/jsonfmt.h"
 
 #include <stdlib.h>
@@ -70,9 +71,7 @@ static void append(stream *s, const char *data, size_t len)
         size_t cap = s->pending_cap ? s->pending_cap * 2 : 4096;
         while (cap < s->pending_len + len)
             cap *= 2;
-        char *p = realloc(s->pending, cap);
-        if (!p) return;
-        s->pending = p;
+        s->pending = xrealloc(s->pending, cap);
         s->pending_cap = cap;
     }
     memcpy(s->pending + s->pending_len, data, len);
@@ -90,7 +89,7 @@ static void on_keepalive(uv_timer_t *t)
 
 sse_hub *sse_create(uv_loop_t *loop)
 {
-    sse_hub *hub = calloc(1, sizeof(*hub));
+    sse_hub *hub = xcalloc(1, sizeof(*hub));
     uv_timer_init(loop, &hub->keepalive);
     hub->keepalive.data = hub;
     uv_timer_start(&hub->keepalive, on_keepalive, SSE_KEEPALIVE_MS, SSE_KEEPALIVE_MS);
@@ -125,8 +124,7 @@ void sse_publish(sse_hub *hub, const char *tenant_id, const char *name, const ch
 {
     if (!hub->head) return; /* nobody listens */
     size_t jlen = strlen(json), len = strlen(name) + jlen + 20;
-    char *msg = malloc(len);
-    if (!msg) return;
+    char *msg = xmalloc(len);
     size_t n = (size_t)snprintf(msg, len, "event: %s\ndata: ", name);
     memcpy(msg + n, json, jlen + 1);
     n += jsonfmt_shorten(msg + n); /* every event's reals in their shortest round-trip form */

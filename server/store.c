@@ -1,4 +1,6 @@
 #include "server/store.h"
+#include "server/db.h"
+#include "common/alloc.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -31,8 +33,7 @@ static void on_idle(uv_idle_t *h)
 
 store *store_create(uv_loop_t *loop, sqlite3 *db)
 {
-    store *s = calloc(1, sizeof(*s));
-    if (!s) return NULL;
+    store *s = xcalloc(1, sizeof(*s));
     s->db = db;
     uv_check_init(loop, &s->check);
     uv_idle_init(loop, &s->idle);
@@ -44,11 +45,7 @@ store *store_create(uv_loop_t *loop, sqlite3 *db)
 
 void store_submit(store *s, store_apply_fn apply, store_done_fn done, void *arg)
 {
-    write_t *w = malloc(sizeof(*w));
-    if (!w) {
-        done(arg, 0);
-        return;
-    }
+    write_t *w = xmalloc(sizeof(*w));
     *w = (write_t){apply, done, arg, 0, NULL};
     if (s->tail)
         s->tail->next = w;
@@ -58,28 +55,21 @@ void store_submit(store *s, store_apply_fn apply, store_done_fn done, void *arg)
     if (!uv_is_active((uv_handle_t *)&s->idle)) uv_idle_start(&s->idle, on_idle);
 }
 
-static int exec(sqlite3 *db, const char *sql)
-{
-    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
-}
-
 void store_flush(store *s)
 {
     write_t *batch = s->head;
     s->head = s->tail = NULL;
     uv_idle_stop(&s->idle);
     if (!batch) return;
-    int committed = exec(s->db, "BEGIN IMMEDIATE") == 0;
-    if (!committed) log_error("store: BEGIN failed: %s", sqlite3_errmsg(s->db));
+    int committed = db_exec(s->db, "BEGIN IMMEDIATE") == 0;
     for (write_t *w = batch; committed && w; w = w->next) {
-        exec(s->db, "SAVEPOINT w");
+        db_exec(s->db, "SAVEPOINT w");
         w->ok = w->apply(s->db, w->arg) == 0;
-        if (!w->ok) exec(s->db, "ROLLBACK TO w");
-        exec(s->db, "RELEASE w");
+        if (!w->ok) db_exec(s->db, "ROLLBACK TO w");
+        db_exec(s->db, "RELEASE w");
     }
-    if (committed && exec(s->db, "COMMIT") != 0) {
-        log_error("store: COMMIT failed: %s", sqlite3_errmsg(s->db));
-        exec(s->db, "ROLLBACK");
+    if (committed && db_exec(s->db, "COMMIT") != 0) { /* db_exec logged why */
+        db_exec(s->db, "ROLLBACK");
         committed = 0;
     }
     if (committed) s->commits++;

@@ -23,6 +23,7 @@
  * key or message that does not authenticate fails the job.  This file never
  * talks to Redis itself: workers/fed_io.c does. */
 #include "common/paths.h"
+#include "common/alloc.h"
 #include "workers/executor.h"
 #include "workers/fed/admm.h"
 #include "workers/fed/design.h"
@@ -79,9 +80,9 @@ static int load_site(const json_t *spec, int s, train_data *tr, train_data *te, 
         json_object_get(json_object_get(json_array_get(json_object_get(spec, "sites"), (size_t)s), "dataset"), "partition");
     if (rc || !part) return rc;
     int sites = (int)num(&fed_partition_shape, part, "sites"), index = (int)num(&fed_partition_shape, part, "index");
-    int *where = malloc(sizeof(int) * tr->n);
-    if (!where || fed_partition_dirichlet(tr->y, tr->n, tr->classes, sites, num(&fed_partition_shape, part, "alpha"),
-                                          (uint64_t)num(&fed_partition_shape, part, "seed"), where)) {
+    int *where = xmalloc(sizeof(int) * tr->n);
+    if (fed_partition_dirichlet(tr->y, tr->n, tr->classes, sites, num(&fed_partition_shape, part, "alpha"),
+                                (uint64_t)num(&fed_partition_shape, part, "seed"), where)) {
         free(where);
         snprintf(err, errlen, "cannot split the dataset");
         return -1;
@@ -194,11 +195,11 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     o = train_optim_create(json_object_get(spec, "optimizer"), m);
     size_t dim = train_model_param_count(m);
-    xb = malloc(sizeof(float) * (size_t)cap * tr.dim), yb = malloc(sizeof(int32_t) * (size_t)cap);
-    dl = malloc(sizeof(float) * (size_t)cap * train_model_out_size(m));
-    z = malloc(sizeof(double) * dim), w = malloc(sizeof(double) * dim), lambda = malloc(sizeof(double) * dim);
-    x = malloc(sizeof(double) * dim), msgv = malloc(sizeof(double) * dim), avg = malloc(sizeof(double) * dim);
-    if (!o || !xb || !yb || !dl || !z || !w || !lambda || !x || !msgv || !avg) {
+    xb = xmalloc(sizeof(float) * (size_t)cap * tr.dim), yb = xmalloc(sizeof(int32_t) * (size_t)cap);
+    dl = xmalloc(sizeof(float) * (size_t)cap * train_model_out_size(m));
+    z = xmalloc(sizeof(double) * dim), w = xmalloc(sizeof(double) * dim), lambda = xmalloc(sizeof(double) * dim);
+    x = xmalloc(sizeof(double) * dim), msgv = xmalloc(sizeof(double) * dim), avg = xmalloc(sizeof(double) * dim);
+    if (!o) { /* the training library's own allocation failed */
         snprintf(err, errlen, "out of memory");
         goto out;
     }
@@ -208,7 +209,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     fed_io_open(&io, ctx->redis, ctx->task->job_id, ctx->task->attempt, fed_stop, ctx);
     if (fed_party_init(&S, &io.net, n, me, ctx->task->job_id, ctx->task->attempt, ctx->fed_secret, ctx->fed_secret_len, &d, dim,
                        timeout_ms)) {
-        snprintf(err, errlen, "out of memory");
+        snprintf(err, errlen, "cannot start the exchange: %d sites, rank %d or the cluster secret out of range", n, me);
         goto out;
     }
     int frc = fed_party_setup(&S, (double)tr.n, err, errlen);
@@ -230,7 +231,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         ctx->progress(ctx, 0.0, note, NULL);
     }
     train_model_params_out(m, z); /* every site starts from the same seeded model */
-    size_t *order = malloc(sizeof(size_t) * (tr.n ? tr.n : 1)), pos = tr.n;
+    size_t *order = xmalloc(sizeof(size_t) * (tr.n ? tr.n : 1)), pos = tr.n;
     /* the data order and the duals from separate streams: SecureD-FL and FedAvg jobs with one seed train alike */
     train_rng rr = {train_rng_mix(seed, 53, (uint64_t)me)}, rl = {train_rng_mix(seed, 59, (uint64_t)me)};
     double tl = 0, ta = 0, residual = 0;

@@ -1,4 +1,5 @@
 #include "workers/serve_io.h"
+#include "common/alloc.h"
 #include "common/keys.h"
 #include "common/log.h"
 
@@ -27,7 +28,7 @@ static int take(redisReply *rep, serve_msg *out, int room)
     int n = 0;
     if (!rep) return 0;
     if (rep->type == REDIS_REPLY_STRING) { /* RPOP without count (unused) */
-        char *raw = malloc(rep->len + 1);
+        char *raw = xmalloc(rep->len + 1);
         memcpy(raw, rep->str, rep->len + 1);
         if (split(&out[n], raw, rep->len) == 0)
             n++;
@@ -39,7 +40,7 @@ static int take(redisReply *rep, serve_msg *out, int room)
     for (size_t i = 0; i < rep->elements && n < room; i++) {
         redisReply *e = rep->element[i];
         if (e->type != REDIS_REPLY_STRING) continue;
-        char *raw = malloc(e->len + 1);
+        char *raw = xmalloc(e->len + 1);
         memcpy(raw, e->str, e->len + 1);
         if (split(&out[n], raw, e->len) == 0)
             n++;
@@ -60,7 +61,7 @@ int serve_io_pop(rs_conn *r, const char *job_id, int max, int wait_ms, int delay
     int n = 0;
     if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) { /* [key, value] */
         redisReply *v = rep->element[1];
-        char *raw = malloc(v->len + 1);
+        char *raw = xmalloc(v->len + 1);
         memcpy(raw, v->str, v->len + 1);
         if (split(&out[0], raw, v->len) == 0)
             n = 1;
@@ -96,7 +97,7 @@ void serve_io_reply(rs_conn *r, serve_msg *msgs, int n)
         char *body = q->reply;
         if (!body) body = serve_error_body(q->err);
         size_t blen = body ? strlen(body) : 0, vlen = strlen(msgs[i].id) + blen + 16;
-        char *val = body ? malloc(vlen) : NULL;
+        char *val = body ? xmalloc(vlen) : NULL;
         if (val) vlen = (size_t)snprintf(val, vlen, "%s %d %s", msgs[i].id, q->reply ? 200 : q->status, body);
         if (val && redisAppendCommand(r->c, "XADD %s MAXLEN ~ 100000 * r %b", msgs[i].reply_to, val, vlen) == REDIS_OK) sent++;
         free(val);
@@ -104,17 +105,15 @@ void serve_io_reply(rs_conn *r, serve_msg *msgs, int n)
         free(msgs[i].raw);
         q->reply = NULL;
     }
-    for (int i = 0; i < sent; i++) {
-        redisReply *rep = NULL;
-        if (redisGetReply(r->c, (void **)&rep) != REDIS_OK) {
-            rs_close(r);
-            break;
-        }
+    for (int i = 0; i < sent; i++) { /* a reply not delivered: the server answers that request 504 at its deadline */
+        redisReply *rep = rs_get_reply(r, "XADD");
+        if (!rep) break; /* the connection is dropped, and the rest of the pipeline with it */
         freeReplyObject(rep);
     }
 }
 
 void serve_io_stats(rs_conn *r, const char *job_id, const char *worker_id, const char *stats_json)
 {
-    freeReplyObject(rs_command(r, "HSET %s%s %s %s", K_INFER_STATS_PREFIX, job_id, worker_id, stats_json));
+    /* a lost sample only leaves the autoscaler a window behind (rs_do logged why) */
+    rs_do(r, "HSET %s%s %s %s", K_INFER_STATS_PREFIX, job_id, worker_id, stats_json);
 }

@@ -1,4 +1,5 @@
 #include "scheduler/autoscale/faro.h"
+#include "common/alloc.h"
 #include "scheduler/autoscale/latency.h"
 
 #include <math.h>
@@ -115,10 +116,10 @@ double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj
     state s = {jobs,
                n,
                obj,
-               calloc((size_t)n, sizeof(double *)),
-               calloc((size_t)n, sizeof(int)),
+               xcalloc((size_t)n, sizeof(double *)),
+               xcalloc((size_t)n, sizeof(int)),
                x,
-               calloc((size_t)n, sizeof(double)),
+               xcalloc((size_t)n, sizeof(double)),
                0,
                0,
                {0},
@@ -129,7 +130,7 @@ double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj
         if (fit < hi) hi = (int)fit;
         if (hi < jobs[i].min) hi = jobs[i].min;
         s.cap[i] = hi;
-        s.memo[i] = malloc(sizeof(double) * (size_t)(hi + 1));
+        s.memo[i] = xmalloc(sizeof(double) * (size_t)(hi + 1));
         for (int k = 0; k <= hi; k++)
             s.memo[i][k] = NAN;
         int c = jobs[i].current;
@@ -234,14 +235,14 @@ void faro_solve_grouped(const faro_job *jobs, int n, double budget, faro_objecti
         faro_solve(jobs, n, budget, obj, x);
         return;
     }
-    int *order = malloc(sizeof(int) * (size_t)n);
+    int *order = xmalloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++)
         order[i] = i;
     qsort_r(order, (size_t)n, sizeof(int), by_load, (void *)jobs);
     int groups = (n + group_size - 1) / group_size;
     /* deal the jobs round-robin by load, so every group holds a mix of heavy and light jobs */
-    faro_job *g = malloc(sizeof(faro_job) * (size_t)group_size);
-    int *gx = malloc(sizeof(int) * (size_t)group_size), *member = malloc(sizeof(int) * (size_t)group_size);
+    faro_job *g = xmalloc(sizeof(faro_job) * (size_t)group_size);
+    int *gx = xmalloc(sizeof(int) * (size_t)group_size), *member = xmalloc(sizeof(int) * (size_t)group_size);
     double total_load = 0, mins = 0;
     for (int i = 0; i < n; i++)
         total_load += load_of(&jobs[i]), mins += jobs[i].cost * jobs[i].min;

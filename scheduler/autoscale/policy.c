@@ -1,4 +1,5 @@
 #include "scheduler/autoscale/policy.h"
+#include "common/alloc.h"
 #include "scheduler/autoscale/faro.h"
 #include "scheduler/autoscale/latency.h"
 #include "scheduler/autoscale/predict.h"
@@ -50,11 +51,11 @@ as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, con
     for (int i = 0; as_policy_names[i]; i++)
         if (strcmp(as_policy_names[i], name) == 0) k = i;
     if (k < 0 || njobs < 0) return NULL;
-    as_policy *p = calloc(1, sizeof(*p));
+    as_policy *p = xcalloc(1, sizeof(*p));
     p->k = (kind)k, p->n = njobs;
-    p->jobs = malloc(sizeof(as_job) * (size_t)(njobs ? njobs : 1));
+    p->jobs = xmalloc(sizeof(as_job) * (size_t)(njobs ? njobs : 1));
     memcpy(p->jobs, jobs, sizeof(as_job) * (size_t)njobs);
-    p->st = calloc((size_t)(njobs ? njobs : 1), sizeof(job_state));
+    p->st = xcalloc((size_t)(njobs ? njobs : 1), sizeof(job_state));
     p->prm = params ? *params : (as_params){0.8, 0, 300};
     if (p->prm.control_s <= 0) p->prm.control_s = 300;
     if (p->prm.quantile <= 0 || p->prm.quantile >= 1) p->prm.quantile = 0.8;
@@ -132,7 +133,7 @@ static void fit(as_policy *p, double capacity, int *t)
 
 static void faro_round(as_policy *p, double capacity, const as_obs *obs, int *t)
 {
-    faro_job *fj = calloc((size_t)p->n, sizeof(faro_job));
+    faro_job *fj = xcalloc((size_t)p->n, sizeof(faro_job));
     static const faro_objective objs[] = {FARO_FAIRSUM, FARO_SUM, FARO_FAIR};
     for (int i = 0; i < p->n; i++) {
         job_state *s = &p->st[i];
@@ -312,7 +313,7 @@ static int slo_need(const as_job *j, double lambda)
 int as_yield(const as_job *jobs, const as_obs *obs, const int *prio, int n, int claim_priority, int give, int *target)
 {
     if (claim_priority < 0) return 0;
-    int *floor_ = malloc(sizeof(int) * ((size_t)n + 1));
+    int *floor_ = xmalloc(sizeof(int) * ((size_t)n + 1));
     for (int i = 0; i < n; i++) {
         int live = obs[i].ready + obs[i].starting;
         floor_[i] = target[i];

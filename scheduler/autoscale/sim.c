@@ -1,4 +1,5 @@
 #include "scheduler/autoscale/sim.h"
+#include "common/alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -70,7 +71,7 @@ static void push(sim *S, event e)
 {
     if (S->nheap == S->capheap) {
         S->capheap = S->capheap ? 2 * S->capheap : 256;
-        S->heap = realloc(S->heap, sizeof(event) * (size_t)S->capheap);
+        S->heap = xrealloc(S->heap, sizeof(event) * (size_t)S->capheap);
     }
     int i = S->nheap++;
     while (i > 0 && S->heap[(i - 1) / 2].t > e.t) {
@@ -175,7 +176,7 @@ static void record_latency(jobsim *J, double now, double lat)
 {
     if (J->lat_len == J->lat_cap) { /* grow the ring */
         int cap = J->lat_cap ? 2 * J->lat_cap : 256;
-        double *t = malloc(sizeof(double) * (size_t)cap), *v = malloc(sizeof(double) * (size_t)cap);
+        double *t = xmalloc(sizeof(double) * (size_t)cap), *v = xmalloc(sizeof(double) * (size_t)cap);
         for (int i = 0; i < J->lat_len; i++)
             t[i] = J->lat_t[(J->lat_head + i) % J->lat_cap], v[i] = J->lat_v[(J->lat_head + i) % J->lat_cap];
         free(J->lat_t), free(J->lat_v);
@@ -259,19 +260,19 @@ int sim_run(const sim_config *c, const char *policy, const as_params *prm, sim_r
     if (!pol) return -1;
     sim S = {.c = c};
     memset(out, 0, sizeof(*out));
-    S.js = calloc((size_t)c->njobs, sizeof(jobsim));
-    S.met = calloc((size_t)c->minutes * c->njobs, sizeof(long));
-    S.total = calloc((size_t)c->minutes * c->njobs, sizeof(long));
+    S.js = xcalloc((size_t)c->njobs, sizeof(jobsim));
+    S.met = xcalloc((size_t)c->minutes * c->njobs, sizeof(long));
+    S.total = xcalloc((size_t)c->minutes * c->njobs, sizeof(long));
     int maxreps = (int)c->capacity + 2;
     for (int j = 0; j < c->njobs; j++) {
         jobsim *J = &S.js[j];
         J->rng = c->seed * 0x100000001B3ULL + (uint64_t)j * 0x9E3779B97F4A7C15ULL + 1;
-        J->queue = malloc(sizeof(double) * (size_t)c->queue_limit);
-        J->reps = calloc((size_t)maxreps * 2, sizeof(replica)); /* draining ones may outlive their slot's reuse */
+        J->queue = xmalloc(sizeof(double) * (size_t)c->queue_limit);
+        J->reps = xcalloc((size_t)maxreps * 2, sizeof(replica)); /* draining ones may outlive their slot's reuse */
         schedule_arrival(&S, j, 0);
     }
-    as_obs *obs = calloc((size_t)c->njobs, sizeof(as_obs));
-    int *target = calloc((size_t)c->njobs, sizeof(int));
+    as_obs *obs = xcalloc((size_t)c->njobs, sizeof(as_obs));
+    int *target = xcalloc((size_t)c->njobs, sizeof(int));
     double *scratch = NULL;
     int scratch_cap = 0;
     long ticks = 0;
@@ -305,13 +306,13 @@ int sim_run(const sim_config *c, const char *policy, const as_params *prm, sim_r
                 o->queued = J->qlen;
                 if (J->lat_len > scratch_cap) {
                     scratch_cap = J->lat_len * 2;
-                    scratch = realloc(scratch, sizeof(double) * (size_t)scratch_cap);
+                    scratch = xrealloc(scratch, sizeof(double) * (size_t)scratch_cap);
                 }
                 o->latency_s = window_latency(J, e.t, c->jobs[j].slo_q, scratch);
             }
             as_policy_tick(pol, e.t, c->capacity, obs, target);
             if (e.t >= 60.0 * c->warmup) {
-                solver = realloc(solver, sizeof(double) * (size_t)(ticks + 1));
+                solver = xrealloc(solver, sizeof(double) * (size_t)(ticks + 1));
                 solver[ticks++] = as_policy_last_ms(pol);
             }
             if (last_tick >= 60.0 * c->warmup) out->replica_minutes += S.used_slots * (e.t - last_tick) / 60.0;

@@ -11,6 +11,7 @@
  * (data/traces/README.md).  Prints, per capacity, a markdown table of mean ± sd
  * over the seeds, or with --json one object per (capacity, policy). */
 #include "scheduler/autoscale/sim.h"
+#include "common/alloc.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -58,16 +59,16 @@ static double *load_trace(const char *path, int want, int *njobs, int *minutes, 
             break;
         }
         if (!nm) { /* the jobs: the first line's names, sorted */
-            nm = calloc(MAX_JOBS, sizeof(char *));
+            nm = xcalloc(MAX_JOBS, sizeof(char *));
             const char *k;
             json_t *v;
-            json_object_foreach(rates, k, v) if (n < MAX_JOBS) nm[n++] = strdup(k);
+            json_object_foreach(rates, k, v) if (n < MAX_JOBS) nm[n++] = xstrdup(k);
             qsort(nm, (size_t)n, sizeof(char *), cmps);
             if (want > 0 && want < n) n = want;
         }
         if ((size_t)(m + 1) * n > alloc) {
             alloc = alloc ? alloc * 2 : (size_t)n * 1024;
-            counts = realloc(counts, sizeof(double) * alloc);
+            counts = xrealloc(counts, sizeof(double) * alloc);
         }
         for (int j = 0; j < n; j++)
             counts[(size_t)m * n + j] = json_number_value(json_object_get(rates, nm[j]));
@@ -82,6 +83,7 @@ static double *load_trace(const char *path, int want, int *njobs, int *minutes, 
 
 int main(int argc, char **argv)
 {
+    json_set_alloc_funcs(xmalloc, free); /* jansson never returns NULL for memory (common/alloc.h) */
     const char *trace = "data/traces/faro_days01-10.jsonl";
     char policies[512] = "faro-fairsum,faro-sum,faro-fair,fairshare,oneshot,hpa,aiad,mark,ray-serve,kpa", caps[256] = "16,24,32";
     int seeds = 5, want_jobs = 10, a = 2520, b = 3600, warmup = 360, queue_limit = 1000, json = 0, period = 360;

@@ -1,4 +1,5 @@
 #include "workers/comm/gnccl.h"
+#include "common/alloc.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -79,7 +80,7 @@ gnccl *gnccl_init(const char *hex, int rank, int world, int timeout_ms, char *er
         }
         id.internal[i] = (char)v;
     }
-    gnccl *g = calloc(1, sizeof(*g));
+    gnccl *g = xcalloc(1, sizeof(*g));
     if (cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking) != cudaSuccess) {
         snprintf(err, errlen, "nccl: no CUDA stream (no usable device?)");
         free(g);

@@ -1,5 +1,6 @@
 /* mesh.c - tree and star all-reduce over a full mesh (mesh.h). */
 #include "workers/comm/mesh.h"
+#include "common/alloc.h"
 #include "workers/comm/sock.h"
 
 #include <poll.h>
@@ -33,15 +34,14 @@ void mesh_close(mesh *m)
 mesh *mesh_connect(int listen_fd, int rank, int world, const char *const *addrs, const char *token, int timeout_ms, char *err,
                    size_t errlen)
 {
-    mesh *m = calloc(1, sizeof *m);
-    int *fd = calloc((size_t)(world > 0 ? world : 1), sizeof(int));
-    float *tmp = malloc(sizeof(float) * MESH_SEGMENT);
-    if (!m || !fd || !tmp || strlen(token) > SOCK_TOKEN_MAX) {
-        snprintf(err, errlen, "mesh: out of memory or a token longer than %d bytes", SOCK_TOKEN_MAX);
-        free(m), free(fd), free(tmp);
+    if (strlen(token) > SOCK_TOKEN_MAX) {
+        snprintf(err, errlen, "mesh: a token longer than %d bytes", SOCK_TOKEN_MAX);
         close(listen_fd);
         return NULL;
     }
+    mesh *m = xcalloc(1, sizeof *m);
+    int *fd = xcalloc((size_t)(world > 0 ? world : 1), sizeof(int));
+    float *tmp = xmalloc(sizeof(float) * MESH_SEGMENT);
     m->rank = rank, m->world = world, m->fd = fd, m->tmp = tmp;
     for (int r = 0; r < world; r++)
         fd[r] = -1;

@@ -1,4 +1,5 @@
 #include "workers/comm/ring.h"
+#include "common/alloc.h"
 #include "workers/comm/sock.h"
 
 #include <errno.h>
@@ -35,12 +36,7 @@ int ring_listen(const char *bind_host, int *port, char *err, size_t errlen)
 ring *ring_connect(int listen_fd, int rank, int world, const char *next_addr, const char *token, int timeout_ms, char *err,
                    size_t errlen)
 {
-    ring *r = calloc(1, sizeof(*r));
-    if (!r) {
-        close(listen_fd);
-        snprintf(err, errlen, "ring: out of memory");
-        return NULL;
-    }
+    ring *r = xcalloc(1, sizeof(*r));
     r->rank = rank, r->world = world, r->next = r->prev = -1;
     if (world <= 1) {
         close(listen_fd);
@@ -191,12 +187,7 @@ int ring_allreduce(ring *r, float *buf, size_t n, int timeout_ms, char *err, siz
     if (w == 1 || n == 0) return 0;
     size_t maxc = RING_SEGMENT / sizeof(float) + 1;
     if (r->tmp_n < maxc) {
-        float *t = realloc(r->tmp, maxc * sizeof(float));
-        if (!t) {
-            snprintf(err, errlen, "all-reduce: out of memory");
-            return -1;
-        }
-        r->tmp = t, r->tmp_n = maxc;
+        r->tmp = xreallocarray(r->tmp, maxc, sizeof(float)), r->tmp_n = maxc;
     }
     int prev = (r->rank + w - 1) % w, next = (r->rank + 1) % w;
     size_t first_off, first_len;
@@ -292,7 +283,7 @@ int ring_shift(ring *r, const void *send, size_t send_len, void **recv, size_t *
         return -1;
     }
     if (r->world == 1) { /* to itself */
-        if (send_len && !(*recv = malloc(send_len))) {
+        if (send_len && !(*recv = xmalloc(send_len))) {
             snprintf(err, errlen, "shift: out of memory");
             return -1;
         }
@@ -308,7 +299,7 @@ int ring_shift(ring *r, const void *send, size_t send_len, void **recv, size_t *
                  (unsigned long long)in);
         return fail(r, "shift", err, errlen);
     }
-    char *buf = in ? malloc(in) : NULL;
+    char *buf = in ? xmalloc(in) : NULL;
     if (in && !buf) {
         snprintf(err, errlen, "out of memory for %llu bytes", (unsigned long long)in);
         return fail(r, "shift", err, errlen);

@@ -1,5 +1,6 @@
 /* audit.c - the privacy audit of the federated exchange (audit.h). */
 #include "workers/fed/audit.h"
+#include "common/alloc.h"
 #include "workers/train/rng.h"
 #include "workers/fed/design.h"
 #include "workers/fed/mask.h"
@@ -20,16 +21,6 @@
 #define IN_SPAN 1e-8  /* e_j is in the row space when its squared distance is below this */
 
 static const unsigned char audit_secret[] = "the privacy audit's cluster secret";
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) {
-        fprintf(stderr, "audit: out of memory\n");
-        abort();
-    }
-    return p;
-}
 
 /* uniform in [0, 1), 53 bits, from the training library's splitmix64 */
 static double uniform(train_rng *r)
@@ -344,9 +335,7 @@ static void row_add(rowset *s, int width, const double *row)
 {
     if (s->rows == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 16;
-        double *na = realloc(s->a, sizeof(double) * (size_t)s->cap * (size_t)width);
-        if (!na) abort();
-        s->a = na;
+        s->a = xrealloc(s->a, sizeof(double) * (size_t)s->cap * (size_t)width);
     }
     memcpy(s->a + (size_t)s->rows++ * width, row, sizeof(double) * (size_t)width);
 }

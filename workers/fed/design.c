@@ -17,6 +17,7 @@
  * difference 0.  So the q translates (a, l) -> (a + g, l) of the base class
  * cover every pair exactly once: q parallel classes. */
 #include "workers/fed/design.h"
+#include "common/alloc.h"
 
 #include "workers/train/rng.h"
 
@@ -66,16 +67,14 @@ static long inv(long a, long q)
     return pw((a % q + q) % q, q - 2, q);
 }
 
-static int alloc(fed_design *d, int n, int classes)
+static void alloc(fed_design *d, int n, int classes)
 {
     memset(d, 0, sizeof *d);
     d->n = n, d->classes = classes;
-    d->group = malloc(sizeof(int) * (size_t)n * (size_t)(classes > 0 ? classes : 1));
-    d->ngroups = calloc((size_t)(classes > 0 ? classes : 1), sizeof(int));
-    if (!d->group || !d->ngroups) return -1;
+    d->group = xmalloc(sizeof(int) * (size_t)n * (size_t)(classes > 0 ? classes : 1));
+    d->ngroups = xcalloc((size_t)(classes > 0 ? classes : 1), sizeof(int));
     for (size_t i = 0; i < (size_t)n * (size_t)classes; i++)
         d->group[i] = -1;
-    return 0;
 }
 
 /* adds a group of k sites to class c */
@@ -89,7 +88,7 @@ static void put(fed_design *d, int c, const int *sites, int k)
 /* AG(k, 3): points are base-3 vectors; a class per direction (first nonzero digit 1) */
 static int ag3(int n, int k, fed_design *d)
 {
-    if (alloc(d, n, (n - 1) / 2)) return -1;
+    alloc(d, n, (n - 1) / 2);
     int c = 0;
     for (int dir = 1; dir < n; dir++) {
         int t = dir, lead = 0;
@@ -120,7 +119,7 @@ static int ag3(int n, int k, fed_design *d)
 static int kts_2q1(int q, fed_design *d)
 {
     int n = 2 * q + 1, t = (q - 1) / 6;
-    if (alloc(d, n, q)) return -1;
+    alloc(d, n, q);
     long x = primitive_root(q), w = pw(x, 2 * t, q);
     long alpha = 2 * inv(1 - w, q) % q, beta = ((2 - alpha) % q + q) % q;
     for (int g = 0; g < q; g++) {
@@ -152,9 +151,8 @@ static int kts_2q1(int q, fed_design *d)
 static int affine_plane(int p, fed_design *d)
 {
     int n = p * p;
-    if (alloc(d, n, p + 1)) return -1;
-    int *line = malloc(sizeof(int) * (size_t)p);
-    if (!line) return -1;
+    alloc(d, n, p + 1);
+    int *line = xmalloc(sizeof(int) * (size_t)p);
     for (int m = 0; m <= p; m++)
         for (int b = 0; b < p; b++) {
             for (int x = 0; x < p; x++)
@@ -220,13 +218,9 @@ static int searched(int n, fed_design *d)
 {
     int big = n % 3 == 1 ? 4 : n % 3 == 2 ? 5 : 3, ngroups = (n - big) / 3 + 1;
     int maxc = (n - 1) / 2 + 1;
-    int *sizes = malloc(sizeof(int) * (size_t)ngroups), *grp = malloc(sizeof(int) * (size_t)n);
-    unsigned char *used = calloc((size_t)n * (size_t)n, 1);
-    int *classes = malloc(sizeof(int) * (size_t)n * (size_t)maxc), found = 0;
-    if (!sizes || !grp || !used || !classes) {
-        free(sizes), free(grp), free(used), free(classes);
-        return -1;
-    }
+    int *sizes = xmalloc(sizeof(int) * (size_t)ngroups), *grp = xmalloc(sizeof(int) * (size_t)n);
+    unsigned char *used = xcalloc((size_t)n * (size_t)n, 1);
+    int *classes = xmalloc(sizeof(int) * (size_t)n * (size_t)maxc), found = 0;
     for (int g = 0; g < ngroups; g++)
         sizes[g] = g == 0 ? big : 3;
     search S = {n, sizes, ngroups, used, grp, 0, {0x5EEDull * (uint64_t)n}};
@@ -243,7 +237,8 @@ static int searched(int n, fed_design *d)
         found++, tries = 0;
     }
     int rc = -1;
-    if (found > 0 && alloc(d, n, found) == 0) {
+    if (found > 0) {
+        alloc(d, n, found);
         memcpy(d->group, classes, sizeof(int) * (size_t)n * (size_t)found);
         for (int c = 0; c < found; c++)
             d->ngroups[c] = ngroups;
@@ -297,9 +292,9 @@ int fed_design_verify(const fed_design *d, char *err, size_t errlen)
         snprintf(err, errlen, "design: %d sites, %d classes", n, d->classes);
         return -1;
     }
-    unsigned char *met = calloc((size_t)n * (size_t)n, 1);
-    int *size = calloc((size_t)n, sizeof(int));
-    int rc = met && size ? 0 : -1;
+    unsigned char *met = xcalloc((size_t)n * (size_t)n, 1);
+    int *size = xcalloc((size_t)n, sizeof(int));
+    int rc = 0;
     for (int c = 0; rc == 0 && c < d->classes; c++) {
         memset(size, 0, sizeof(int) * (size_t)n);
         for (int i = 0; i < n && rc == 0; i++) {
@@ -330,7 +325,6 @@ int fed_design_verify(const fed_design *d, char *err, size_t errlen)
                 snprintf(err, errlen, "design: sites %d and %d never share a group in a design said to be exact", i, j);
                 rc = -1;
             }
-    if (!met || !size) snprintf(err, errlen, "out of memory");
     free(met), free(size);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* memnet.c - the in-memory transport (memnet.h). */
 #include "workers/fed/memnet.h"
+#include "common/alloc.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -34,16 +35,6 @@ struct fed_memnet {
     double put_bytes[MEMNET_MAX_PARTIES], got_bytes[MEMNET_MAX_PARTIES];
 };
 
-static void *xrealloc(void *p, size_t size)
-{
-    void *q = realloc(p, size ? size : 1);
-    if (!q) {
-        fprintf(stderr, "memnet: out of memory\n");
-        abort();
-    }
-    return q;
-}
-
 static channel *find(fed_memnet *h, const char *name, int create)
 {
     for (int i = 0; i < h->nchans; i++)
@@ -67,7 +58,7 @@ static int mem_put(fed_net *net, const char *chan, const void *data, size_t len,
         snprintf(err, errlen, "channel name too long: %s", chan);
         return FED_NET_ERROR;
     }
-    unsigned char *copy = xrealloc(NULL, len);
+    unsigned char *copy = xmalloc(len);
     memcpy(copy, data, len);
     pthread_mutex_lock(&h->mu);
     channel *c = find(h, chan, 1);
@@ -84,7 +75,7 @@ static int mem_put(fed_net *net, const char *chan, const void *data, size_t len,
         fed_memnet_msg *m = &h->log[h->nlog++];
         m->writer = e->who;
         snprintf(m->chan, sizeof(m->chan), "%s", chan);
-        m->blob.data = xrealloc(NULL, len), m->blob.len = len;
+        m->blob.data = xmalloc(len), m->blob.len = len;
         memcpy(m->blob.data, data, len);
     }
     h->put_bytes[e->who] += (double)len;
@@ -114,7 +105,7 @@ static int mem_get(fed_net *net, const char *chan, int count, int timeout_ms, fe
     }
     for (int i = 0; i < count; i++) {
         out[i].len = c->msgs[i].len;
-        out[i].data = xrealloc(NULL, out[i].len);
+        out[i].data = xmalloc(out[i].len);
         memcpy(out[i].data, c->msgs[i].data, out[i].len);
         h->got_bytes[e->who] += (double)out[i].len;
     }
@@ -138,7 +129,7 @@ static void mem_drop(fed_net *net, const char *chan)
 
 fed_memnet *fed_memnet_new(int keep_log)
 {
-    fed_memnet *h = xrealloc(NULL, sizeof(*h));
+    fed_memnet *h = xmalloc(sizeof(*h));
     memset(h, 0, sizeof(*h));
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);

@@ -1,5 +1,6 @@
 /* partition.c - Dirichlet label-skew splits (partition.h). */
 #include "workers/fed/partition.h"
+#include "common/alloc.h"
 
 #include "workers/train/rng.h"
 
@@ -28,12 +29,8 @@ static double gamma_draw(train_rng *r, double shape)
 int fed_partition_dirichlet(const int32_t *labels, size_t n, int classes, int sites, double alpha, uint64_t seed, int *site)
 {
     if (sites < 1 || classes < 1 || !(alpha > 0)) return -1;
-    size_t *idx = malloc(sizeof(size_t) * (n ? n : 1));
-    double *p = malloc(sizeof(double) * (size_t)sites);
-    if (!idx || !p) {
-        free(idx), free(p);
-        return -1;
-    }
+    size_t *idx = xmalloc(sizeof(size_t) * (n ? n : 1));
+    double *p = xmalloc(sizeof(double) * (size_t)sites);
     train_rng r = {train_rng_mix(seed, 31, 0)};
     for (int c = 0; c < classes; c++) {
         size_t m = 0;

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* site[i] in [0, sites) for each of the n samples; 0, or -1 (bad arguments, out of memory) */
+/* site[i] in [0, sites) for each of the n samples; 0, or -1 (bad arguments) */
 int fed_partition_dirichlet(const int32_t *labels, size_t n, int classes, int sites, double alpha, uint64_t seed, int *site);
 
 #endif

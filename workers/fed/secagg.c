@@ -1,5 +1,6 @@
 /* secagg.c - keys bound to the job and sums that reveal only the total (secagg.h). */
 #include "workers/fed/secagg.h"
+#include "common/alloc.h"
 #include "workers/fed/mask.h"
 
 #include <openssl/evp.h>
@@ -173,12 +174,8 @@ int fed_party_init(fed_party *p, fed_net *net, int n, int me, const char *job, i
     p->attempt = (uint32_t)attempt;
     p->secret = secret, p->secret_len = secret_len;
     p->d = d, p->dim = dim;
-    p->enc = malloc(sizeof(uint64_t) * dim), p->acc = malloc(sizeof(uint64_t) * dim), p->tmp = malloc(sizeof(uint64_t) * dim);
-    p->buf = malloc(FED_HDR_LEN + sizeof(uint64_t) * dim + FED_TAG_LEN);
-    if (!p->enc || !p->acc || !p->tmp || !p->buf) {
-        fed_party_free(p);
-        return -1;
-    }
+    p->enc = xmalloc(sizeof(uint64_t) * dim), p->acc = xmalloc(sizeof(uint64_t) * dim), p->tmp = xmalloc(sizeof(uint64_t) * dim);
+    p->buf = xmalloc(FED_HDR_LEN + sizeof(uint64_t) * dim + FED_TAG_LEN);
     return 0;
 }
 
@@ -297,12 +294,7 @@ int fed_party_setup(fed_party *p, double samples, char *err, size_t errlen)
         OPENSSL_cleanse(plain, sizeof plain);
     }
     /* 4. the weights: only the total count is revealed */
-    double *v = calloc(p->dim, sizeof(double)), *t = malloc(sizeof(double) * p->dim);
-    if (!v || !t) {
-        free(v), free(t);
-        snprintf(err, errlen, "out of memory");
-        return FED_BROKEN;
-    }
+    double *v = xcalloc(p->dim, sizeof(double)), *t = xmalloc(sizeof(double) * p->dim);
     v[0] = samples;
     rc = fed_party_sum(p, v, 0, 0, t, err, errlen);
     p->total_samples = t[0];
@@ -331,8 +323,7 @@ static int legacy_sum(fed_party *p, uint32_t e, int cls, double *total, char *er
     char chan[32];
     snprintf(chan, sizeof chan, "x:%u", e);
     if ((rc = put(p, chan, p->buf, FED_HDR_LEN + p->dim * 8, err, errlen))) return rc;
-    fed_blob *all = calloc((size_t)p->n, sizeof(fed_blob));
-    if (!all) return FED_BROKEN;
+    fed_blob *all = xcalloc((size_t)p->n, sizeof(fed_blob));
     if ((rc = get(p, chan, p->n, all, err, errlen)) == FED_OK) {
         memset(p->acc, 0, sizeof(uint64_t) * p->dim);
         for (int i = 0; i < p->n && rc == FED_OK; i++) {
@@ -414,8 +405,7 @@ int fed_party_sum(fed_party *p, const double *v, int weighted, int cls, double *
     }
     /* every group's partial: the masks cancel in their sum */
     int groups = p->d->ngroups[cls];
-    fed_blob *parts = calloc((size_t)groups, sizeof(fed_blob));
-    if (!parts) return FED_BROKEN;
+    fed_blob *parts = xcalloc((size_t)groups, sizeof(fed_blob));
     if ((rc = get(p, xchan, groups, parts, err, errlen))) {
         free(parts);
         return rc;

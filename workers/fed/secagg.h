@@ -88,7 +88,7 @@ typedef struct {
     double bytes_sent, bytes_got; /* through the transport */
 } fed_party;
 
-/* 0, or -1 (out of memory, or n, me or the secret out of range) */
+/* 0, or -1 (n, me or the secret out of range) */
 int fed_party_init(fed_party *p, fed_net *net, int n, int me, const char *job, int attempt, const unsigned char *secret,
                    size_t secret_len, const fed_design *d, size_t dim, int timeout_ms);
 void fed_party_free(fed_party *p);

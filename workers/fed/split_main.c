@@ -9,6 +9,7 @@
  * (raw IDX, pixels as read) for k = 0 .. sites-1, and prints each part's size
  * and classes. */
 #include "workers/fed/partition.h"
+#include "common/alloc.h"
 #include "workers/train/data.h"
 #include "workers/train/train.h"
 
@@ -50,7 +51,7 @@ static int write_part(const char *dir, int k, const train_data *d, const int *si
     be32(hi + 4, n), be32(hi + 8, (uint32_t)d->h), be32(hi + 12, (uint32_t)d->w);
     be32(hl + 4, n);
     fwrite(hi, 1, 16, fi), fwrite(hl, 1, 8, fl);
-    unsigned char *px = malloc(d->dim);
+    unsigned char *px = xmalloc(d->dim);
     for (size_t i = 0; px && i < d->n; i++) {
         if (site[i] != k) continue;
         for (size_t j = 0; j < d->dim; j++) /* back to bytes: the reader scaled them to [0, 1] */
@@ -67,6 +68,7 @@ static int write_part(const char *dir, int k, const train_data *d, const int *si
 
 int main(int argc, char **argv)
 {
+    json_set_alloc_funcs(xmalloc, free); /* jansson never returns NULL for memory (common/alloc.h) */
     int sites = atoi(arg(argc, argv, "--sites", "0"));
     double alpha = atof(arg(argc, argv, "--alpha", "0.5"));
     const char *out = arg(argc, argv, "--out", NULL);
@@ -82,9 +84,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "gantry-fed-split: %s\n", err);
         return 1;
     }
-    int *site = malloc(sizeof(int) * (d.n ? d.n : 1));
-    if (!site ||
-        fed_partition_dirichlet(d.y, d.n, d.classes, sites, alpha, (uint64_t)atoll(arg(argc, argv, "--seed", "1")), site)) {
+    int *site = xmalloc(sizeof(int) * (d.n ? d.n : 1));
+    if (fed_partition_dirichlet(d.y, d.n, d.classes, sites, alpha, (uint64_t)atoll(arg(argc, argv, "--seed", "1")), site)) {
         fprintf(stderr, "gantry-fed-split: cannot split\n");
         return 1;
     }

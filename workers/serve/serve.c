@@ -1,4 +1,5 @@
 #include "workers/serve/serve.h"
+#include "common/alloc.h"
 #include "common/utf8.h"
 
 #include "workers/serve/scan.h"
@@ -22,7 +23,7 @@ serve_model *serve_model_load(const char *path, int max_samples, char *err, size
 {
     json_t *arch = train_ckpt_arch(path, err, el);
     if (!arch) return NULL;
-    serve_model *s = calloc(1, sizeof(*s));
+    serve_model *s = xcalloc(1, sizeof(*s));
     s->cap = max_samples;
     s->m = train_model_create(arch, train_backend_cpu(), 1, max_samples, err, el);
     json_decref(arch);
@@ -31,13 +32,8 @@ serve_model *serve_model_load(const char *path, int max_samples, char *err, size
         serve_model_free(s);
         return NULL;
     }
-    s->x = malloc(sizeof(float) * (size_t)max_samples * train_model_in_size(s->m));
-    s->probs = malloc(sizeof(float) * train_model_out_size(s->m));
-    if (!s->x || !s->probs) {
-        snprintf(err, el, "out of memory for a batch of %d samples", max_samples);
-        serve_model_free(s);
-        return NULL;
-    }
+    s->x = xmalloc(sizeof(float) * (size_t)max_samples * train_model_in_size(s->m));
+    s->probs = xmalloc(sizeof(float) * train_model_out_size(s->m)); /* max_samples <= SERVE_MAX_SAMPLES (spec.c) */
     return s;
 }
 
@@ -105,7 +101,7 @@ static int parse_doc(serve_model *s, serve_request *r, parsed *p)
     size_t ds, de;
     p->data_end = 0;
     if (scan_data(r->body, r->len, &ds, &de) == 0) { /* the numbers are read later, straight into the batch */
-        char *rest = malloc(r->len + 3);
+        char *rest = xmalloc(r->len + 3);
         memcpy(rest, r->body, ds);
         memcpy(rest + ds, "[]", 2);
         memcpy(rest + ds + 2, r->body + de, r->len - de);
@@ -170,14 +166,14 @@ static void put(buf *o, const char *fmt, ...)
             return;
         }
         o->cap = o->cap * 2 + (size_t)(k > 0 ? k : 64);
-        o->b = realloc(o->b, o->cap);
+        o->b = xrealloc(o->b, o->cap);
     }
 }
 
 static char *reply(serve_model *s, const char *name, int version, const parsed *p, const float *logits)
 {
     size_t k = serve_model_out_size(s);
-    buf o = {malloc(4096), 0, 4096};
+    buf o = {xmalloc(4096), 0, 4096};
     json_t *idj = json_object_get(p->doc, "id");
     json_t *namej = json_string(name);
     char *nm = json_dumps(namej, JSON_ENCODE_ANY); /* escaped */
@@ -190,7 +186,7 @@ static char *reply(serve_model *s, const char *name, int version, const parsed *
         free(id);
     }
     put(&o, ",\"outputs\":[{\"name\":\"probabilities\",\"shape\":[%d,%zu],\"datatype\":\"FP32\",\"data\":[", p->samples, k);
-    int64_t *labels = malloc(sizeof(int64_t) * (size_t)p->samples);
+    int64_t *labels = xmalloc(sizeof(int64_t) * (size_t)p->samples);
     for (int i = 0; i < p->samples; i++) {
         const float *z = logits + (p->offset + (size_t)i) * k;
         size_t arg = 0;
@@ -226,7 +222,7 @@ static int finite_outputs(serve_model *s, serve_request *r, const parsed *p, con
 void serve_batch(serve_model *s, const char *name, int version, serve_request *reqs, int n)
 {
     size_t per = serve_model_in_size(s);
-    parsed *ps = calloc((size_t)n, sizeof(parsed));
+    parsed *ps = xcalloc((size_t)n, sizeof(parsed));
     for (int i = 0; i < n; i++) {
         reqs[i].reply = NULL, reqs[i].status = 200, reqs[i].err[0] = '\0';
         parse_doc(s, &reqs[i], &ps[i]);
@@ -262,5 +258,5 @@ char *serve_error_body(const char *err)
     char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
     json_decref(e);
     /* never silent: the client would wait for its timeout and get a 504 */
-    return body ? body : strdup("{\"error\":{\"code\":\"invalid_field\",\"message\":\"the request is invalid\",\"field\":null}}");
+    return body ? body : xstrdup("{\"error\":{\"code\":\"invalid_field\",\"message\":\"the request is invalid\",\"field\":null}}");
 }

@@ -1,0 +1,41 @@
+/* cgroup.h - a rank's memory and process limits as control groups, when the
+ * machine lets the worker make them.
+ *
+ * The worker makes one group per rank below its own (from /proc/self/cgroup): in
+ * cgroup v2 (a unified hierarchy at /sys/fs/cgroup with the memory controller) one
+ * group with memory.max (memory.swap.max 0) and pids.max; in cgroup v1 one group in
+ * the memory hierarchy (memory.limit_in_bytes, and memsw when swap accounting is on)
+ * and one in the pids hierarchy (pids.max).  The rank's first process joins them
+ * before it execs bwrap, so everything the program starts is counted.  A rank that
+ * goes over its memory is killed by the kernel's OOM killer inside the group, and
+ * the group's oom_kill counter says so (rank.c reports "memory limit").
+ *
+ * When no memory controller is writable (a container without cgroup delegation)
+ * pcg_create says why and rank.c falls back to watching the resident memory of the
+ * rank's processes; without a pids controller, RLIMIT_NPROC.  Not RLIMIT_AS: torch
+ * reserves far more address space than it uses. */
+#ifndef GANTRY_PROGRAM_CGROUP_H
+#define GANTRY_PROGRAM_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct pcg pcg;
+
+/* The rank's groups named name (unique on the machine) with the limits (0: none).
+ * Always returns a handle (NULL only when out of memory); what could not be made is
+ * false in pcg_has_memory/pcg_has_pids with the reason in why. */
+pcg *pcg_create(const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen);
+bool pcg_has_memory(const pcg *g);
+bool pcg_has_pids(const pcg *g);
+/* moves the calling process into the groups: async-signal-safe (a forked child
+ * calls it before exec); 0 or -1 */
+int pcg_join(const pcg *g);
+/* how many processes the kernel killed for the group's memory limit (0 without one) */
+long long pcg_oom_kills(const pcg *g);
+/* removes the groups (their processes must be gone; waits up to 2 s for the kernel to
+ * let go) and frees the handle */
+void pcg_destroy(pcg *g);
+
+#endif

@@ -1,0 +1,249 @@
+/* sandbox.c - the bubblewrap argv (sandbox.h).  Only strings: nothing is looked up. */
+#include "workers/program/sandbox.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const sbx_default_system[] = {
+    "/usr",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/hosts",
+    "/etc/hostname",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/localtime",
+    "/etc/ssl/certs",
+    "/etc/ca-certificates",
+    "/etc/mime.types",
+    "/etc/os-release",
+    "/etc/python3",
+    "/etc/python3.11",
+    NULL,
+};
+
+const char *const sbx_usr_links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL};
+
+/* inside paths nothing may be bound over or under (binds under /tmp are fine: they
+ * are made after the private /tmp, inside it) */
+static const char *const reserved[] = {"/proc", "/dev", SBX_INIT, NULL};
+
+typedef struct {
+    char **v;
+    size_t n, cap;
+    bool oom;
+} vec;
+
+static void push(vec *a, const char *s)
+{
+    if (a->oom) return;
+    if (a->n + 2 > a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        char **v = realloc(a->v, cap * sizeof(*v));
+        if (!v) {
+            a->oom = true;
+            return;
+        }
+        a->v = v;
+        a->cap = cap;
+    }
+    char *d = strdup(s);
+    if (!d) {
+        a->oom = true;
+        return;
+    }
+    a->v[a->n++] = d;
+    a->v[a->n] = NULL;
+}
+
+static void pushf(vec *a, const char *fmt, ...)
+{
+    char buf[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    push(a, buf);
+}
+
+/* --perms 0755 --dir for each directory above dst but / and /tmp */
+static void parents(vec *a, const char *dst)
+{
+    char p[4096];
+    snprintf(p, sizeof(p), "%s", dst);
+    for (char *c = p + 1; (c = strchr(c, '/')); c++) {
+        *c = '\0';
+        if (strcmp(p, "/tmp") != 0) {
+            push(a, "--perms");
+            push(a, "0755");
+            push(a, "--dir");
+            push(a, p);
+        }
+        *c = '/';
+    }
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* absolute, squashed, not "/" */
+static bool clean_abs(const char *p)
+{
+    if (!p || p[0] != '/' || !p[1]) return false;
+    for (const char *c = p; *c; c++) {
+        if (*c != '/') continue;
+        const char *n = c + 1;
+        size_t len = strcspn(n, "/");
+        if (len == 0) return false; /* "//" or trailing '/' */
+        if ((len == 1 && n[0] == '.') || (len == 2 && n[0] == '.' && n[1] == '.')) return false;
+    }
+    return true;
+}
+
+/* p is root or below it */
+static bool under(const char *p, const char *root)
+{
+    size_t n = strlen(root);
+    return strncmp(p, root, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+static int check_dst(const sbx_desc *d, const char *field, size_t i, const char *dst, char *err, size_t errlen)
+{
+    if (!clean_abs(dst))
+        return fail(err, errlen, "%s[%zu].dst: must be an absolute path other than / with no '.', '..' or empty component", field,
+                    i);
+    for (const char *const *r = reserved; *r; r++)
+        if (under(dst, *r) || under(*r, dst)) return fail(err, errlen, "%s[%zu].dst: %s is the sandbox's own", field, i, *r);
+    for (const char *const *s = d->system; s && *s; s++)
+        if (under(dst, *s)) return fail(err, errlen, "%s[%zu].dst: lies in the read-only system path %s", field, i, *s);
+    return 0;
+}
+
+static int check(const sbx_desc *d, char *err, size_t errlen)
+{
+    if (!d->bwrap || d->bwrap[0] != '/') return fail(err, errlen, "bwrap: must be an absolute path");
+    if (!d->init || d->init[0] != '/') return fail(err, errlen, "init: must be an absolute path");
+    if (!d->argv || !d->argv[0] || !d->argv[0][0]) return fail(err, errlen, "argv: the program is missing");
+    if (!clean_abs(d->cwd) && !(d->cwd && strcmp(d->cwd, "/") == 0)) return fail(err, errlen, "cwd: must be an absolute path");
+    if (d->uid == 0 || d->gid == 0) return fail(err, errlen, "uid: the program never runs as root (uid and gid must not be 0)");
+    if (d->status_fd < 3) return fail(err, errlen, "status_fd: must be 3 or more");
+    if (d->tmp_bytes < 0) return fail(err, errlen, "tmp_bytes: must not be negative");
+    for (const char *const *s = d->system; s && *s; s++)
+        if (!clean_abs(*s)) return fail(err, errlen, "system: %s is not an absolute path", *s);
+    for (size_t i = 0; i < d->n_links; i++) {
+        if (!d->links[i].src || !d->links[i].src[0]) return fail(err, errlen, "links[%zu].src: the target is missing", i);
+        if (!clean_abs(d->links[i].dst)) return fail(err, errlen, "links[%zu].dst: must be an absolute path", i);
+    }
+    const struct {
+        const char *field;
+        const sbx_bind *b;
+        size_t n;
+    } sets[] = {{"ro", d->ro, d->n_ro}, {"rw", d->rw, d->n_rw}};
+    for (size_t s = 0; s < 2; s++)
+        for (size_t i = 0; i < sets[s].n; i++) {
+            if (!sets[s].b[i].src || sets[s].b[i].src[0] != '/')
+                return fail(err, errlen, "%s[%zu].src: must be an absolute path", sets[s].field, i);
+            if (check_dst(d, sets[s].field, i, sets[s].b[i].dst, err, errlen) != 0) return -1;
+        }
+    return 0;
+}
+
+char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
+{
+    if (check(d, err, errlen) != 0) return NULL;
+    vec a = {0};
+    push(&a, d->bwrap);
+    /* namespaces and lifetime; the network, uts and user namespaces stay the host's */
+    push(&a, "--die-with-parent");
+    push(&a, "--new-session");
+    push(&a, "--unshare-pid");
+    push(&a, "--unshare-ipc");
+    push(&a, "--unshare-cgroup-try");
+    for (const char *const *s = d->system; s && *s; s++) {
+        push(&a, "--ro-bind-try");
+        push(&a, *s);
+        push(&a, *s);
+    }
+    for (size_t i = 0; i < d->n_links; i++) {
+        push(&a, "--symlink");
+        push(&a, d->links[i].src);
+        push(&a, d->links[i].dst);
+    }
+    push(&a, "--proc");
+    push(&a, "/proc");
+    push(&a, "--dev");
+    push(&a, "/dev");
+    const char *tmps[] = {"/tmp", "/dev/shm"};
+    for (size_t i = 0; i < 2; i++) {
+        if (d->tmp_bytes > 0) {
+            push(&a, "--size");
+            pushf(&a, "%lld", d->tmp_bytes);
+        }
+        push(&a, "--perms");
+        push(&a, "1777");
+        push(&a, "--tmpfs");
+        push(&a, tmps[i]);
+    }
+    /* the directories above each bind: bwrap would make them 0700 (root's), so the
+     * program could not reach its own directories */
+    const sbx_bind *sets[] = {d->ro, d->rw};
+    size_t counts[] = {d->n_ro, d->n_rw};
+    for (size_t s = 0; s < 2; s++)
+        for (size_t i = 0; i < counts[s]; i++)
+            parents(&a, sets[s][i].dst);
+    /* read-only first: a writable directory inside a read-only one stays writable */
+    for (size_t i = 0; i < d->n_ro; i++) {
+        push(&a, "--ro-bind");
+        push(&a, d->ro[i].src);
+        push(&a, d->ro[i].dst);
+    }
+    for (size_t i = 0; i < d->n_rw; i++) {
+        push(&a, "--bind");
+        push(&a, d->rw[i].src);
+        push(&a, d->rw[i].dst);
+    }
+    push(&a, "--ro-bind");
+    push(&a, d->init);
+    push(&a, SBX_INIT);
+    push(&a, "--chdir");
+    push(&a, d->cwd);
+    push(&a, "--");
+    push(&a, SBX_INIT);
+    pushf(&a, "--uid=%u", d->uid);
+    pushf(&a, "--gid=%u", d->gid);
+    pushf(&a, "--status-fd=%d", d->status_fd);
+    push(&a, "--");
+    for (const char *const *p = d->argv; *p; p++)
+        push(&a, *p);
+    if (a.oom) {
+        sbx_argv_free(a.v);
+        fail(err, errlen, "out of memory");
+        return NULL;
+    }
+    return a.v;
+}
+
+void sbx_argv_free(char **argv)
+{
+    if (!argv) return;
+    for (char **p = argv; *p; p++)
+        free(*p);
+    free(argv);
+}

@@ -1,7 +1,11 @@
 #include "common/redis_uv.h"
 #include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     redisAsyncContext *ac;
@@ -88,4 +92,34 @@ redisAsyncContext *redis_uv_connect(uv_loop_t *loop, const char *host, int port,
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     if (password && password[0]) redisAsyncCommand(ac, NULL, NULL, "AUTH %s", password);
     return ac;
+}
+
+bool redis_uv_ok(const redisReply *rep, const char *what)
+{
+    if (!rep) return false;
+    if (rep->type != REDIS_REPLY_ERROR) return true;
+    /* the same line at most once a minute, as redis_sync does; the loop's thread is the only caller */
+    static char last[160];
+    static int64_t last_us;
+    char line[sizeof(last)];
+    snprintf(line, sizeof(line), "%s: %s", what, rep->str);
+    int64_t now = clock_mono_us();
+    if (strcmp(line, last) == 0 && now - last_us < 60 * 1000000LL) return false;
+    snprintf(last, sizeof(last), "%s", line);
+    last_us = now;
+    log_warn("redis: %s", line);
+    return false;
+}
+
+void redis_uv_log_reply(redisAsyncContext *ac, void *reply, void *what)
+{
+    (void)ac;
+    redis_uv_ok(reply, what ? what : "command");
+}
+
+void redis_uv_group_reply(redisAsyncContext *ac, void *reply, void *what)
+{
+    const redisReply *rep = reply;
+    if (rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) == 0) return;
+    redis_uv_log_reply(ac, reply, what);
 }

@@ -11,9 +11,21 @@
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <stdbool.h>
 #include <uv.h>
 
 int redis_uv_attach(redisAsyncContext *ac, uv_loop_t *loop);
+
+/* The async side of the reply policy (docs/errors.md; redis_sync.h for the blocking side).
+ * redis_uv_ok: false for no reply (the connection went away: its disconnect callback reports that) and
+ * for an error reply, which it logs as "redis: <what>: <error>"; every callback checks its reply with it.
+ * redis_uv_log_reply: the callback for a command whose reply nobody waits for; privdata is what (a
+ * string that lives as long as the command, e.g. a literal).  An error line is logged at most once a
+ * minute (one libuv loop calls these: the server). */
+bool redis_uv_ok(const redisReply *rep, const char *what);
+void redis_uv_log_reply(redisAsyncContext *ac, void *reply, void *what);
+/* redis_uv_log_reply for XGROUP CREATE: BUSYGROUP (the group exists) is success */
+void redis_uv_group_reply(redisAsyncContext *ac, void *reply, void *what);
 
 /* Starts an async connection on the loop with both callbacks and ac->data set,
  * AUTH queued first when password is not empty.  NULL when it cannot even start

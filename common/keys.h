@@ -62,7 +62,6 @@
 #define K_SERVER_GROUP "servers"
 #define K_WORKERS_SET "gantry:workers"
 #define K_WORKER_PREFIX "gantry:worker:"
-#define K_WORKER_PREFIX_LEN_STR "15" /* strlen + 1, for Lua string.sub */
 #define K_TASKS_PREFIX "gantry:tasks:"
 #define K_INFLIGHT_PREFIX "gantry:inflight:"
 #define K_CLAIM_PREFIX "gantry:claim:"

@@ -3,7 +3,7 @@
  * Task (gantry:jobs entries and worker task lists), a JSON object:
  *   {"job_id","tenant","type","priority":0..2,"slots":N,"attempt":N,"preemptible":bool,
  *    "limits":{"runtime_s":N,"memory_bytes":N} (optional, each member optional),"spec":{...}}
- *   ("attempt" is written before "spec": requeue.c edits it as text)
+ *   (requeue.c gives a task back by decoding it and encoding it again with attempt + 1)
  *   limits: the tenant's max_runtime_s and max_memory_bytes when the job was published; the
  *   worker enforces them (workers/main.c).  Absent or 0: no limit.
  * Event (gantry:events entries), a JSON object:

@@ -1,114 +1,171 @@
 #include "common/requeue.h"
+#include "common/alloc.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/lua_scripts.h"
+#include "common/msg.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MARKER_TTL_S 604800
 #define PREEMPT_TTL_S 3600
+#define STALE_TRIES 5 /* reads of a worker's lists that changed under requeue_worker_tasks before it gives up */
 
-/* Failures count in gantry:failures:<job>, not in the attempt: the attempt is
- * the generation (a planned resize or a preemption makes one too, and neither
- * is a failure).  A job fails at its max_attempts-th failure.
- * The task JSON is edited as text (its "attempt" comes before "spec", which is
- * never decoded here: re-encoding would turn [] into {} and round numbers).
- * requeue_one(raw, why, source, worker, max_attempts, now_ms): 1 when it acted. */
-#define REQUEUE_ONE_LUA                                                                                                            \
-    "local function requeue_one(raw, why, source, worker, maxa, ms) "                                                              \
-    "  local job = string.match(raw, '\"job_id\":\"([^\"]+)\"') "                                                                  \
-    "  if not job then return 0 end "                                                                                              \
-    "  local cur = tonumber(string.match(raw, '\"attempt\":(%d+)') or '0') "                                                       \
-    "  if string.find(raw, '\"type\":\"inference\"', 1, true) and "                                                                \
-    "     redis.call('HEXISTS', '" K_INFER_JOBS "', job) == 1 then "                                                               \
-    "    local note = {id = 'e_' .. job .. '_' .. (ms % 100000000), job_id = job, ts = ms, source = source, "                      \
-    "                  worker = worker, progress = -1, state = '', "                                                               \
-    "                  reason = why .. '; a replica of an inference job: the autoscaler starts another'} "                         \
-    "    redis.call('XADD', '" K_EVENTS_STREAM "', 'MAXLEN', '~', " MAXLEN_STR ", '*', 'event', cjson.encode(note)) "              \
-    "    redis.call('DEL', '" K_PREEMPT_PREFIX "' .. job .. ':' .. cur) "                                                          \
-    "    return 1 "                                                                                                                \
-    "  end "                                                                                                                       \
-    "  local mark = (maxa == 0) and 'requeued' or 'failure' "                                                                      \
-    "  if not redis.call('SET', '" K_RETRY_PREFIX "' .. job .. ':' .. cur, mark, 'NX', 'EX', " MARKER_TTL_STR ") then "            \
-    "    return 0 "                                                                                                                \
-    "  end "                                                                                                                       \
-    "  local attempt = cur + 1 "                                                                                                   \
-    "  local ev = {id = 'e_rq_' .. job .. '_' .. attempt, job_id = job, ts = ms, source = source, worker = worker, progress = "    \
-    "-1} "                                                                                                                         \
-    "  local failures = 0 "                                                                                                        \
-    "  if maxa > 0 then "                                                                                                          \
-    "    failures = redis.call('INCR', '" K_FAILURES_PREFIX "' .. job) "                                                           \
-    "    redis.call('EXPIRE', '" K_FAILURES_PREFIX "' .. job, " MARKER_TTL_STR ") "                                                \
-    "  end "                                                                                                                       \
-    "  if failures < maxa or maxa == 0 then "                                                                                      \
-    "    local task = string.gsub(raw, '\"attempt\":%d+', '\"attempt\":' .. attempt, 1) "                                          \
-    "    redis.call('XADD', '" K_JOBS_STREAM "', 'MAXLEN', '~', " MAXLEN_STR ", '*', 'job', task) "                                \
-    "    ev.state = 'queued' "                                                                                                     \
-    "    if maxa == 0 then ev.reason = why .. '; requeued' "                                                                       \
-    "    else ev.reason = why .. '; requeued (failure ' .. failures .. ' of ' .. maxa .. ' allowed)' end "                         \
-    "  else "                                                                                                                      \
-    "    ev.state = 'failed' "                                                                                                     \
-    "    ev.reason = why .. ' (failure ' .. failures .. ' of ' .. maxa .. ' allowed)' "                                            \
-    "  end "                                                                                                                       \
-    "  redis.call('XADD', '" K_EVENTS_STREAM "', 'MAXLEN', '~', " MAXLEN_STR ", '*', 'event', cjson.encode(ev)) "                  \
-    "  return 1 "                                                                                                                  \
-    "end "                                                                                                                         \
-    "local t = redis.call('TIME') "                                                                                                \
-    "local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
+/* The scripts are common/lua/requeue_task.lua and requeue_worker.lua, both around
+ * requeue_one.lua.  Failures count in gantry:failures:<job>, not in the attempt: the attempt is
+ * the generation (a planned resize or a preemption makes one too, and neither is a failure).
+ * A job fails at its max_attempts-th failure.
+ * The next attempt's task is encoded here, by the encoder that wrote the task (msg.h), not
+ * in Lua: Redis's cjson would turn [] into {}, keep 14 digits of a real and write an integer
+ * of more than 14 digits as a real. */
+typedef struct {
+    char job[MSG_ID_LEN], attempt[16];
+    char retry[160], failures[128], preempt[160];
+    char *next; /* the task with attempt + 1 (malloc'd) */
+} next_task;
 
-#define STR2(x) #x
-#define STR(x) STR2(x)
-#define MARKER_TTL_STR STR(MARKER_TTL_S)
-#define MAXLEN_STR STR(K_STREAM_MAXLEN)
-
-/* KEYS: tasks, inflight, workers set.  ARGV: worker id, max attempts, why */
-static const char worker_script[] = REQUEUE_ONE_LUA "local n = 0 "
-                                                    "for _, key in ipairs({KEYS[2], KEYS[1]}) do "
-                                                    "  for _, raw in ipairs(redis.call('LRANGE', key, 0, -1)) do "
-                                                    "    n = n + requeue_one(raw, ARGV[3], 'scheduler', ARGV[1], "
-                                                    "                        tonumber(ARGV[2]), ms) "
-                                                    "  end "
-                                                    "end "
-                                                    "redis.call('DEL', KEYS[1], KEYS[2]) "
-                                                    "redis.call('SREM', KEYS[3], ARGV[1]) "
-                                                    "return n";
-
-/* ARGV: raw, max attempts, why, source, worker */
-static const char task_script[] = REQUEUE_ONE_LUA "return requeue_one(ARGV[1], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[2]), ms)";
-
-static int eval_int(rs_conn *r, int argc, const char **argv, const char *what)
+/* 0, or -1 when raw is not a task (nothing to give back: no worker could run it either) */
+static int next_of(const char *raw, next_task *n)
 {
-    size_t lens[16];
-    for (int i = 0; i < argc; i++)
-        lens[i] = strlen(argv[i]);
-    redisReply *rep = rs_command_argv(r, argc, argv, lens);
-    int n = -1;
-    if (rep && rep->type == REDIS_REPLY_INTEGER)
-        n = (int)rep->integer;
-    else if (rep && rep->type == REDIS_REPLY_ERROR)
+    task_msg t;
+    memset(n, 0, sizeof(*n));
+    if (msg_task_decode(raw, &t) != 0) return -1;
+    snprintf(n->job, sizeof(n->job), "%s", t.job_id);
+    snprintf(n->attempt, sizeof(n->attempt), "%d", t.attempt);
+    snprintf(n->retry, sizeof(n->retry), "%s%s:%d", K_RETRY_PREFIX, t.job_id, t.attempt);
+    snprintf(n->failures, sizeof(n->failures), "%s%s", K_FAILURES_PREFIX, t.job_id);
+    snprintf(n->preempt, sizeof(n->preempt), "%s%s:%d", K_PREEMPT_PREFIX, t.job_id, t.attempt);
+    t.attempt++;
+    n->next = msg_task_encode(&t);
+    msg_task_clear(&t);
+    return n->next ? 0 : -1;
+}
+
+/* the arguments both scripts begin with (requeue_one.lua): 3 keys, then after them 4 values */
+typedef struct {
+    char maxlen[24], ttl[24], attempts[16];
+} common_args;
+
+static void common_args_of(common_args *a, int max_attempts)
+{
+    snprintf(a->maxlen, sizeof(a->maxlen), "%d", K_STREAM_MAXLEN);
+    snprintf(a->ttl, sizeof(a->ttl), "%d", MARKER_TTL_S);
+    snprintf(a->attempts, sizeof(a->attempts), "%d", max_attempts);
+}
+
+/* 0 with the script's integer in *out, -1 when Redis is unreachable or answered otherwise */
+static int eval_int(rs_conn *r, int argc, const char **argv, const char *what, long long *out)
+{
+    redisReply *rep = rs_command_argv(r, argc, argv, NULL);
+    int rc = -1;
+    if (rep && rep->type == REDIS_REPLY_INTEGER) {
+        *out = rep->integer;
+        rc = 0;
+    } else if (rep && rep->type == REDIS_REPLY_ERROR) {
         log_error("requeue %s: %s", what, rep->str);
+    }
     freeReplyObject(rep);
-    return n;
+    return rc;
+}
+
+/* LRANGE of the whole list into *rep; false when Redis is unreachable or it is no list */
+static bool read_list(rs_conn *r, const char *key, redisReply **rep)
+{
+    *rep = rs_command(r, "LRANGE %s 0 -1", key);
+    if (*rep && (*rep)->type == REDIS_REPLY_ARRAY) return true;
+    freeReplyObject(*rep);
+    *rep = NULL;
+    return false;
+}
+
+/* one try: -2 when the lists changed between the reads and the script */
+static int requeue_lists(rs_conn *r, const char *worker_id, int max_attempts, const char *why, const char *tasks,
+                         const char *inflight)
+{
+    redisReply *lists[2] = {NULL, NULL}; /* in-flight first: the task a worker was running goes back first */
+    if (!read_list(r, inflight, &lists[0]) || !read_list(r, tasks, &lists[1])) {
+        freeReplyObject(lists[0]);
+        return -1;
+    }
+    size_t total = lists[0]->elements + lists[1]->elements, k = 0;
+    next_task *next = xcalloc(total + 1, sizeof(*next));
+    const char **raw = xcalloc(total + 1, sizeof(*raw));
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < lists[l]->elements; i++)
+            raw[k++] = lists[l]->element[i]->str;
+    size_t ok = 0;
+    for (size_t i = 0; i < total; i++) {
+        if (next_of(raw[i], &next[ok]) == 0)
+            ok++;
+        else
+            log_warn("worker %s held something that is not a task; dropped: %.120s", worker_id, raw[i]);
+    }
+
+    common_args a;
+    common_args_of(&a, max_attempts);
+    char nkeys[16], nin[24], ntasks[24];
+    snprintf(nkeys, sizeof(nkeys), "%zu", 6 + 3 * ok);
+    snprintf(nin, sizeof(nin), "%zu", lists[0]->elements);
+    snprintf(ntasks, sizeof(ntasks), "%zu", lists[1]->elements);
+    const char **argv = xcalloc(16 + 6 * ok + total, sizeof(*argv));
+    int argc = 0;
+    argv[argc++] = "EVAL", argv[argc++] = lua_requeue_worker, argv[argc++] = nkeys;
+    argv[argc++] = K_JOBS_STREAM, argv[argc++] = K_EVENTS_STREAM, argv[argc++] = K_INFER_JOBS;
+    argv[argc++] = tasks, argv[argc++] = inflight, argv[argc++] = K_WORKERS_SET;
+    for (size_t i = 0; i < ok; i++)
+        argv[argc++] = next[i].retry, argv[argc++] = next[i].failures, argv[argc++] = next[i].preempt;
+    argv[argc++] = a.maxlen, argv[argc++] = a.ttl, argv[argc++] = a.attempts, argv[argc++] = why;
+    argv[argc++] = worker_id, argv[argc++] = nin, argv[argc++] = ntasks;
+    for (size_t i = 0; i < total; i++)
+        argv[argc++] = raw[i];
+    for (size_t i = 0; i < ok; i++)
+        argv[argc++] = next[i].job, argv[argc++] = next[i].attempt, argv[argc++] = next[i].next;
+    long long n = -1;
+    int rc = eval_int(r, argc, argv, worker_id, &n) != 0 ? -1 : n < 0 ? -2 : (int)n;
+    for (size_t i = 0; i < ok; i++)
+        free(next[i].next);
+    free(next);
+    free(raw);
+    free(argv);
+    freeReplyObject(lists[0]);
+    freeReplyObject(lists[1]);
+    return rc;
 }
 
 int requeue_worker_tasks(rs_conn *r, const char *worker_id, int max_attempts, const char *why)
 {
-    char tasks[128], inflight[128], attempts[16];
+    char tasks[128], inflight[128];
     snprintf(tasks, sizeof(tasks), "%s%s", K_TASKS_PREFIX, worker_id);
     snprintf(inflight, sizeof(inflight), "%s%s", K_INFLIGHT_PREFIX, worker_id);
-    snprintf(attempts, sizeof(attempts), "%d", max_attempts);
-    const char *argv[] = {"EVAL", worker_script, "3", tasks, inflight, K_WORKERS_SET, worker_id, attempts, why};
-    int n = eval_int(r, (int)(sizeof(argv) / sizeof(argv[0])), argv, worker_id);
+    int n = -2;
+    for (int i = 0; i < STALE_TRIES && n == -2; i++)
+        n = requeue_lists(r, worker_id, max_attempts, why, tasks, inflight);
+    if (n == -2) {
+        log_warn("worker %s's task lists kept changing while its tasks were given back; trying later", worker_id);
+        return -1;
+    }
     if (n > 0) log_warn("gave back %d task(s) of worker %s: %s", n, worker_id, why);
     return n;
 }
 
 int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why, const char *source, const char *worker_id)
 {
-    char attempts[16];
-    snprintf(attempts, sizeof(attempts), "%d", max_attempts);
-    const char *argv[] = {"EVAL", task_script, "0", raw, attempts, why, source, worker_id};
-    return eval_int(r, (int)(sizeof(argv) / sizeof(argv[0])), argv, "task");
+    next_task n;
+    if (next_of(raw, &n) != 0) {
+        log_warn("requeue: not a task; dropped: %.120s", raw);
+        return 0;
+    }
+    common_args a;
+    common_args_of(&a, max_attempts);
+    const char *argv[] = {"EVAL",  lua_requeue_task, "6",       K_JOBS_STREAM, K_EVENTS_STREAM, K_INFER_JOBS,
+                          n.retry, n.failures,       n.preempt, a.maxlen,      a.ttl,           a.attempts,
+                          why,     source,           worker_id, n.job,         n.attempt,       n.next};
+    long long done = 0;
+    int rc = eval_int(r, (int)(sizeof(argv) / sizeof(argv[0])), argv, "task", &done) != 0 ? -1 : (int)done;
+    free(n.next);
+    return rc;
 }
 
 int requeue_ask(rs_conn *r, const char *job_id, int attempt, const char *by)

@@ -1,7 +1,7 @@
 /* requeue.h - giving a job's task back to gantry:jobs, at most once per attempt.
  *
- * Every path that requeues goes through one Lua function, so it happens
- * atomically and once: it sets gantry:retry:<job>:<attempt> (SET NX) and only
+ * Every path that requeues goes through one Lua function (common/lua/requeue_one.lua),
+ * so it happens atomically and once: it sets gantry:retry:<job>:<attempt> (SET NX) and only
  * the caller that set it puts the task back with attempt + 1 (and a "queued"
  * event saying why) or, past the attempt limit, fails the job (a "failed"
  * event).  The marker is what lets every member of a gang, the scheduler that
@@ -22,8 +22,10 @@
 #include "common/redis_sync.h"
 
 /* Every task in the worker's in-flight and task lists; then the lists and its
- * registry entry are deleted.  Returns the number of tasks given back, -1 when
- * Redis is unreachable. */
+ * registry entry are deleted.  The lists are read first (the next attempt's task is
+ * encoded in C) and the script acts only if they still hold the same tasks, else they
+ * are read again.  Returns the number of tasks given back, -1 when Redis is
+ * unreachable (or the lists kept changing). */
 int requeue_worker_tasks(rs_conn *r, const char *worker_id, int max_attempts, const char *why);
 
 /* One task (its raw JSON).  max_attempts 0: no limit (preemption does not count

@@ -1,50 +1,32 @@
 #include "scheduler/dispatch.h"
+#include "common/alloc.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/lua_scripts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* KEYS: claim, jobs stream, events stream, cancel key, task list of each worker...
- * ARGV: task, entry id, group, event, maxlen, first worker id.  An inference job is
- * also registered in gantry:infer:jobs for the autoscaler, in the same step, and
- * a gang's size is written into its generation's rendezvous (an elastic gang's
- * members learn their world there). */
-static const char script[] =
-    "if redis.call('EXISTS', KEYS[4]) == 1 then "
-    "  redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) return 2 "
-    "end "
-    "if redis.call('SET', KEYS[1], ARGV[6], 'NX', 'EX', 604800) then "
-    "  for i = 5, #KEYS do redis.call('LPUSH', KEYS[i], ARGV[1]) end "
-    "  if #KEYS > 5 or string.find(ARGV[1], '\"workers\":{', 1, true) then "
-    "    local rdv = '" K_RDV_PREFIX "' .. string.match(ARGV[1], '\"job_id\":\"([^\"]+)\"') .. ':' .. "
-    "                (string.match(ARGV[1], '\"attempt\":(%d+)') or '0') "
-    "    redis.call('HSET', rdv, 'world', #KEYS - 4) "
-    "    redis.call('PEXPIRE', rdv, 86400000) "
-    "    local t = cjson.decode(ARGV[1]) "
-    "    if type(t.spec) == 'table' and type(t.spec.workers) == 'table' then "
-    "      redis.call('HSET', '" K_ELASTIC "', t.job_id, tostring(t.spec.workers.max)) "
-    "    end "
-    "  end "
-    "  if string.find(ARGV[1], '\"type\":\"inference\"', 1, true) then "
-    "    redis.call('HSET', '" K_INFER_JOBS "', string.match(ARGV[1], '\"job_id\":\"([^\"]+)\"'), ARGV[1]) "
-    "  end "
-    "  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'event', ARGV[4]) "
-    "  redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) "
-    "  return 1 "
-    "end "
-    "redis.call('XACK', KEYS[2], ARGV[3], ARGV[2]) "
-    "return 0";
+/* Whether the autoscaler manages the job's replicas (a serving type: inference): its task goes
+ * into gantry:infer:jobs. */
+static bool is_served(const task_msg *t)
+{
+    return strcmp(t->type, "inference") == 0;
+}
 
+/* The script is common/lua/dispatch.lua; what it learns of the task (job id, elastic, served)
+ * comes from here, not from its JSON text. */
 int dispatch_send(rs_conn *r, const sched_entry *e, const char *const *worker_ids, int n)
 {
     if (!rs_ensure(r)) return -1;
-    char claim[160], cancel[128], maxlen[24], nkeys[16];
+    char claim[160], cancel[128], rdv[160], maxlen[24], nkeys[16], elastic_max[16];
     snprintf(cancel, sizeof(cancel), "%s%s", K_CANCEL_PREFIX, e->task.job_id);
     snprintf(claim, sizeof(claim), "%s%s:%d", K_CLAIM_PREFIX, e->task.job_id, e->task.attempt);
+    snprintf(rdv, sizeof(rdv), "%s%s:%d", K_RDV_PREFIX, e->task.job_id, e->task.attempt);
     snprintf(maxlen, sizeof(maxlen), "%d", K_STREAM_MAXLEN);
-    snprintf(nkeys, sizeof(nkeys), "%d", 4 + n);
+    snprintf(nkeys, sizeof(nkeys), "%d", 7 + n);
+    snprintf(elastic_max, sizeof(elastic_max), "%d", e->max_slots > 0 ? e->max_slots : 0);
 
     event_msg ev;
     msg_event_init(&ev, e->task.job_id, "scheduler");
@@ -57,15 +39,18 @@ int dispatch_send(rs_conn *r, const sched_entry *e, const char *const *worker_id
     if (!evs) return -1;
 
     int argc = 0;
-    const char **argv = malloc(sizeof(char *) * (size_t)(13 + n));
-    char(*lists)[128] = malloc(sizeof(*lists) * (size_t)n);
+    const char **argv = xmalloc(sizeof(char *) * (size_t)(19 + n));
+    char(*lists)[128] = xmalloc(sizeof(*lists) * (size_t)n);
     argv[argc++] = "EVAL";
-    argv[argc++] = script;
+    argv[argc++] = lua_dispatch;
     argv[argc++] = nkeys;
     argv[argc++] = claim;
     argv[argc++] = K_JOBS_STREAM;
     argv[argc++] = K_EVENTS_STREAM;
     argv[argc++] = cancel;
+    argv[argc++] = rdv;
+    argv[argc++] = K_ELASTIC;
+    argv[argc++] = K_INFER_JOBS;
     for (int i = 0; i < n; i++) {
         snprintf(lists[i], sizeof(lists[i]), "%s%s", K_TASKS_PREFIX, worker_ids[i]);
         argv[argc++] = lists[i];
@@ -76,7 +61,10 @@ int dispatch_send(rs_conn *r, const sched_entry *e, const char *const *worker_id
     argv[argc++] = evs;
     argv[argc++] = maxlen;
     argv[argc++] = worker_ids[0];
-    size_t *lens = malloc(sizeof(size_t) * (size_t)argc);
+    argv[argc++] = e->task.job_id;
+    argv[argc++] = elastic_max;
+    argv[argc++] = is_served(&e->task) ? "1" : "0";
+    size_t *lens = xmalloc(sizeof(size_t) * (size_t)argc);
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
     int rc = redisAppendCommandArgv(r->c, argc, argv, lens) == REDIS_OK ? 0 : -1;

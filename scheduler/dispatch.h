@@ -1,4 +1,4 @@
-/* dispatch.h - putting one job on its workers, atomically (a Lua script): claim
+/* dispatch.h - putting one job on its workers, atomically (common/lua/dispatch.lua): claim
  * the (job, attempt) so a job published twice runs once (and drop it if it was
  * cancelled meanwhile), LPUSH the task to each
  * worker's list (all of a gang's workers at once), XADD the "scheduled" event,

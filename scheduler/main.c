@@ -14,6 +14,7 @@
 #include "common/ids.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/lua_scripts.h"
 #include "common/redis_sync.h"
 #include "common/requeue.h"
 #include "scheduler/autoscaler.h"
@@ -93,9 +94,7 @@ static void ensure_group(rs_conn *r)
 /* takes or renews the lease; true while we are the leader */
 static bool lead(rs_conn *r, bool leader)
 {
-    static const char renew[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
-                                "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
-    redisReply *rep = leader ? rs_command(r, "EVAL %s 1 %s %s %d", renew, K_LEADER, name, K_LEADER_TTL_MS)
+    redisReply *rep = leader ? rs_command(r, "EVAL %s 1 %s %s %d", lua_leader_renew, K_LEADER, name, K_LEADER_TTL_MS)
                              : rs_command(r, "SET %s %s NX PX %d", K_LEADER, name, K_LEADER_TTL_MS);
     bool ok = rep && ((rep->type == REDIS_REPLY_INTEGER && rep->integer == 1) ||
                       (rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "OK") == 0));
@@ -421,11 +420,7 @@ int main(int argc, char **argv)
         autoscaler_tick(as, &r, &reg, (double)clock_mono_us() / 1e6);
         elastic_tick(el, &r, &reg, q.len, (double)clock_mono_us() / 1e6);
     }
-    if (leader)
-        freeReplyObject(rs_command(&r, "EVAL %s 1 %s %s",
-                                   "if redis.call('GET', KEYS[1]) == ARGV[1] then "
-                                   "return redis.call('DEL', KEYS[1]) end return 0",
-                                   K_LEADER, name));
+    if (leader) freeReplyObject(rs_command(&r, "EVAL %s 1 %s %s", lua_leader_release, K_LEADER, name));
     log_info("stopped (%zu jobs left unplaced, still pending in the stream)", q.len);
     sq_free(&q);
     autoscaler_free(as);

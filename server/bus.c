@@ -2,6 +2,7 @@
 #include "common/clock.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/lua_scripts.h"
 #include "common/redis_uv.h"
 #include "common/ids.h"
 #include "server/db.h"
@@ -413,14 +414,6 @@ static void read_next(bus *b)
 
 /* ---- registry ---- */
 
-static const char workers_script[] = "local ids = redis.call('SMEMBERS', KEYS[1]) "
-                                     "local out = {} "
-                                     "for _, id in ipairs(ids) do "
-                                     "  local h = redis.call('HGETALL', ARGV[1] .. id) "
-                                     "  if #h > 0 then out[#out + 1] = id; out[#out + 1] = h end "
-                                     "end "
-                                     "return out";
-
 typedef struct {
     bus_workers_cb cb;
     void *arg;
@@ -478,7 +471,7 @@ void bus_workers(bus *b, bus_workers_cb cb, void *arg)
     }
     workers_req *req = malloc(sizeof(*req));
     *req = (workers_req){cb, arg};
-    redisAsyncCommand(b->cmd, on_workers, req, "EVAL %s 1 %s %s", workers_script, K_WORKERS_SET, K_WORKER_PREFIX);
+    redisAsyncCommand(b->cmd, on_workers, req, "EVAL %s 1 %s %s", lua_workers_list, K_WORKERS_SET, K_WORKER_PREFIX);
 }
 
 void bus_render_metrics(bus *b, FILE *out)

@@ -3,6 +3,7 @@
 #include "common/ids.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/lua_scripts.h"
 #include "common/redis_uv.h"
 #include "server/jobs.h"
 #include "server/server.h"
@@ -19,13 +20,6 @@
 #define REPLY_BATCH 1000
 #define CACHE_SIZE 256
 #define CACHE_TTL_MS 500 /* how long a (tenant, model) -> running job lookup is reused */
-
-/* KEYS: queue, stats.  ARGV: queue limit, request.  1 queued, 0 full (counted as a drop). */
-static const char enqueue_script[] = "if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[1]) then "
-                                     "  redis.call('HINCRBY', KEYS[2], 'drops', 1) return 0 end "
-                                     "redis.call('LPUSH', KEYS[1], ARGV[2]) "
-                                     "redis.call('HINCRBY', KEYS[2], 'arrivals', 1) "
-                                     "return 1";
 
 typedef struct {
     unsigned long long n, ok, slo_ok, drops, timeouts, errors;
@@ -58,7 +52,7 @@ typedef struct {
 struct infer_gw {
     server *srv;
     cache_entry cache[CACHE_SIZE];
-    char sha[48]; /* of enqueue_script, once loaded */
+    char sha[48]; /* of lua_infer_enqueue, once loaded */
     char host[256], password[256], sid[32], replies[96];
     int port;
     redisAsyncContext *tx, *rx;
@@ -224,7 +218,7 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     snprintf(queue, sizeof(queue), "%s%s", K_INFER_QUEUE_PREFIX, t->job_id);
     snprintf(stats, sizeof(stats), "%s%s", K_INFER_STATS_PREFIX, t->job_id);
     snprintf(limit, sizeof(limit), "%d", t->queue_limit);
-    const char *argv[] = {g->sha[0] ? "EVALSHA" : "EVAL", g->sha[0] ? g->sha : enqueue_script, "2", queue, stats, limit, req};
+    const char *argv[] = {g->sha[0] ? "EVALSHA" : "EVAL", g->sha[0] ? g->sha : lua_infer_enqueue, "2", queue, stats, limit, req};
     size_t lens[] = {strlen(argv[0]), strlen(argv[1]), 1, strlen(queue), strlen(stats), strlen(limit), (size_t)hl + len};
     redisAsyncCommandArgv(g->tx, on_enqueued, (void *)(uintptr_t)seq, 7, argv, lens);
     free(req);
@@ -320,7 +314,7 @@ static void on_tx_connect(const redisAsyncContext *ac, int status)
     }
     g->tx_ready = 1;
     g->sha[0] = '\0';
-    redisAsyncCommand(g->tx, on_loaded, NULL, "SCRIPT LOAD %s", enqueue_script);
+    redisAsyncCommand(g->tx, on_loaded, NULL, "SCRIPT LOAD %s", lua_infer_enqueue);
 }
 
 static void on_rx_connect(const redisAsyncContext *ac, int status)

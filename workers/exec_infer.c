@@ -6,6 +6,7 @@
  * client waits, in the server. */
 #include "common/clock.h"
 #include "common/keys.h"
+#include "common/lua_scripts.h"
 #include "workers/executor.h"
 #include "workers/serve_io.h"
 
@@ -24,10 +25,8 @@ static bool superseded(exec_ctx *ctx)
 {
     char drain[192];
     snprintf(drain, sizeof(drain), "%s%s:%s", K_INFER_DRAIN_PREFIX, ctx->task->job_id, ctx->worker_id);
-    redisReply *rep = rs_command(ctx->redis, "EVAL %s 2 %s%s:%d %s",
-                                 "local n = redis.call('EXISTS', KEYS[1], KEYS[2]) "
-                                 "redis.call('DEL', KEYS[2]) return n",
-                                 K_RETRY_PREFIX, ctx->task->job_id, ctx->task->attempt, drain);
+    redisReply *rep = rs_command(ctx->redis, "EVAL %s 2 %s%s:%d %s", lua_infer_superseded, K_RETRY_PREFIX, ctx->task->job_id,
+                                 ctx->task->attempt, drain);
     bool yes = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer >= 1;
     freeReplyObject(rep);
     return yes;

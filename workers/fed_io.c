@@ -2,6 +2,7 @@
 #include "workers/fed_io.h"
 #include "common/clock.h"
 #include "common/keys.h"
+#include "common/lua_scripts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,17 +114,7 @@ void fed_io_open(fed_io *io, rs_conn *r, const char *job_id, int generation, boo
     io->hold = hold && strcmp(hold, "1") == 0;
 }
 
-/* KEYS: the claims hash; ARGV: candidate sites in order, then the worker id.  The site, or -1. */
-static const char claim_script[] = "for i = 1, #ARGV - 1 do "
-                                   "  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[#ARGV] then return tonumber(ARGV[i]) end "
-                                   "end "
-                                   "for i = 1, #ARGV - 1 do "
-                                   "  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[#ARGV]) == 1 then "
-                                   "    redis.call('EXPIRE', KEYS[1], " FED_CLAIMS_TTL_S ") return tonumber(ARGV[i]) "
-                                   "  end "
-                                   "end "
-                                   "return -1";
-
+/* common/lua/fed_claim.lua: the site, or -1 */
 int fed_io_claim(rs_conn *r, const char *job_id, int generation, const int *candidates, int ncand, const char *worker_id)
 {
     enum { MAXC = 256 };
@@ -132,12 +123,12 @@ int fed_io_claim(rs_conn *r, const char *job_id, int generation, const int *cand
     int argc = 0;
     if (ncand > MAXC) ncand = MAXC;
     snprintf(key, sizeof key, "%s%s:%d:sites", K_FED_PREFIX, job_id, generation);
-    argv[argc++] = "EVAL", argv[argc++] = claim_script, argv[argc++] = "1", argv[argc++] = key;
+    argv[argc++] = "EVAL", argv[argc++] = lua_fed_claim, argv[argc++] = "1", argv[argc++] = key;
+    argv[argc++] = FED_CLAIMS_TTL_S, argv[argc++] = worker_id && *worker_id ? worker_id : "?";
     for (int i = 0; i < ncand; i++) {
         snprintf(idx[i], sizeof idx[i], "%d", candidates[i]);
         argv[argc++] = idx[i];
     }
-    argv[argc++] = worker_id && *worker_id ? worker_id : "?";
     redisReply *rep = rs_command_argv(r, argc, argv, NULL);
     int me = rep && rep->type == REDIS_REPLY_INTEGER ? (int)rep->integer : -2;
     freeReplyObject(rep);

@@ -26,6 +26,7 @@
 #include "common/ids.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/lua_scripts.h"
 #include "common/paths.h"
 #include "common/redis_sync.h"
 #include "common/requeue.h"
@@ -87,21 +88,14 @@ static void set_running(const char *job)
     pthread_mutex_unlock(&running_lock);
 }
 
-/* Registration and heartbeat in one script.  After the first registration a
- * heartbeat only refreshes a hash that still exists: a missing hash means the
- * scheduler declared us dead (and gave our work to others) or Redis lost its
- * data.  Then we are fenced: the running task is abandoned without a result,
- * whatever is still in our lists is given back, and we register afresh.
- * KEYS: worker hash, workers set; ARGV: info, hb, util, running, ttl, first */
-static const char beat_script[] = "if ARGV[6] == '0' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end "
-                                  "redis.call('HSET', KEYS[1], 'info', ARGV[1], 'hb', ARGV[2], 'util', ARGV[3], "
-                                  "'running', ARGV[4]) "
-                                  "redis.call('PEXPIRE', KEYS[1], ARGV[5]) "
-                                  "redis.call('SADD', KEYS[2], string.sub(KEYS[1], " K_WORKER_PREFIX_LEN_STR ")) "
-                                  "return 1";
-
 static volatile int fence_generation; /* bumped by the heartbeat thread when we were fenced */
 static int max_attempts = K_MAX_ATTEMPTS;
+
+/* Registration and heartbeat in one script (common/lua/worker_beat.lua).  After the
+ * first registration a heartbeat only refreshes a hash that still exists: a missing hash
+ * means the scheduler declared us dead (and gave our work to others) or Redis lost its
+ * data.  Then we are fenced: the running task is abandoned without a result,
+ * whatever is still in our lists is given back, and we register afresh. */
 
 static int heartbeat(rs_conn *r, bool first)
 {
@@ -112,8 +106,8 @@ static int heartbeat(rs_conn *r, bool first)
     snprintf(hb, sizeof(hb), "%lld", (long long)clock_now_ms());
     snprintf(key, sizeof(key), "%s%s", K_WORKER_PREFIX, worker_id);
     snprintf(ttl, sizeof(ttl), "%d", K_WORKER_TTL_MS);
-    redisReply *rep = rs_command(r, "EVAL %s 2 %s %s %s %s %s %s %s %s", beat_script, key, K_WORKERS_SET, info_json, hb,
-                                 running[0] ? "1" : "0", running, ttl, first ? "1" : "0");
+    redisReply *rep = rs_command(r, "EVAL %s 2 %s %s %s %s %s %s %s %s %s", lua_worker_beat, key, K_WORKERS_SET, info_json, hb,
+                                 running[0] ? "1" : "0", running, ttl, first ? "1" : "0", worker_id);
     int rc = rep && rep->type == REDIS_REPLY_INTEGER ? (int)rep->integer : -1;
     if (rep && rep->type == REDIS_REPLY_ERROR) log_error("heartbeat: %s", rep->str);
     freeReplyObject(rep);
@@ -145,16 +139,11 @@ static void *heartbeat_thread(void *arg)
 /* while stopping, Redis gets this many tries 100 ms apart per write before the worker gives up */
 #define STOPPING_TRIES 20
 
-/* A job's result and the task's removal from the in-flight list in one step: a worker
- * killed between the two would otherwise leave a finished task there, given back (and run
- * again) when the worker starts again.  KEYS: events stream, in-flight list; ARGV: maxlen,
- * event, task */
-static const char finish_script[] = "redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', '" F_EVENT "', ARGV[2]) "
-                                    "redis.call('LREM', KEYS[2], 1, ARGV[3]) return 1";
-
 /* publishes until Redis takes it: an event is never dropped while the worker lives.
  * While stopping it gives up after STOPPING_TRIES (false).  With a task (a job's final
- * event), the task also leaves the in-flight list (finish_script). */
+ * event), the task also leaves the in-flight list in the same step
+ * (common/lua/worker_finish.lua): a worker killed between the two would otherwise leave a
+ * finished task there, given back and run again when it starts again. */
 static bool publish_ex(rs_conn *r, const event_msg *e, const char *task)
 {
     char *s = msg_event_encode(e);
@@ -175,7 +164,7 @@ static bool publish_ex(rs_conn *r, const event_msg *e, const char *task)
             char inflight[128], maxlen[16];
             snprintf(inflight, sizeof(inflight), "%s%s", K_INFLIGHT_PREFIX, worker_id);
             snprintf(maxlen, sizeof(maxlen), "%d", K_STREAM_MAXLEN);
-            rep = rs_command(r, "EVAL %s 2 %s %s %s %s %s", finish_script, K_EVENTS_STREAM, inflight, maxlen, s, task);
+            rep = rs_command(r, "EVAL %s 2 %s %s %s %s %s", lua_worker_finish, K_EVENTS_STREAM, inflight, maxlen, s, task);
             ok = rep && rep->type == REDIS_REPLY_INTEGER;
         } else {
             rep = rs_command(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s);

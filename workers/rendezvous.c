@@ -1,6 +1,7 @@
 #include "workers/rendezvous.h"
 #include "common/clock.h"
 #include "common/keys.h"
+#include "common/lua_scripts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,13 +10,6 @@
 
 #define RDV_TTL_MS 86400000
 #define RDV_POLL_US 20000
-
-/* KEYS: the gang's hash; ARGV: world, addr, worker id, ttl.  Returns the rank, -1 when full. */
-static const char join_script[] = "local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0') "
-                                  "if n >= tonumber(ARGV[1]) then return -1 end "
-                                  "redis.call('HSET', KEYS[1], 'n', n + 1, 'addr:' .. n, ARGV[2], 'worker:' .. n, ARGV[3]) "
-                                  "redis.call('PEXPIRE', KEYS[1], ARGV[4]) "
-                                  "return n";
 
 static void key_of(char *key, size_t len, const char *job_id, int generation)
 {
@@ -82,7 +76,7 @@ int rdv_join(rs_conn *r, const char *job_id, int generation, int world, const ch
     out->world = world;
     int64_t deadline = clock_mono_us() + (int64_t)timeout_ms * 1000;
     redisReply *rep;
-    while (!(rep = rs_command(r, "EVAL %s 1 %s %s %s %s %s", join_script, key, ws, addr, worker_id, ttl))) {
+    while (!(rep = rs_command(r, "EVAL %s 1 %s %s %s %s %s", lua_rdv_join, key, ws, addr, worker_id, ttl))) {
         if (clock_mono_us() > deadline) {
             snprintf(err, errlen, "rendezvous: Redis unreachable for %d ms", timeout_ms);
             return -1;

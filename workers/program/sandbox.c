@@ -77,14 +77,18 @@ static void pushf(vec *a, const char *fmt, ...)
     push(a, buf);
 }
 
-/* --perms 0755 --dir for each directory above dst but / and /tmp */
+/* --perms 0755 --dir for each directory above dst but / and /tmp, once: bwrap would
+ * make them 0700 (root's), and the program could not reach what is bound below */
 static void parents(vec *a, const char *dst)
 {
     char p[4096];
     snprintf(p, sizeof(p), "%s", dst);
     for (char *c = p + 1; (c = strchr(c, '/')); c++) {
         *c = '\0';
-        if (strcmp(p, "/tmp") != 0) {
+        bool seen = strcmp(p, "/tmp") == 0;
+        for (size_t i = 0; i + 1 < a->n && !seen; i++)
+            seen = strcmp(a->v[i], "--dir") == 0 && strcmp(a->v[i + 1], p) == 0;
+        if (!seen) {
             push(a, "--perms");
             push(a, "0755");
             push(a, "--dir");
@@ -177,6 +181,7 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
     push(&a, "--unshare-ipc");
     push(&a, "--unshare-cgroup-try");
     for (const char *const *s = d->system; s && *s; s++) {
+        parents(&a, *s);
         push(&a, "--ro-bind-try");
         push(&a, *s);
         push(&a, *s);

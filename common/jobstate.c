@@ -43,15 +43,6 @@ bool job_state_can_move(job_state from, job_state to)
     }
 }
 
-bool job_type_valid(const char *type)
-{
-#define X(t)                                                                                                                       \
-    if (type && strcmp(type, #t) == 0) return true;
-    JOB_TYPES(X)
-#undef X
-    return false;
-}
-
 int job_priority_parse(const char *name)
 {
 #define X(n, v)                                                                                                                    \

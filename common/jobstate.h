@@ -1,6 +1,7 @@
 /* jobstate.h - job states and the legal transitions between them.
  * queued -> scheduled -> running -> succeeded | failed | cancelled; preempted or
- * requeued jobs go back to queued; elastic training may pass through resizing. */
+ * requeued jobs go back to queued; elastic training may pass through resizing.  Priorities are
+ * here too; the job types are common/jobtypes.h. */
 #ifndef GANTRY_JOBSTATE_H
 #define GANTRY_JOBSTATE_H
 
@@ -23,9 +24,6 @@ job_state job_state_parse(const char *name);
 bool job_state_terminal(job_state s);
 /* whether an event reporting `to` may move a job currently in `from` */
 bool job_state_can_move(job_state from, job_state to);
-
-#define JOB_TYPES(X) X(placement) X(training) X(inference) X(federated)
-bool job_type_valid(const char *type);
 
 #define JOB_PRIORITIES(X) X(low, 0) X(normal, 1) X(high, 2)
 /* -1 when unknown */

@@ -1,5 +1,6 @@
 #include "scheduler/dispatch.h"
 #include "common/alloc.h"
+#include "common/jobtypes.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/lua_scripts.h"
@@ -12,7 +13,7 @@
  * into gantry:infer:jobs. */
 static bool is_served(const task_msg *t)
 {
-    return strcmp(t->type, "inference") == 0;
+    return (job_type_traits(t->type) & JT_SERVING) != 0;
 }
 
 /* The script is common/lua/dispatch.lua; what it learns of the task (job id, elastic, served)

@@ -12,6 +12,7 @@
 #include "common/alloc.h"
 #include "common/config.h"
 #include "common/ids.h"
+#include "common/jobtypes.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/lua_scripts.h"
@@ -279,7 +280,7 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
                           e->seq,
                           e->sites,
                           e->sites ? e->nsites : 0,
-                          strcmp(t->type, "placement") == 0}; /* placement jobs are short: they may backfill */
+                          (job_type_traits(t->type) & JT_BACKFILL) != 0}; /* short jobs (placement) may backfill */
     }
     int npre = 0;
     int64_t t0 = clock_mono_us();

@@ -1,6 +1,7 @@
 #include "scheduler/queue.h"
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/jobtypes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ static void decode_shape(sched_entry *e, char **sites_key)
     json_t *w = json_object_get(t->spec, "workers"); /* {"min","max"}: an elastic gang */
     e->max_slots = json_is_object(w) ? (int)json_integer_value(json_object_get(w, "max")) : 0;
     *sites_key = NULL;
-    json_t *sites = strcmp(t->type, "federated") == 0 ? json_object_get(t->spec, "sites") : NULL;
+    json_t *sites = job_type_traits(t->type) & JT_PER_SITE ? json_object_get(t->spec, "sites") : NULL;
     size_t n = json_is_array(sites) ? json_array_size(sites) : 0, keylen = 1;
     if (json_is_array(sites) && n <= SQ_MAX_SITES) { /* each site on its own labelled worker */
         e->sites = xmalloc(sizeof(char *) * (n + 1));

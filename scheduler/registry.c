@@ -1,4 +1,5 @@
 #include "scheduler/registry.h"
+#include "common/jobtypes.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/msg.h"
@@ -17,7 +18,7 @@ static void hold(reg_worker *w, const task_msg *t, bool started)
     snprintf(w->tenant, sizeof(w->tenant), "%s", t->tenant);
     w->priority = t->priority;
     w->preemptible = t->preemptible;
-    w->serving = strcmp(t->type, "inference") == 0;
+    w->serving = (job_type_traits(t->type) & JT_SERVING) != 0;
     w->serving_min = w->serving ? t->slots : 0; /* an inference job's slots are its minimum replicas */
 }
 

@@ -5,6 +5,7 @@
 #include "common/ids.h"
 #include "common/alloc.h"
 #include "common/jobstate.h"
+#include "common/jobtypes.h"
 #include "common/log.h"
 #include "server/api.h"
 #include "server/audit.h"
@@ -143,22 +144,21 @@ void api_job_submit(http_ctx *c)
         auth_hash(canon ? canon : "", canon ? strlen(canon) : 0, op->job.body_sha256);
         free(canon);
     }
-    if (strcmp(op->job.type, "inference") == 0) { /* which artifact to serve, fixed at submission */
+    const job_spec *js = spec_module(op->job.type);
+    job_model_ref ref;
+    if (js->model && js->model(op->job.spec, &ref)) { /* the registered model it runs: which artifact, fixed at submission */
         json_t *resolved = NULL;
-        json_t *version = json_object_get(op->job.spec, "version");
-        const char *model = json_string_value(json_object_get(op->job.spec, "model"));
-        int rc = models_resolve(c->srv->db, c->auth.tenant_id, model, version ? (int)json_integer_value(version) : 0, &resolved);
+        int rc = models_resolve(c->srv->db, c->auth.tenant_id, ref.model, ref.version, &resolved);
         if (rc != 0) {
             free(op);
             if (rc < 0)
                 http_error(c, GERR_INTERNAL, NULL, "could not read the model registry");
             else
-                http_error(c, GERR_INVALID_FIELD, version ? "spec.version" : "spec.model",
-                           "no model '%s'%s in your registry (GET /v1/models lists them)", model,
-                           version ? " with this version" : "");
+                http_error(c, GERR_INVALID_FIELD, ref.field, "no model '%s'%s in your registry (GET /v1/models lists them)",
+                           ref.model, ref.version ? " with this version" : "");
             return;
         }
-        json_object_set_new(op->job.spec, "resolved", resolved);
+        json_object_set_new(op->job.spec, JOB_SPEC_RESOLVED, resolved);
     }
     snprintf(op->job.tenant_id, sizeof(op->job.tenant_id), "%s", c->auth.tenant_id);
     op->spec = json_incref(op->job.spec);
@@ -175,7 +175,7 @@ void api_job_list(http_ctx *c)
     f.state = http_query(c, "state");
     const char *limit = http_query(c, "limit"), *cursor = http_query(c, "cursor");
     if (f.type && !job_type_valid(f.type)) {
-        http_error(c, GERR_INVALID_FIELD, "type", "must be one of placement, training, inference, federated");
+        http_error(c, GERR_INVALID_FIELD, "type", "must be one of %s", job_type_list());
         return;
     }
     if (f.state && job_state_parse(f.state) == JS_INVALID) {

@@ -1,6 +1,7 @@
 /* limits.c - per-tenant job limits: parsing, storing, reading, the submission check. */
 #include "server/limits.h"
 #include "server/db.h"
+#include "server/spec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -81,25 +82,21 @@ static int over(char *field, size_t fl, char *msg, size_t ml, const char *f, lon
     return -1;
 }
 
+/* one figure the spec asks for against its limit (asked < 0 or limit < 0: nothing to check) */
+static int check_item(const job_cost_item *c, long long limit, limit_kind k, char *field, size_t fl, char *msg, size_t ml)
+{
+    if (c->asked < 0 || limit < 0 || c->asked <= limit) return 0;
+    return over(field, fl, msg, ml, c->field, c->asked, limit, k, c->what);
+}
+
 int limits_check_spec(const tenant_limits *l, const char *type, const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
 {
-    if (strcmp(type, "training") == 0) {
-        json_t *ep = json_object_get(spec, "epochs"), *st = json_object_get(spec, "steps");
-        if (json_is_integer(ep) && l->v[LIMIT_EPOCHS] >= 0 && json_integer_value(ep) > l->v[LIMIT_EPOCHS])
-            return over(field, fl, msg, ml, "spec.epochs", (long long)json_integer_value(ep), l->v[LIMIT_EPOCHS], LIMIT_EPOCHS,
-                        "epochs");
-        if (json_is_integer(st) && l->v[LIMIT_STEPS] >= 0 && json_integer_value(st) > l->v[LIMIT_STEPS])
-            return over(field, fl, msg, ml, "spec.steps", (long long)json_integer_value(st), l->v[LIMIT_STEPS], LIMIT_STEPS,
-                        "steps");
-    } else if (strcmp(type, "federated") == 0) { /* every site trains rounds x local_steps steps */
-        json_t *rounds = json_object_get(spec, "rounds"), *local = json_object_get(spec, "local_steps");
-        long long total = json_is_integer(rounds) && json_is_integer(local)
-                              ? (long long)json_integer_value(rounds) * (long long)json_integer_value(local)
-                              : 0;
-        if (l->v[LIMIT_STEPS] >= 0 && total > l->v[LIMIT_STEPS])
-            return over(field, fl, msg, ml, "spec.rounds", total, l->v[LIMIT_STEPS], LIMIT_STEPS, "rounds x local_steps =");
-    }
-    return 0;
+    const job_spec *js = spec_module(type); /* what the type's spec asks for: its spec module (common/jobtypes.h) */
+    if (!js || !js->cost) return 0;
+    job_cost c;
+    js->cost(spec, &c);
+    if (check_item(&c.epochs, l->v[LIMIT_EPOCHS], LIMIT_EPOCHS, field, fl, msg, ml)) return -1;
+    return check_item(&c.steps, l->v[LIMIT_STEPS], LIMIT_STEPS, field, fl, msg, ml);
 }
 
 void limits_to_task(const tenant_limits *l, task_msg *t)

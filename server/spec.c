@@ -1,26 +1,25 @@
+/* spec.c - a job submission: its envelope ({"type","name","priority","preemptible","spec"}), then
+ * the type's spec module from the job type table (common/jobtypes.h). */
 #include "server/spec.h"
 #include "common/jobstate.h"
-#include "common/utf8.h"
+#include "common/jobtypes.h"
 #include "common/paths.h"
-#include "workers/fed/spec.h"
-#include "workers/place/place.h"
-#include "workers/serve/spec.h"
-#include "workers/train/train.h"
 #include "common/schema.h"
+#include "common/utf8.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* ---- the submission's shape (common/schema.h) ---- */
 
-#define X(t) #t,
-static const char *const type_values[] = {JOB_TYPES(X) NULL};
+#define X(name, title, spec, executor, traits) #name,
+static const char *const type_values[] = {JOB_TYPE_TABLE(X) NULL};
 #undef X
 #define X(n, v) #n,
 static const char *const priority_values[] = {JOB_PRIORITIES(X) NULL};
 #undef X
 
-static const sch type_s = {SCH_STR, .values = type_values, .msg = "required: one of placement, training, inference, federated"};
+static const sch type_s = {SCH_STR, .values = type_values}; /* its message lists the table's names (validate) */
 static const sch name_s = {SCH_STR, SCH_IN(1, 200), .desc = "a label for people (default: the type); no control characters"};
 #define DEFAULT_PRIORITY "normal"
 static const sch priority_s = {SCH_STR, .values = priority_values, .dflt = "\"" DEFAULT_PRIORITY "\"",
@@ -32,46 +31,27 @@ static const sch_member job_m[] = {{"type", &type_s, 1},         {"name", &name_
                                    {"spec", &spec_s, 1},         {0}};
 static const sch job_s = {SCH_OBJECT, .members = job_m};
 
-/* Each job type: its spec's shape (for the document), its validator (the
- * shape, then the rules between fields) and the slots it takes at once. */
-static int placement_slots(const json_t *spec)
-{
-    (void)spec;
-    return 1;
-}
-
-static int training_slots(const json_t *spec) /* a gang: that many slots at once (elastic: at least min) */
-{
-    json_t *w = json_object_get(spec, "workers");
-    return json_is_object(w) ? (int)json_integer_value(json_object_get(w, "min")) : (int)train_spec_long(spec, "workers");
-}
-
-static int inference_slots(const json_t *spec) /* the replicas start together; the autoscaler adds more */
-{
-    serve_settings s;
-    serve_settings_get(spec, &s);
-    return s.min_replicas;
-}
-
-static int federated_slots(const json_t *spec) /* one worker per site (a labelled site: a worker with its label) */
-{
-    return (int)json_array_size(json_object_get(spec, "sites"));
-}
+/* Each job type: its name, its spec's title in the API document, and its spec module. */
+#define X(name, title, spec, executor, traits) extern const job_spec spec;
+JOB_TYPE_TABLE(X)
+#undef X
 
 typedef struct {
     const char *type, *title;
-    const sch *shape;
-    int (*validate)(const json_t *spec, char *field, size_t fl, char *msg, size_t ml);
-    int (*slots)(const json_t *spec);
+    const job_spec *spec;
 } job_kind;
 
-static const job_kind kinds[] = {
-    {"placement", "PlacementSpec", &place_spec_shape, place_spec_validate, placement_slots},
-    {"training", "TrainingSpec", &train_spec_shape, train_spec_validate, training_slots},
-    {"inference", "InferenceSpec", &serve_spec_shape, serve_spec_validate, inference_slots},
-    {"federated", "FederatedSpec", &fed_spec_shape, fed_spec_validate, federated_slots},
-};
+#define X(name, title, spec, executor, traits) {#name, #title, &spec},
+static const job_kind kinds[] = {JOB_TYPE_TABLE(X)};
+#undef X
 #define NKINDS (sizeof kinds / sizeof kinds[0])
+
+static const job_spec *find(const char *type)
+{
+    for (size_t k = 0; type && k < NKINDS; k++)
+        if (strcmp(kinds[k].type, type) == 0) return kinds[k].spec;
+    return NULL;
+}
 
 static int fail(char *field, size_t flen, char *msg, size_t mlen, const char *f, const char *m)
 {
@@ -80,36 +60,15 @@ static int fail(char *field, size_t flen, char *msg, size_t mlen, const char *f,
     return -1;
 }
 
-#define NO_CONTROL "must not contain control characters (C0 such as ESC, CR, LF or tab; DEL; U+0080 to U+009F)"
-
-/* the labels a spec chooses for people (a served model's name, the sites' names and labels): printed by the
- * dashboard and the CLI, so no control characters (utf8.h) */
-static int check_spec_labels(const char *type, const json_t *spec, char *field, size_t flen, char *msg, size_t mlen)
-{
-    if (!strcmp(type, "inference") && utf8_has_control(json_string_value(json_object_get(spec, "model"))))
-        return fail(field, flen, msg, mlen, "spec.model", NO_CONTROL);
-    size_t i;
-    json_t *site;
-    json_array_foreach(json_object_get(spec, "sites"), i, site)
-    {
-        static const char *const named[] = {"name", "label"};
-        for (size_t k = 0; k < 2; k++)
-            if (!strcmp(type, "federated") && utf8_has_control(json_string_value(json_object_get(site, named[k])))) {
-                char f[64];
-                snprintf(f, sizeof f, "spec.sites[%zu].%s", i, named[k]);
-                return fail(field, flen, msg, mlen, f, NO_CONTROL);
-            }
-    }
-    return 0;
-}
-
 static int validate(json_t *body, job_new *out, char *field, size_t flen, char *msg, size_t mlen)
 {
     if (sch_check(&job_s, body, "", field, flen, msg, mlen)) {
         if (field[0] == '.') memmove(field, field + 1, strlen(field)); /* top-level names have no prefix */
+        if (strcmp(field, "type") == 0) snprintf(msg, mlen, "required: one of %s", job_type_list());
         return -1;
     }
-    if (utf8_has_control(json_string_value(json_object_get(body, "name")))) return fail(field, flen, msg, mlen, "name", NO_CONTROL);
+    if (utf8_has_control(json_string_value(json_object_get(body, "name"))))
+        return fail(field, flen, msg, mlen, "name", JOB_NO_CONTROL_MSG);
     snprintf(out->type, sizeof(out->type), "%s", json_string_value(json_object_get(body, "type")));
     json_t *name = json_object_get(body, "name");
     snprintf(out->name, sizeof(out->name), "%s", name ? json_string_value(name) : out->type);
@@ -117,18 +76,16 @@ static int validate(json_t *body, job_new *out, char *field, size_t flen, char *
     if (out->priority < 0) out->priority = job_priority_parse(DEFAULT_PRIORITY);
     out->preemptible = json_is_true(json_object_get(body, "preemptible"));
     out->spec = json_object_get(body, "spec");
-    for (size_t k = 0; k < NKINDS; k++) {
-        if (strcmp(out->type, kinds[k].type) != 0) continue;
-        if (kinds[k].validate(out->spec, field, flen, msg, mlen) != 0) return -1;
-        if (check_spec_labels(out->type, out->spec, field, flen, msg, mlen) != 0) return -1;
-        if (!strcmp(out->type, "inference") && json_object_get(out->spec, "resolved"))
-            return fail(field, flen, msg, mlen, "spec.resolved", "is set by the server");
-        out->slots = kinds[k].slots(out->spec);
-        return 0;
+    const job_spec *js = find(out->type);
+    if (!js) {
+        snprintf(field, flen, "type");
+        snprintf(msg, mlen, "job type '%s' is not available in this version of gantry", out->type);
+        return -1;
     }
-    snprintf(field, flen, "type");
-    snprintf(msg, mlen, "job type '%s' is not available in this version of gantry", out->type);
-    return -1;
+    if (js->validate(out->spec, field, flen, msg, mlen) != 0) return -1;
+    if (js->admit && js->admit(out->spec, field, flen, msg, mlen) != 0) return -1;
+    out->slots = js->slots(out->spec);
+    return 0;
 }
 
 json_t *spec_job_schemas(void)
@@ -141,7 +98,7 @@ json_t *spec_job_schemas(void)
         json_object_set_new(props, "type", json_pack("{s:s}", "const", kinds[k].type));
         json_object_set_new(props, "spec", json_pack("{s:s}", "$ref", ref));
         json_array_append_new(alts, job);
-        json_object_set_new(out, kinds[k].title, sch_json(kinds[k].shape));
+        json_object_set_new(out, kinds[k].title, sch_json(kinds[k].spec->shape));
     }
     json_object_set_new(out, "JobSubmission",
                         json_pack("{s:s, s:o}", "description",
@@ -161,42 +118,37 @@ int spec_validate_job(json_t *body, job_new *out, char *field, size_t flen, char
     return rc;
 }
 
-/* every path of a dataset object under the roots; field named under prefix */
-static int confine_dataset(const json_t *dataset, const char *prefix, const char **rootv, int n, char *field, size_t flen,
-                           char *msg, size_t mlen)
+/* the tenant's roots, and where a path outside them is reported */
+typedef struct {
+    const char *rootv[16];
+    int n;
+    char *field, *msg;
+    size_t flen, mlen;
+} confine_ctx;
+
+static int confine_one(void *arg, const char *path, const char *field)
 {
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)dataset, key, v)
-    {
-        if (!json_is_string(v) || strcmp(key, "name") == 0 || strcmp(key, "format") == 0) continue;
-        char resolved[4096], why[512];
-        if (path_confine(rootv, n, json_string_value(v), true, resolved, sizeof(resolved), why, sizeof(why)) != 0) {
-            snprintf(field, flen, "%s.%s", prefix, key);
-            utf8_copy(msg, mlen, why);
-            utf8_trim(field);
-            return -1;
-        }
-    }
-    return 0;
+    confine_ctx *c = arg;
+    char resolved[4096], why[512];
+    if (path_confine(c->rootv, c->n, path, true, resolved, sizeof(resolved), why, sizeof(why)) == 0) return 0;
+    snprintf(c->field, c->flen, "%s", field);
+    utf8_copy(c->msg, c->mlen, why);
+    utf8_trim(c->field);
+    return -1;
 }
 
 int spec_confine_paths(const json_t *spec, const char *type, const json_t *roots, char *field, size_t flen, char *msg, size_t mlen)
 {
-    const char *rootv[16];
-    int n = 0;
+    const job_spec *js = find(type);
+    if (!js || !js->paths) return 0;
+    confine_ctx c = {.n = 0, .field = field, .msg = msg, .flen = flen, .mlen = mlen};
     size_t i;
     json_t *r;
-    json_array_foreach(roots, i, r) if (n < 16 && json_is_string(r)) rootv[n++] = json_string_value(r);
-    if (strcmp(type, "training") == 0)
-        return confine_dataset(json_object_get(spec, "dataset"), "spec.dataset", rootv, n, field, flen, msg, mlen);
-    if (strcmp(type, "federated") != 0) return 0;
-    json_t *site;
-    json_array_foreach(json_object_get(spec, "sites"), i, site)
-    {
-        char prefix[48];
-        snprintf(prefix, sizeof(prefix), "spec.sites[%zu].dataset", i);
-        if (confine_dataset(json_object_get(site, "dataset"), prefix, rootv, n, field, flen, msg, mlen)) return -1;
-    }
-    return confine_dataset(json_object_get(spec, "test"), "spec.test", rootv, n, field, flen, msg, mlen);
+    json_array_foreach(roots, i, r) if (c.n < 16 && json_is_string(r)) c.rootv[c.n++] = json_string_value(r);
+    return js->paths(spec, confine_one, &c) ? -1 : 0;
+}
+
+const job_spec *spec_module(const char *type)
+{
+    return find(type);
 }

@@ -1,13 +1,16 @@
-/* spec.h - validation of a job submission {"type","name","priority","spec"}.
- * The per-type spec schemas live with the executors that run them (for
- * placement: workers/place/place.h), so that the server validates exactly what
- * the worker will accept. */
+/* spec.h - validation of a job submission {"type","name","priority","preemptible","spec"}.
+ * Each type's spec is checked by its spec module, found in the job type table
+ * (common/jobtypes.h): a jansson-only library beside the code that runs the type
+ * (workers/place/spec.h, workers/train/spec.h, workers/serve/spec.h,
+ * workers/fed/spec.h), so that the server validates exactly what the worker will
+ * accept without linking the worker's code. */
 #ifndef GANTRY_SPEC_H
 #define GANTRY_SPEC_H
 
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/jobtypes.h"
 #include "server/jobs.h"
 
 /* 0 and fills type, name, priority, slots, spec (borrowed from body); or -1 with the field path and a message */
@@ -21,5 +24,8 @@ json_t *spec_job_schemas(void);
  * 0, or -1 with the field and the reason. */
 int spec_confine_paths(const json_t *spec, const char *type, const json_t *roots, char *field, size_t field_len, char *msg,
                        size_t msg_len);
+
+/* the spec module of a type in the table, or NULL */
+const job_spec *spec_module(const char *type);
 
 #endif

@@ -4,8 +4,9 @@
  * It reports progress and polls for cancellation through its context; it never
  * touches Redis itself (an inference replica moves its requests through ctx->redis
  * with workers/serve_io.c, a federated site its messages with workers/fed_io.c).
- * The table in executor.c maps job types to executors: training, inference and
- * federated executors slot in beside placement. */
+ * The job type table (common/jobtypes.h) names each type's executor;
+ * executor.c looks them up.  A new type's executor is declared below and
+ * named in its row (docs/adding-a-job-type.md). */
 #ifndef GANTRY_EXECUTOR_H
 #define GANTRY_EXECUTOR_H
 
@@ -53,6 +54,11 @@ typedef struct {
 
 /* NULL when this worker has no executor for the type */
 const executor *executor_find(const char *type);
+
+/* Frees what executors keep between generations of a job (a training job's hand-off state and
+ * dataset), except what belongs to job_id, the job about to run (NULL: everything).  Job ids are
+ * unique across types, so the id of a job of another type frees everything. */
+void executor_release(const char *job_id);
 
 int exec_placement(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen);

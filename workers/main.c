@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/ids.h"
+#include "common/jobtypes.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/lua_scripts.h"
@@ -233,10 +234,10 @@ static void fmt_bytes(long long b, char *out, size_t len)
         snprintf(out, len, "%.1f %s", v, units[u]);
 }
 
-/* Runtime counts for every job type but inference (replicas serve until cancelled). */
+/* Runtime counts for every job type but serving ones (inference: replicas serve until cancelled). */
 static bool runtime_counts(const task_msg *t)
 {
-    return t->max_runtime_s > 0 && strcmp(t->type, "inference") != 0;
+    return t->max_runtime_s > 0 && !(job_type_traits(t->type) & JT_SERVING);
 }
 
 /* what the job's earlier generations ran, in ms */
@@ -318,14 +319,14 @@ static void on_progress(exec_ctx *ctx, double fraction, const char *message, con
 /* SIGTERM: the task stops as a preempted one does and goes back to the queue (by
  * STOP_BY, below).  A gang's other members are asked to stop at the same generation
  * (they see the request at their next poll and requeue nothing: the first requeue of a
- * generation is the only one).  Not for inference: the job's other replicas serve on. */
+ * generation is the only one).  Gangs only (JT_GANG): an inference job's other replicas serve on. */
 #define STOP_BY "stop:"
 static void stop_handing_back(exec_ctx *ctx)
 {
     run_state *st = ctx->opaque;
     st->stop = STOP_PREEMPTED;
     snprintf(st->preempted_by, sizeof(st->preempted_by), STOP_BY "%s", worker_id);
-    if (ctx->task->slots > 1 && strcmp(ctx->task->type, "inference") != 0)
+    if (ctx->task->slots > 1 && (job_type_traits(ctx->task->type) & JT_GANG))
         requeue_ask(st->r, ctx->task->job_id, ctx->task->attempt, st->preempted_by);
 }
 
@@ -442,7 +443,7 @@ static bool run_task(rs_conn *r, const char *raw)
     }
     set_running(t.job_id);
     /* what this worker kept for another job goes first: the memory limit measures this job alone */
-    exec_training_release(strcmp(t.type, "training") == 0 ? t.job_id : NULL);
+    executor_release(t.job_id);
     malloc_trim(0);
     run_state st = {.r = r, .fence = fence_generation, .stop = STOP_NONE, .started_us = clock_mono_us(), .rss0 = rss_bytes()};
     st.prior_ms = runtime_before(r, &t);
@@ -482,7 +483,7 @@ static bool run_task(rs_conn *r, const char *raw)
     switch (st.stop) {
     case STOP_LIMIT: /* fails, never requeued; what it used is freed, so the worker goes on at its old size */
         json_decref(result);
-        exec_training_release(NULL);
+        executor_release(NULL);
         malloc_trim(0);
         msg_event_init(&e, t.job_id, source);
         snprintf(e.worker, sizeof(e.worker), "%s", worker_id);

@@ -15,6 +15,7 @@
 #include "common/config.h"
 #include "common/ids.h"
 #include "common/jobstate.h"
+#include "common/jobtypes.h"
 #include "common/keys.h"
 #include "common/msg.h"
 
@@ -380,6 +381,19 @@ static void test_job_type_valid(void **state)
     assert_false(job_type_valid(NULL));
 }
 
+/* the table's traits (common/jobtypes.h): what the scheduler and the workers branch on */
+static void test_job_type_traits(void **state)
+{
+    (void)state;
+    assert_int_equal(job_type_traits("placement"), JT_BACKFILL);
+    assert_int_equal(job_type_traits("training"), JT_GANG);
+    assert_int_equal(job_type_traits("inference"), JT_SERVING);
+    assert_int_equal(job_type_traits("federated"), JT_GANG | JT_PER_SITE);
+    assert_int_equal(job_type_traits("mining"), 0);
+    assert_int_equal(job_type_traits(NULL), 0);
+    assert_string_equal(job_type_list(), "placement, training, inference, federated");
+}
+
 static void test_job_priority(void **state)
 {
     (void)state;
@@ -673,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_jobstate_names),
         cmocka_unit_test(test_jobstate_transitions),
         cmocka_unit_test(test_job_type_valid),
+        cmocka_unit_test(test_job_type_traits),
         cmocka_unit_test(test_job_priority),
         cmocka_unit_test(test_msg_task_roundtrip),
         cmocka_unit_test(test_msg_task_limits),

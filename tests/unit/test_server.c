@@ -1232,6 +1232,10 @@ static void test_spec_invalid_top_level(void **state)
         validate("{\"type\":\"placement\",\"spec\":{},\"colour\":1}", &out, field, sizeof(field), msg, sizeof(msg), &body), -1);
     assert_non_null(strstr(msg, "colour"));
     json_decref(body);
+    /* the types are listed from the job type table (common/jobtypes.h) */
+    assert_int_equal(validate("{\"type\":7,\"spec\":{}}", &out, field, sizeof(field), msg, sizeof(msg), &body), -1);
+    assert_string_equal(msg, "required: one of placement, training, inference, federated");
+    json_decref(body);
 
     char longname[400];
     char name[202];
@@ -1252,6 +1256,24 @@ static void test_spec_types_validated(void **state)
     expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"max_batch\":0}}", "spec.max_batch");
     expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"resolved\":{}}}", "spec.resolved");
     expect_invalid("{\"type\":\"federated\",\"spec\":{}}", "spec.model"); /* validated by workers/fed/spec.c */
+}
+
+/* every row of the job type table has a spec module with what the server needs of it */
+static void test_spec_table_complete(void **state)
+{
+    (void)state;
+#define X(name, title, spec, executor, traits)                                                                                     \
+    {                                                                                                                              \
+        const job_spec *js = spec_module(#name);                                                                                   \
+        assert_non_null(js);                                                                                                       \
+        assert_non_null(js->shape);                                                                                                \
+        assert_non_null(js->validate);                                                                                             \
+        assert_non_null(js->slots);                                                                                                \
+    }
+    JOB_TYPE_TABLE(X)
+#undef X
+    assert_null(spec_module("mining"));
+    assert_null(spec_module(NULL));
 }
 
 #define TRAIN_SPEC(extra)                                                                                                          \
@@ -1379,6 +1401,7 @@ int main(void)
         cmocka_unit_test(test_http_json_depth),
         cmocka_unit_test(test_spec_invalid_top_level),
         cmocka_unit_test(test_spec_types_validated),
+        cmocka_unit_test(test_spec_table_complete),
         cmocka_unit_test(test_spec_training_gang),
         cmocka_unit_test(test_spec_valid_placement),
         cmocka_unit_test(test_spec_invalid_placement),

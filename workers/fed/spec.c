@@ -1,10 +1,10 @@
-/* spec.c - the federated job's spec (spec.h). */
+/* spec.c - the federated job's spec (spec.h): its shape, validation (a site's dataset through the
+ * training spec module) and what the server asks of it (fed_job_spec). */
 #include "workers/fed/spec.h"
 
+#include "common/utf8.h"
 #include "workers/fed/design.h"
-#include "workers/train/model.h"
-#include "workers/train/optim.h"
-#include "workers/train/train.h"
+#include "workers/train/spec.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -169,3 +169,58 @@ int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, siz
     }
     return 0;
 }
+
+/* ---- what the server asks of a federated spec (common/jobtypes.h) ---- */
+
+/* the sites' names and labels are printed by the dashboard and the CLI: no control characters (utf8.h) */
+static int admit(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
+{
+    size_t i;
+    json_t *site;
+    json_array_foreach(json_object_get(spec, "sites"), i, site)
+    {
+        static const char *const named[] = {"name", "label"};
+        for (size_t k = 0; k < 2; k++)
+            if (utf8_has_control(json_string_value(json_object_get(site, named[k])))) {
+                snprintf(field, fl, "spec.sites[%zu].%s", i, named[k]);
+                snprintf(msg, ml, "%s", JOB_NO_CONTROL_MSG);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+/* one worker per site (a labelled site: a worker with its label) */
+static int slots(const json_t *spec)
+{
+    return (int)json_array_size(json_object_get(spec, "sites"));
+}
+
+/* every site's files, then the test set's */
+static int paths(const json_t *spec, job_path_fn fn, void *ctx)
+{
+    size_t i;
+    json_t *site;
+    json_array_foreach(json_object_get(spec, "sites"), i, site)
+    {
+        char prefix[48];
+        snprintf(prefix, sizeof prefix, "spec.sites[%zu].dataset", i);
+        int rc = train_dataset_paths(json_object_get(site, "dataset"), prefix, fn, ctx);
+        if (rc) return rc;
+    }
+    return train_dataset_paths(json_object_get(spec, "test"), "spec.test", fn, ctx);
+}
+
+/* every site trains rounds x local_steps steps */
+static void cost(const json_t *spec, job_cost *out)
+{
+    json_t *rounds = json_object_get(spec, "rounds"), *local = json_object_get(spec, "local_steps");
+    long long total = json_is_integer(rounds) && json_is_integer(local)
+                          ? (long long)json_integer_value(rounds) * (long long)json_integer_value(local)
+                          : -1;
+    out->epochs = (job_cost_item){-1, NULL, NULL};
+    out->steps = (job_cost_item){total, "spec.rounds", "rounds x local_steps ="};
+}
+
+const job_spec fed_job_spec = {
+    .shape = &fed_spec_shape, .validate = fed_spec_validate, .admit = admit, .slots = slots, .paths = paths, .cost = cost};

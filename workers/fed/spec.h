@@ -1,4 +1,5 @@
-/* spec.h - the federated job's spec (validated by the server, read by the sites).
+/* spec.h - the federated job's spec module (validated by the server, read by the sites); jansson
+ * and the training spec module only (fed_spec_dep).
  *
  *   {"model": {...}, "optimizer": {...}, "batch_size": 32, "local_steps": 50, "rounds": 10, "seed": 1,
  *    "sites": [{"name": "a", "label": "site=a", "dataset": DATASET}, ...],   3 to 64 sites, names unique
@@ -20,6 +21,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/jobtypes.h"
 #include "common/schema.h"
 
 #define FED_MAX_JOB_SITES 64
@@ -30,5 +32,9 @@ extern const sch fed_spec_shape, fed_admm_shape, fed_partition_shape;
 int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml);
 /* the training spec of site s's local steps (new reference): model, optimizer, its dataset, batch_size, seed */
 json_t *fed_site_train_spec(const json_t *spec, int s);
+
+/* the federated row's spec module (common/jobtypes.h): the sites' names and labels without control
+ * characters, a slot per site, every site's dataset paths, rounds x local_steps against max_steps */
+extern const job_spec fed_job_spec;
 
 #endif

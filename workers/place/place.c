@@ -1,7 +1,7 @@
-/* place.c - the algorithm table, spec validation and the solver.
+/* place.c - the algorithm table and the solver (the spec's validation: spec.c).
  *
- * Algorithms are rows of ALGOS (name -> function); validation, "all", the
- * CLI's --help and the docs all read this one table.  The solver builds the
+ * Algorithms are rows of ALGOS (name -> function, the names from spec.h);
+ * "all", the CLI's --help and the docs read this one table.  The solver builds the
  * view the algorithms see (co-placement and fusion when asked, view.h),
  * runs every requested algorithm on it, always adds the single-device and
  * m-TOPO plans (a split plan is only worth its transfers when it beats one
@@ -30,14 +30,11 @@ typedef struct algo_entry {
     int always; /* weighed even when not requested (shown only when feasible) */
 } algo_entry;
 
+/* row i is the algorithm spec.h names PLACE_ALGO_NAME_i */
 #define ALGO(i, fn, always)                                                                                                        \
     {                                                                                                                              \
-        ALGO_NAME_##i, fn, always                                                                                                  \
+        PLACE_ALGO_NAME_##i, fn, always                                                                                            \
     }
-#define ALGO_NAME_0 "m-topo"
-#define ALGO_NAME_1 "m-etf"
-#define ALGO_NAME_2 "m-sct"
-#define ALGO_NAME_3 "single"
 
 static const algo_entry ALGOS[] = {
     ALGO(0, place_algo_topo, 1),
@@ -47,36 +44,9 @@ static const algo_entry ALGOS[] = {
 };
 
 #define N_ALGOS ((int)(sizeof ALGOS / sizeof ALGOS[0]))
+_Static_assert(N_ALGOS == PLACE_N_ALGOS, "ALGOS has a row for every algorithm the spec may name");
 
-/* ---- the spec's shape (common/schema.h): validation and the API document ---- */
-
-/* what spec.algorithms may name: the table's rows, then "all" */
-static const char *const algo_values[] = {ALGO_NAME_0, ALGO_NAME_1, ALGO_NAME_2, ALGO_NAME_3, "all", NULL};
-_Static_assert(sizeof algo_values / sizeof algo_values[0] == N_ALGOS + 2, "algo_values lists every row of ALGOS");
-static const sch algo_s = {SCH_STR, .values = algo_values};
-static const sch algos_s = {SCH_ARRAY,
-                            .flags = SCH_LO | SCH_NULLABLE,
-                            .lo = 1,
-                            .items = &algo_s,
-                            .dflt = "[\"m-topo\"]",
-                            .desc = "placement algorithms to run (all: every one); the fastest feasible plan wins, and "
-                                    "m-topo and single are always weighed"};
-static const sch graph_s = {SCH_OBJECT, .flags = SCH_OPEN,
-                            .desc = "the operator graph: {ops, edges, devices, comm}, in the format of docs/graph.schema.json "
-                                    "(op and device names unique, edges between existing ops, acyclic)"};
-static const sch strategy_s = {SCH_OBJECT, .flags = SCH_OPEN,
-                               .desc = "an AMP parallel strategy search instead of a graph (docs/placement.md)"};
-static const sch fuse_s = {SCH_BOOL, .flags = SCH_NULLABLE, .dflt = "false",
-                           .desc = "fuse chains of ops before placing (fewer, larger ops; faster on big graphs)"};
-static const sch coplace_s = {SCH_BOOL, .flags = SCH_NULLABLE, .dflt = "false",
-                              .desc = "keep each op with the ops it must share a device with (m-TOPO's co-placement)"};
-static const sch_member spec_m[] = {{"graph", &graph_s, 0}, {"strategy", &strategy_s, 0}, {"algorithms", &algos_s, 0},
-                                    {"fuse", &fuse_s, 0},   {"coplace", &coplace_s, 0},   {0}};
-const sch place_spec_shape = {SCH_OBJECT, .members = spec_m,
-                              .desc = "A placement job: split an operator graph over memory-limited devices and simulate "
-                                      "the plan's step time; give a graph or a strategy search, not both."};
-#define DEFAULT_ALGO "m-topo"
-#define SINGLE_ALGO "single"
+#define SINGLE_ALGO PLACE_ALGO_NAME_3
 
 const char *place_algorithm_name(int i)
 {
@@ -106,7 +76,7 @@ static void parse_algorithms(const json_t *spec, int *sel, int *n_sel)
     const json_t *a = json_object_get(spec, "algorithms");
     *n_sel = 0;
     if (!a || json_is_null(a)) {
-        select_algo(sel, n_sel, algo_find(DEFAULT_ALGO));
+        select_algo(sel, n_sel, algo_find(PLACE_DEFAULT_ALGO));
         return;
     }
     size_t i;
@@ -129,34 +99,14 @@ typedef struct options {
     const json_t *graph, *strategy;
 } options;
 
-/* Everything but the graph's (or strategy's) contents. */
+/* Everything but the graph's (or strategy's) contents (spec.h checks the spec's shape). */
 static int check_options(perr *e, const json_t *spec, options *o)
 {
-    if (sch_check(&place_spec_shape, spec, "spec", e->field, e->field_len, e->msg, e->msg_len)) return -1;
-    o->graph = json_object_get(spec, "graph");
-    o->strategy = json_object_get(spec, "strategy");
-    if (o->graph && o->strategy) return perr_fail(e, "spec.strategy", "give either a graph or a strategy search, not both");
+    if (place_spec_check(spec, &o->graph, &o->strategy, e->field, e->field_len, e->msg, e->msg_len)) return -1;
     if (o->strategy) return 0;
-    if (!o->graph) return perr_fail(e, "spec.graph", "is required (or spec.strategy for a parallel strategy search)");
     parse_algorithms(spec, o->sel, &o->n_sel);
     o->fuse = json_is_true(json_object_get(spec, "fuse"));
     o->coplace = json_is_true(json_object_get(spec, "coplace"));
-    return 0;
-}
-
-static int validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len)
-{
-    perr e = {"", field, field_len, msg, msg_len};
-    options o;
-    if (check_options(&e, spec, &o) < 0) return -1;
-    if (o.strategy) {
-        amp_problem *p = amp_problem_parse(o.strategy, "spec.strategy", field, field_len, msg, msg_len);
-        amp_problem_free(p);
-        return p ? 0 : -1;
-    }
-    place_graph *g = place_graph_parse(o.graph, "spec.graph", field, field_len, msg, msg_len);
-    if (!g) return -1;
-    place_graph_free(g);
     return 0;
 }
 
@@ -280,18 +230,8 @@ static json_t *solve_spec(const json_t *spec, char *err, size_t err_len)
     return r;
 }
 
-/* Public entry points: names copied from the graph into messages are cut to fixed
- * buffers, possibly inside a UTF-8 character; the text that leaves is trimmed. */
-int place_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len)
-{
-    int rc = validate(spec, field, field_len, msg, msg_len);
-    if (rc != 0) {
-        utf8_trim(field);
-        utf8_trim(msg);
-    }
-    return rc;
-}
-
+/* Public entry point: names copied from the graph into messages are cut to fixed buffers,
+ * possibly inside a UTF-8 character; the text that leaves is trimmed. */
 json_t *place_solve(const json_t *spec, char *err, size_t err_len)
 {
     json_t *r = solve_spec(spec, err, err_len);

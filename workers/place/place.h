@@ -1,12 +1,10 @@
-/* place.h - the placement job: validate a spec, run the algorithms,
+/* place.h - the placement job: run the algorithms on a spec's graph,
  * simulate every plan, return the best as JSON; or, for a spec with
- * "strategy", the AMP strategy search (amp.h).
+ * "strategy", the AMP strategy search (amp.h).  The spec and its
+ * validation: spec.h.
  *
  * Owns nothing between calls: each call parses the spec, and place_solve()
- * returns a new JSON object the caller releases with json_decref().  Spec
- * fields: "graph" (docs/graph.schema.json) or "strategy" (docs/placement.md),
- * "algorithms" (optional array of names, default ["m-topo"]; "all" = every
- * one), "fuse" and "coplace" (optional booleans); anything else is ignored.
+ * returns a new JSON object the caller releases with json_decref().
  * docs/placement.md describes the result. */
 #ifndef GANTRY_PLACE_H
 #define GANTRY_PLACE_H
@@ -14,14 +12,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "common/schema.h"
-
-/* 0 when the placement job spec is valid; else -1 with the JSON path of the bad field in `field` (e.g. "spec.graph.ops[2].name")
- * and a human message in `msg`. */
-/* the spec's shape (in the API document) */
-extern const sch place_spec_shape;
-
-int place_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
+#include "workers/place/spec.h"
 
 /* Runs the requested algorithms (names "m-topo", "m-etf", "m-sct", "single"; "all" means every one) on the graph, after
  * co-placement and fusion when asked, ALWAYS also weighs "m-topo" and "single", simulates every candidate, and returns a new

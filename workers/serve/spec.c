@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/schema.h"
+#include "common/utf8.h"
 
 /* ---- the shape (schema.h): validation, defaults and the API document ---- */
 
@@ -49,7 +50,7 @@ static const sch_member spec_m[] = {{"model", &model_s, 1},
                                     {"queue_limit", &queue_limit_s, 0},
                                     {"timeout_ms", &timeout_s, 0},
                                     {"service_ms", &service_s, 0},
-                                    {"resolved", &resolved_s, 0},
+                                    {JOB_SPEC_RESOLVED, &resolved_s, 0},
                                     {0}};
 const sch serve_spec_shape = {SCH_OBJECT, .members = spec_m,
                               .desc = "An inference job: serve a registered model under a latency objective "
@@ -70,7 +71,8 @@ int serve_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, s
 void serve_settings_get(const json_t *spec, serve_settings *s)
 {
     const sch *slo_shape = sch_member_shape(&serve_spec_shape, "slo");
-    json_t *slo = json_object_get(spec, "slo"), *rep = json_object_get(spec, "replicas"), *res = json_object_get(spec, "resolved");
+    json_t *slo = json_object_get(spec, "slo"), *rep = json_object_get(spec, "replicas"),
+           *res = json_object_get(spec, JOB_SPEC_RESOLVED);
     s->model = json_string_value(json_object_get(spec, "model"));
     s->version = (int)sch_number(&resolved_s, res, "version", sch_number(&serve_spec_shape, spec, "version", 1));
     s->slo_ms = sch_number(slo_shape, slo, "latency_ms", 0);
@@ -85,3 +87,41 @@ void serve_settings_get(const json_t *spec, serve_settings *s)
     s->timeout_ms = (int)sch_number(&serve_spec_shape, spec, "timeout_ms", 0);
     s->service_ms = sch_number(&serve_spec_shape, spec, "service_ms", 0);
 }
+
+/* ---- what the server asks of an inference spec (common/jobtypes.h) ---- */
+
+static int refuse(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
+{
+    snprintf(field, fl, "%s", f);
+    snprintf(msg, ml, "%s", m);
+    return -1;
+}
+
+static int admit(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
+{
+    if (utf8_has_control(json_string_value(json_object_get(spec, "model")))) /* printed by the dashboard and the CLI */
+        return refuse(field, fl, msg, ml, "spec.model", JOB_NO_CONTROL_MSG);
+    if (json_object_get(spec, JOB_SPEC_RESOLVED)) return refuse(field, fl, msg, ml, "spec." JOB_SPEC_RESOLVED, resolved_s.msg);
+    return 0;
+}
+
+/* the replicas start together; the autoscaler adds more */
+static int slots(const json_t *spec)
+{
+    serve_settings s;
+    serve_settings_get(spec, &s);
+    return s.min_replicas;
+}
+
+/* the model to serve, resolved to one version at submission */
+static int model(const json_t *spec, job_model_ref *out)
+{
+    json_t *version = json_object_get(spec, "version");
+    out->model = json_string_value(json_object_get(spec, "model"));
+    out->version = version ? (int)json_integer_value(version) : 0;
+    out->field = version ? "spec.version" : "spec.model";
+    return 1;
+}
+
+const job_spec serve_job_spec = {
+    .shape = &serve_spec_shape, .validate = serve_spec_validate, .admit = admit, .slots = slots, .model = model};

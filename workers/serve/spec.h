@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/jobtypes.h"
 #include "common/schema.h"
 
 #define SERVE_MAX_REPLICAS 64
@@ -28,5 +29,10 @@ typedef struct {
     double service_ms; /* the spec's hint of the processing time per request; 0: none (measured) */
 } serve_settings;
 void serve_settings_get(const json_t *spec, serve_settings *out);
+
+/* the inference row's spec module (common/jobtypes.h): the model's name without control characters,
+ * spec.resolved set by the server only (the model version resolved at submission), min replicas
+ * as the slots */
+extern const job_spec serve_job_spec;
 
 #endif

@@ -1,4 +1,4 @@
-/* adapt.c - the adaptation policies (adapt.h). */
+/* adapt.c - the adaptation policies at work (adapt.h); their shapes and rules are spec_policies.c. */
 #include "workers/train/adapt.h"
 
 #include "workers/train/gns.h"
@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-
-#define MAX_POLICIES 8
 
 static const char *strategies[] = {"ring", "tree", "star"};
 
@@ -19,10 +17,8 @@ const char *train_strategy_name(int s)
 
 typedef struct pol pol;
 
+/* what a policy does while a run goes (its shape and rules: spec_policies.c) */
 typedef struct {
-    const char *name;
-    const sch *shape; /* its parameters (common/schema.h): validation, defaults, the API document */
-    int (*rules)(const json_t *j, const char *prefix, char *field, size_t fl, char *msg, size_t ml); /* beyond the shape */
     void (*before_train)(pol *self, train_adapt *a);
     void (*after_step)(pol *self, train_policies *all, train_adapt *a);
     void (*after_epoch)(pol *self, train_adapt *a);
@@ -30,7 +26,7 @@ typedef struct {
 } kind;
 
 struct pol {
-    const kind *k;
+    int k; /* train_policy_kind */
     /* parameters */
     long every, warmup, min, max, window;
     double alpha, threshold;
@@ -41,64 +37,20 @@ struct pol {
 };
 
 struct train_policies {
-    pol p[MAX_POLICIES];
+    pol p[TRAIN_MAX_POLICIES];
     int n;
     bool gns_on;
     long gns_every;
     train_gns gns;
 };
 
-/* ---- validation helpers ---- */
-
-static int fail(char *field, size_t fl, char *msg, size_t ml, const char *prefix, const char *key, const char *m)
-{
-    snprintf(field, fl, "%s.%s", prefix, key);
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
-
-static const sch every_s = {SCH_INT, SCH_IN(1, 1000000), .dflt = "10", .desc = "steps between measurements"};
-
 /* a parameter's value or the default its shape documents */
-static double param(const kind *k, const json_t *j, const char *key)
+static double param(int k, const json_t *j, const char *key)
 {
-    return sch_number(k->shape, j, key, 0);
+    return sch_number(train_policy_shapes[k], j, key, 0);
 }
-
-/* ---- gns: the monitor ---- */
-
-static const char *const gns_v[] = {"gns", NULL};
-static const sch gns_name_s = {SCH_STR, .values = gns_v};
-static const sch alpha_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 1), .dflt = "0.05", .desc = "the smoothing of the estimates"};
-static const sch_member gns_m[] = {{"name", &gns_name_s, 1}, {"every_steps", &every_s, 0}, {"alpha", &alpha_s, 0}, {0}};
-static const sch gns_s = {SCH_OBJECT, .members = gns_m, .desc = "monitor the gradient noise scale (shown with the curves)"};
-static const kind gns_kind = {"gns", &gns_s, NULL, NULL, NULL, NULL, NULL};
 
 /* ---- adaptive_batch ---- */
-
-static const char *const ab_v[] = {"adaptive_batch", NULL}, *const scale_v[] = {"none", "linear", "sqrt", NULL};
-static const sch ab_name_s = {SCH_STR, .values = ab_v};
-static const sch ab_min_s = {SCH_INT, SCH_IN(1, 65536), .dflt = "1", .desc = "the smallest global batch"};
-static const sch ab_max_s = {SCH_INT, SCH_IN(1, 65536), .dflt = "65536", .desc = "the largest global batch (at least min)"};
-static const sch ab_every_s = {SCH_INT, SCH_IN(1, 1000000), .dflt = "100", .desc = "steps between decisions"};
-static const sch ab_warmup_s = {SCH_INT, SCH_IN(0, 1000000000), .dflt = "100", .desc = "steps before the first decision"};
-static const sch scale_lr_s = {SCH_STR, .values = scale_v, .dflt = "\"none\"", .desc = "how the learning rate follows the batch"};
-static const sch_member ab_m[] = {{"name", &ab_name_s, 1},
-                                  {"min", &ab_min_s, 0},
-                                  {"max", &ab_max_s, 0},
-                                  {"every_steps", &ab_every_s, 0},
-                                  {"warmup_steps", &ab_warmup_s, 0},
-                                  {"scale_lr", &scale_lr_s, 0},
-                                  {0}};
-static const sch ab_s = {SCH_OBJECT, .members = ab_m,
-                         .desc = "double or halve the global batch toward the gradient noise scale (within [min, max])"};
-
-static int ab_rules(const json_t *j, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
-{
-    if (sch_number(&ab_s, j, "min", 0) > sch_number(&ab_s, j, "max", 0))
-        return fail(field, fl, msg, ml, prefix, "max", "must not be below min");
-    return 0;
-}
 
 static long round_to(long b, int world)
 {
@@ -128,19 +80,7 @@ static void ab_after_step(pol *self, train_policies *all, train_adapt *a)
                  self->scale_lr == 1 ? "linear" : "sqrt");
 }
 
-static const kind ab_kind = {"adaptive_batch", &ab_s, ab_rules, NULL, ab_after_step, NULL, NULL};
-
 /* ---- strategy_switch ---- */
-
-static const char *const ss_v[] = {"strategy_switch", NULL};
-static const sch ss_name_s = {SCH_STR, .values = ss_v};
-static const sch threshold_s = {SCH_NUM,       .flags = SCH_LO | SCH_LO_OPEN | SCH_HI | SCH_HI_OPEN,
-                                .lo = 0,       .hi = 1,
-                                .dflt = "0.8", .desc = "switch when throughput falls below this share of the reference"};
-static const sch window_s = {SCH_INT, SCH_IN(1, 1000000), .dflt = "50", .desc = "steps per throughput window"};
-static const sch_member ss_m[] = {{"name", &ss_name_s, 1}, {"threshold", &threshold_s, 0}, {"window_steps", &window_s, 0}, {0}};
-static const sch ss_s = {SCH_OBJECT, .members = ss_m,
-                         .desc = "vote to switch the all-reduce strategy (ring, tree, star) when throughput falls"};
 
 static void ss_before_train(pol *self, train_adapt *a)
 {
@@ -164,42 +104,11 @@ static void ss_after_step(pol *self, train_policies *all, train_adapt *a)
         a->vote_switch = true;
 }
 
-static const kind ss_kind = {"strategy_switch", &ss_s, NULL, ss_before_train, ss_after_step, NULL, NULL};
-
-static const kind *kinds[] = {&gns_kind, &ab_kind, &ss_kind};
-#define NKINDS (sizeof kinds / sizeof kinds[0])
-
-static const sch *const policy_alts[] = {&gns_s, &ab_s, &ss_s, NULL};
-static const sch policy_s = {SCH_ONEOF, .alts = policy_alts, .tag = "name"};
-const sch train_policies_shape = {SCH_ARRAY, SCH_IN(0, MAX_POLICIES), .items = &policy_s,
-                                  .desc = "adaptation policies, each at most once"};
-
-static const kind *find(const char *name)
-{
-    for (size_t i = 0; name && i < NKINDS; i++)
-        if (!strcmp(kinds[i]->name, name)) return kinds[i];
-    return NULL;
-}
-
-int train_policies_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
-{
-    const json_t *ps = json_object_get(spec, "policies");
-    if (!ps) return 0;
-    if (sch_check(&train_policies_shape, ps, "spec.policies", field, fl, msg, ml)) return -1;
-    size_t i;
-    json_t *p;
-    json_array_foreach(ps, i, p)
-    {
-        char prefix[48];
-        snprintf(prefix, sizeof prefix, "spec.policies[%zu]", i);
-        const kind *k = find(json_string_value(json_object_get(p, "name")));
-        if (k->rules && k->rules(p, prefix, field, fl, msg, ml)) return -1;
-        for (size_t j = 0; j < i; j++)
-            if (find(json_string_value(json_object_get(json_array_get(ps, j), "name"))) == k)
-                return fail(field, fl, msg, ml, prefix, "name", "is given twice");
-    }
-    return 0;
-}
+static const kind kinds[TRAIN_NPOLICIES] = {
+    [TRAIN_POLICY_GNS] = {NULL, NULL, NULL, NULL},
+    [TRAIN_POLICY_ADAPTIVE_BATCH] = {NULL, ab_after_step, NULL, NULL},
+    [TRAIN_POLICY_STRATEGY_SWITCH] = {ss_before_train, ss_after_step, NULL, NULL},
+};
 
 train_policies *train_policies_create(const json_t *spec)
 {
@@ -207,14 +116,14 @@ train_policies *train_policies_create(const json_t *spec)
     if (!json_is_array(ps) || json_array_size(ps) == 0) return NULL;
     train_policies *all = calloc(1, sizeof *all);
     if (!all) return NULL;
-    train_gns_init(&all->gns, param(&gns_kind, NULL, "alpha")); /* adaptive_batch alone: the monitor's defaults */
-    all->gns_every = (long)param(&gns_kind, NULL, "every_steps");
+    train_gns_init(&all->gns, param(TRAIN_POLICY_GNS, NULL, "alpha")); /* adaptive_batch alone: the monitor's defaults */
+    all->gns_every = (long)param(TRAIN_POLICY_GNS, NULL, "every_steps");
     size_t i;
     json_t *j;
     json_array_foreach(ps, i, j)
     {
-        const kind *k = find(json_string_value(json_object_get(j, "name")));
-        if (!k || all->n == MAX_POLICIES) continue;
+        int k = train_policy_find(json_string_value(json_object_get(j, "name")));
+        if (k < 0 || all->n == TRAIN_MAX_POLICIES) continue;
         pol *p = &all->p[all->n++];
         p->k = k;
         p->every = (long)param(k, j, "every_steps");
@@ -225,11 +134,11 @@ train_policies *train_policies_create(const json_t *spec)
         p->threshold = param(k, j, "threshold");
         const char *s = json_string_value(json_object_get(j, "scale_lr"));
         p->scale_lr = s && !strcmp(s, "linear") ? 1 : s && !strcmp(s, "sqrt") ? 2 : 0;
-        if (k == &gns_kind) {
+        if (k == TRAIN_POLICY_GNS) {
             all->gns_on = true, all->gns_every = p->every;
             train_gns_init(&all->gns, param(k, j, "alpha"));
         }
-        if (k == &ab_kind) all->gns_on = true;
+        if (k == TRAIN_POLICY_ADAPTIVE_BATCH) all->gns_on = true;
     }
     return all;
 }
@@ -243,7 +152,8 @@ long train_policies_max_batch(const train_policies *p, long batch)
 {
     long m = batch;
     for (int i = 0; p && i < p->n; i++)
-        if (p->p[i].k == &ab_kind && p->p[i].max + 64 > m) m = p->p[i].max + 64; /* max, rounded up to the workers */
+        if (p->p[i].k == TRAIN_POLICY_ADAPTIVE_BATCH && p->p[i].max + 64 > m)
+            m = p->p[i].max + 64; /* max, rounded up to the workers */
     return m;
 }
 
@@ -265,32 +175,32 @@ double train_policies_gns_value(const train_policies *p)
 void train_policies_before_train(train_policies *p, train_adapt *a)
 {
     for (int i = 0; p && i < p->n; i++)
-        if (p->p[i].k->before_train) p->p[i].k->before_train(&p->p[i], a);
+        if (kinds[p->p[i].k].before_train) kinds[p->p[i].k].before_train(&p->p[i], a);
 }
 
 void train_policies_after_step(train_policies *p, train_adapt *a)
 {
     for (int i = 0; p && i < p->n; i++)
-        if (p->p[i].k->after_step) p->p[i].k->after_step(&p->p[i], p, a);
+        if (kinds[p->p[i].k].after_step) kinds[p->p[i].k].after_step(&p->p[i], p, a);
 }
 
 void train_policies_after_epoch(train_policies *p, train_adapt *a)
 {
     for (int i = 0; p && i < p->n; i++)
-        if (p->p[i].k->after_epoch) p->p[i].k->after_epoch(&p->p[i], a);
+        if (kinds[p->p[i].k].after_epoch) kinds[p->p[i].k].after_epoch(&p->p[i], a);
 }
 
 void train_policies_after_train(train_policies *p, train_adapt *a)
 {
     for (int i = 0; p && i < p->n; i++)
-        if (p->p[i].k->after_train) p->p[i].k->after_train(&p->p[i], a);
+        if (kinds[p->p[i].k].after_train) kinds[p->p[i].k].after_train(&p->p[i], a);
 }
 
 int train_policies_switch(train_policies *p, train_adapt *a)
 {
     int next = (a->strategy + 1) % TRAIN_NSTRATEGIES;
     for (int i = 0; p && i < p->n; i++)
-        if (p->p[i].k == &ss_kind) {
+        if (p->p[i].k == TRAIN_POLICY_STRATEGY_SWITCH) {
             p->p[i].reference = 0, p->p[i].win_sum = 0, p->p[i].win_n = 0; /* measure the new one */
             snprintf(a->event, sizeof a->event, "strategy");
             snprintf(a->detail, sizeof a->detail,

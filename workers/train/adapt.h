@@ -37,7 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "common/schema.h"
+#include "workers/train/spec.h"
 
 typedef enum { TRAIN_RING, TRAIN_TREE, TRAIN_STAR, TRAIN_NSTRATEGIES } train_strategy;
 
@@ -62,11 +62,8 @@ typedef struct {
 
 typedef struct train_policies train_policies;
 
-/* spec.policies' shape (in the API document) */
-extern const sch train_policies_shape;
+/* spec.policies' shape and validation: spec.h (spec_policies.c) */
 
-/* 0 when spec.policies is absent or valid; else -1 with field and msg */
-int train_policies_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml);
 /* NULL when the spec has no policies (or out of memory) */
 train_policies *train_policies_create(const json_t *spec);
 void train_policies_free(train_policies *p);

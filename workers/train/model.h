@@ -16,9 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/schema.h"
 #include "workers/train/backend.h"
 #include "workers/train/rng.h"
+#include "workers/train/spec.h"
 
 typedef enum { TRAIN_DENSE, TRAIN_RELU, TRAIN_DROPOUT, TRAIN_CONV2D, TRAIN_MAXPOOL, TRAIN_FLATTEN } train_layer_type;
 
@@ -55,12 +55,7 @@ typedef struct train_model {
     train_rng rng;            /* dropout masks */
 } train_model;
 
-/* 0 when arch is a valid architecture; else -1, with field named under prefix
- * (e.g. "spec.model.layers[2].units") and msg */
-/* the architecture's shape (in the API document) */
-extern const sch train_arch_shape;
-
-int train_arch_validate(const json_t *arch, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len);
+/* the architecture's shape and validation: spec.h (spec_model.c) */
 
 /* NULL with err on an invalid architecture or out of memory */
 train_model *train_model_create(const json_t *arch, const train_backend *be, uint64_t seed, int cap, char *err, size_t err_len);

@@ -31,18 +31,10 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "common/schema.h"
+#include "workers/train/spec.h"
 #include "workers/train/train.h"
 
-#define MOP_MAX_CONFIGS 256
-
-/* spec.search's shape (in the API document) */
-extern const sch mop_search_shape;
-
-/* The configurations of a spec's search: *out an array of {"params": {name: value},
- * "spec": the full spec of that configuration (without "search")}.  0, or -1
- * with field (e.g. "spec.search.params.optimizer.lr") and msg. */
-int mop_expand(const json_t *spec, json_t **out, char *field, size_t field_len, char *msg, size_t msg_len);
+/* spec.search's shape and its expansion into configurations (mop_expand): spec.h (spec_search.c) */
 
 /* positions per worker (K) for n configurations on w workers */
 int mop_per_worker(int n, int w);

@@ -13,7 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/schema.h"
 #include "workers/train/model.h"
 
 typedef enum { TRAIN_SGD = 1, TRAIN_ADAM = 2 } train_optim_type;
@@ -35,10 +34,7 @@ typedef struct {
     float gamma, min_lr;
 } train_schedule;
 
-/* the optimizer's and the schedule's shapes (in the API document; train.c checks a spec with them) */
-extern const sch train_optim_shape, train_schedule_shape;
-/* what the schedule's shape cannot say (a step schedule needs step_size); s fits its shape */
-int train_schedule_rules(const json_t *s, const char *prefix, char *field, size_t fl, char *msg, size_t ml);
+/* the optimizer's and the schedule's shapes and rules: spec.h (spec_optim.c) */
 
 /* o must fit train_optim_shape; NULL on out of memory */
 train_optim *train_optim_create(const json_t *o, train_model *m);

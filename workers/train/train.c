@@ -1,4 +1,5 @@
-/* train.c - spec validation and the (data-parallel) training loop.
+/* train.c - the (data-parallel) training loop; the spec it runs is checked by the training spec
+ * module (spec.h, train_spec_validate).
  *
  * The loop's state is (step, epoch, data_pos, dropout rng) plus the model and
  * optimizer; the epoch's order is recomputed from (seed, epoch), so a resumed
@@ -13,7 +14,6 @@
 #include "workers/train/ckpt.h"
 #include "workers/train/data.h"
 #include "workers/train/model.h"
-#include "workers/train/mop.h"
 #include "workers/train/optim.h"
 
 #include <math.h>
@@ -24,124 +24,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int bad(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
-{
-    snprintf(field, fl, "%s", f);
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
-
-/* ---- the spec's shape (common/schema.h): validation, defaults and the API document ---- */
-
-static const char *const builtin_v[] = {"fashion-mnist", NULL}, *const format_v[] = {"idx", "csv", NULL};
-static const sch builtin_s = {SCH_STR, .values = builtin_v, .desc = "the built-in dataset (instead of format and files)",
-                              .msg = "must be \"fashion-mnist\" (the built-in dataset)"};
-static const sch format_s = {SCH_STR, .values = format_v,
-                             .desc = "idx: train_images, train_labels, test_images, test_labels; csv: train, test "
-                                     "(label first, then the pixels)"};
-static const sch file_s = {SCH_STR, SCH_IN(1, 4096), .desc = "a file under the tenant's data roots", .msg = "must be a file path"};
-static const sch scale_s = {SCH_NUM, SCH_ABOVE(0), .dflt = "1", .desc = "the pixels are divided by it (csv)"};
-static const sch_member dataset_m[] = {{"name", &builtin_s, 0},      {"format", &format_s, 0},
-                                       {"train_images", &file_s, 0}, {"train_labels", &file_s, 0},
-                                       {"test_images", &file_s, 0},  {"test_labels", &file_s, 0},
-                                       {"train", &file_s, 0},        {"test", &file_s, 0},
-                                       {"scale", &scale_s, 0},       {0}};
-const sch train_dataset_shape = {SCH_OBJECT, .members = dataset_m,
-                                 .desc = "{\"name\": \"fashion-mnist\"}, or a format and its files"};
-
-const sch train_batch_shape = {SCH_INT, SCH_IN(1, 65536), .desc = "the global batch, split over the workers"};
-static const sch epochs_s = {SCH_INT, SCH_IN(1, 100000), .desc = "give epochs or steps"};
-static const sch steps_s = {SCH_INT, SCH_IN(1, 1000000000), .desc = "give epochs or steps"};
-const sch train_seed_shape = {SCH_INT, SCH_IN(0, SCH_MAX_SAFE_INT), .dflt = "1",
-                              .desc = "weights, dropout and the data order follow from it"};
-static const sch eval_s = {SCH_INT, SCH_IN(1, 1000000000), .desc = "test-set evaluation every so many steps (absent: per epoch)"};
-static const sch ckpt_s = {SCH_INT, SCH_IN(1, 1000000000), .desc = "checkpoint every so many steps (absent: per epoch)"};
-static const sch progress_s = {SCH_INT, SCH_IN(1, 1000000000), .dflt = "50", .desc = "a progress point every so many steps"};
-static const sch count_s = {SCH_INT, SCH_IN(1, TRAIN_MAX_WORKERS)};
-static const sch_member elastic_m[] = {{"min", &count_s, 1}, {"max", &count_s, 1}, {0}};
-static const sch elastic_s = {SCH_OBJECT, .members = elastic_m,
-                              .desc = "elastic: starts with at least min workers, grows to max when workers free up"};
-static const sch *const workers_alts[] = {&count_s, &elastic_s, NULL};
-static const sch workers_s = {SCH_ONEOF, .alts = workers_alts, .dflt = "1",
-                              .desc = "data-parallel workers (at most batch_size), or {min, max}",
-                              .msg = "must be an integer in [1, 64] (the number of data-parallel workers) or {\"min\", \"max\"} "
-                                     "(elastic)"};
-static const sch collective_s = {SCH_INT, SCH_IN(1, 3600), .dflt = "120",
-                                 .desc = "a lost or hung peer fails the all-reduce within this many seconds"};
-static const sch rendezvous_s = {SCH_INT, SCH_IN(1, 3600), .dflt = "60", .desc = "how long a gang waits for its members"};
-static const sch_member spec_m[] = {{"model", &train_arch_shape, 1},
-                                    {"dataset", &train_dataset_shape, 1},
-                                    {"optimizer", &train_optim_shape, 1},
-                                    {"schedule", &train_schedule_shape, 0},
-                                    {"batch_size", &train_batch_shape, 1},
-                                    {"epochs", &epochs_s, 0},
-                                    {"steps", &steps_s, 0},
-                                    {"seed", &train_seed_shape, 0},
-                                    {"eval_every_steps", &eval_s, 0},
-                                    {"checkpoint_every_steps", &ckpt_s, 0},
-                                    {"progress_every_steps", &progress_s, 0},
-                                    {"workers", &workers_s, 0},
-                                    {"collective_timeout_s", &collective_s, 0},
-                                    {"rendezvous_timeout_s", &rendezvous_s, 0},
-                                    {"policies", &train_policies_shape, 0},
-                                    {"search", &mop_search_shape, 0},
-                                    {0}};
-const sch train_spec_shape = {SCH_OBJECT, .members = spec_m,
-                              .desc = "A training job: data-parallel training of a sequential model (docs/training.md). Give "
-                                      "exactly one of epochs and steps; workers at most batch_size."};
-
-/* a member of a valid spec, or its documented default */
-static long get_long(const json_t *spec, const char *key)
-{
-    return (long)sch_number(&train_spec_shape, spec, key, 0);
-}
-
-long train_spec_long(const json_t *spec, const char *key)
-{
-    return get_long(spec, key);
-}
-
-/* beyond the shape: a named dataset or a format with all its files */
-static int dataset_rules(const json_t *d, char *field, size_t fl, char *msg, size_t ml)
-{
-    if (json_object_get(d, "name")) return 0;
-    const char *fmt = json_string_value(json_object_get(d, "format"));
-    static const char *idx_keys[] = {"train_images", "train_labels", "test_images", "test_labels", NULL};
-    static const char *csv_keys[] = {"train", "test", NULL};
-    if (!fmt) return bad(field, fl, msg, ml, "spec.dataset.format", "must be \"idx\" or \"csv\" (or give \"name\")");
-    const char **keys = !strcmp(fmt, "idx") ? idx_keys : csv_keys;
-    for (int i = 0; keys[i]; i++)
-        if (!json_object_get(d, keys[i])) {
-            snprintf(field, fl, "spec.dataset.%s", keys[i]);
-            snprintf(msg, ml, "must be a file path");
-            return -1;
-        }
-    return 0;
-}
-
-int train_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
-{
-    if (sch_check(&train_spec_shape, spec, "spec", field, fl, msg, ml)) return -1;
-    if (train_arch_validate(json_object_get(spec, "model"), "spec.model", field, fl, msg, ml)) return -1;
-    if (dataset_rules(json_object_get(spec, "dataset"), field, fl, msg, ml)) return -1;
-    if (train_schedule_rules(json_object_get(spec, "schedule"), "spec.schedule", field, fl, msg, ml)) return -1;
-    json_t *ep = json_object_get(spec, "epochs"), *st = json_object_get(spec, "steps");
-    if ((ep != NULL) == (st != NULL)) return bad(field, fl, msg, ml, "spec.epochs", "give exactly one of epochs and steps");
-    json_t *wo = json_object_get(spec, "workers");
-    long workers = json_is_object(wo) ? (long)json_integer_value(json_object_get(wo, "max")) : get_long(spec, "workers");
-    if (json_is_object(wo) && workers < (long)json_integer_value(json_object_get(wo, "min")))
-        return bad(field, fl, msg, ml, "spec.workers.max", "must be an integer in [workers.min, 64]");
-    if (workers > get_long(spec, "batch_size"))
-        return bad(field, fl, msg, ml, "spec.workers", "must not exceed batch_size (each worker takes a slice of every batch)");
-    if (train_policies_validate(spec, field, fl, msg, ml)) return -1;
-    if (json_object_get(spec, "search")) { /* model selection: every configuration must be valid */
-        json_t *configs;
-        if (mop_expand(spec, &configs, field, fl, msg, ml)) return -1;
-        json_decref(configs);
-    }
-    return 0;
-}
 
 static double now_s(void)
 {
@@ -667,14 +549,14 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
         }
         L.rank = hooks->rank, L.world = hooks->world;
     }
-    L.batch = get_long(spec, "batch_size");
-    L.seed = (uint64_t)get_long(spec, "seed");
-    L.eval_every = get_long(spec, "eval_every_steps");
-    L.ckpt_every = get_long(spec, "checkpoint_every_steps");
-    L.progress_every = get_long(spec, "progress_every_steps");
+    L.batch = train_spec_long(spec, "batch_size");
+    L.seed = (uint64_t)train_spec_long(spec, "seed");
+    L.eval_every = train_spec_long(spec, "eval_every_steps");
+    L.ckpt_every = train_spec_long(spec, "checkpoint_every_steps");
+    L.progress_every = train_spec_long(spec, "progress_every_steps");
     const train_backend *be = hooks && hooks->backend ? hooks->backend : train_backend_cpu();
     L.pol = train_policies_create(spec);
-    L.epochs = get_long(spec, "epochs");
+    L.epochs = train_spec_long(spec, "epochs");
     long cap = train_policies_max_batch(L.pol, L.batch); /* an adaptive batch may grow to it */
     L.m = train_model_create(json_object_get(spec, "model"), be, L.seed, (int)cap, err, el);
     if (!L.m) return -1;
@@ -693,7 +575,7 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
     }
     if (check_data(L.m, L.tr, L.te, err, el)) goto out;
     L.spe = (long)((L.tr->n + (size_t)L.batch - 1) / (size_t)L.batch);
-    L.total = json_object_get(spec, "steps") ? get_long(spec, "steps") : get_long(spec, "epochs") * L.spe;
+    L.total = json_object_get(spec, "steps") ? train_spec_long(spec, "steps") : train_spec_long(spec, "epochs") * L.spe;
     L.order = malloc(sizeof(size_t) * L.tr->n);
     L.xb = L.m->be->alloc((size_t)cap * L.tr->dim);
     L.yb = (int32_t *)L.m->be->alloc((size_t)cap);

@@ -1,12 +1,6 @@
 /* train.h - the training job API the worker executor calls.
  *
- * Spec: {"model":{"input":[1,28,28],"layers":[...]},
- *        "dataset":{"format":"idx","train_images","train_labels","test_images","test_labels"}
- *                | {"format":"csv","train","test","scale":1}
- *                | {"name":"fashion-mnist"},
- *        "optimizer":{"type":"sgd"|"adam","lr",...}, "schedule":{...} (optional),
- *        "batch_size":64, "epochs":N | "steps":N, "seed":1,
- *        "eval_every_steps":N (optional), "checkpoint_every_steps":N (optional)}
+ * Spec: spec.h (the training spec module, which validates it).
  * Paths are used as given (the caller resolves them under the tenant's data
  * roots).  Unknown top-level keys are ignored (the executor's own fields). */
 #ifndef GANTRY_TRAIN_TRAIN_H
@@ -15,12 +9,10 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "common/schema.h"
 #include "workers/train/data.h"
+#include "workers/train/spec.h"
 
 #define TRAIN_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
-
-#define TRAIN_MAX_WORKERS 64
 
 /* how the ranks of a run came to hold the same state (reported by rank 0) */
 typedef struct {
@@ -71,17 +63,7 @@ typedef struct {
     const train_data *train_set, *test_set;
 } train_hooks;
 
-/* the spec's shape and its dataset's (in the API document; the federated spec reuses the dataset) */
-extern const sch train_spec_shape, train_dataset_shape;
-/* spec.batch_size and spec.seed (the federated spec has them too) */
-extern const sch train_batch_shape, train_seed_shape;
-
-/* 0 when the spec is valid: its shape, then the rules between fields; else -1
- * with field (e.g. "spec.optimizer.lr") and message */
-int train_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
-
-/* a numeric member of a valid spec, or the default its shape documents */
-long train_spec_long(const json_t *spec, const char *key);
+/* the spec's shapes, train_spec_validate and train_spec_long: spec.h (the jansson-only spec module) */
 
 /* Loads the training and test sets of a valid spec (spec.dataset; a CSV's shape
  * from spec.model.input).  0, or -1 with err naming the file. */

@@ -1,0 +1,88 @@
+/* spec.h - the training job's spec module: jansson only (no BLAS, no CUDA), so the server and the
+ * federated spec link it without the training library, and the training library checks a spec
+ * with these same functions before it runs one.
+ *
+ * Spec (docs/training.md): {"model":{"input":[1,28,28],"layers":[...]},
+ *        "dataset":{"format":"idx","train_images","train_labels","test_images","test_labels"}
+ *                | {"format":"csv","train","test","scale":1}
+ *                | {"name":"fashion-mnist"},
+ *        "optimizer":{"type":"sgd"|"adam","lr",...}, "schedule":{...} (optional),
+ *        "batch_size":64, "epochs":N | "steps":N, "seed":1, "workers":N | {"min","max"},
+ *        "eval_every_steps":N, "checkpoint_every_steps":N, "policies":[...], "search":{...} (optional)}
+ *
+ * Files: spec.c (the top level, the dataset, train_job_spec), spec_model.c (the architecture),
+ * spec_optim.c (optimizer and schedule), spec_policies.c (adaptation policies, adapt.h),
+ * spec_search.c (model selection's search, mop.h).  Each shape validates, gives the defaults
+ * (sch_number) and is written into the API document. */
+#ifndef GANTRY_TRAIN_SPEC_H
+#define GANTRY_TRAIN_SPEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "common/jobtypes.h"
+#include "common/schema.h"
+
+#define TRAIN_MAX_WORKERS 64
+#define TRAIN_MAX_POLICIES 8
+#define MOP_MAX_CONFIGS 256
+
+/* ---- the spec (spec.c) ---- */
+
+/* the spec's shape and its dataset's (the federated spec reuses the dataset) */
+extern const sch train_spec_shape, train_dataset_shape;
+/* spec.batch_size and spec.seed (the federated spec has them too) */
+extern const sch train_batch_shape, train_seed_shape;
+
+/* 0 when the spec is valid: its shape, then the rules between fields (every configuration of a
+ * search valid too); else -1 with field (e.g. "spec.optimizer.lr") and message */
+int train_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
+
+/* a numeric member of a valid spec, or the default its shape documents */
+long train_spec_long(const json_t *spec, const char *key);
+
+/* calls fn for each file a (valid) dataset object names, the field named under prefix
+ * ("spec.dataset" -> "spec.dataset.train_images"); 0 or fn's first nonzero answer */
+int train_dataset_paths(const json_t *dataset, const char *prefix, job_path_fn fn, void *ctx);
+
+/* the training row's spec module (common/jobtypes.h) */
+extern const job_spec train_job_spec;
+
+/* ---- the model's architecture (spec_model.c) ---- */
+
+extern const sch train_arch_shape;
+/* the layers whose members have defaults (model.c reads them) */
+extern const sch train_dense_shape, train_conv2d_shape, train_maxpool_shape;
+
+/* 0 when arch is a valid architecture; else -1, with field named under prefix
+ * (e.g. "spec.model.layers[2].units") and msg */
+int train_arch_validate(const json_t *arch, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len);
+
+/* ---- optimizer and learning-rate schedule (spec_optim.c) ---- */
+
+extern const sch train_optim_shape, train_sgd_shape, train_adam_shape, train_schedule_shape;
+/* what the schedule's shape cannot say (a step schedule needs step_size); s fits its shape */
+int train_schedule_rules(const json_t *s, const char *prefix, char *field, size_t fl, char *msg, size_t ml);
+
+/* ---- adaptation policies (spec_policies.c; what they do: adapt.h) ---- */
+
+typedef enum { TRAIN_POLICY_GNS, TRAIN_POLICY_ADAPTIVE_BATCH, TRAIN_POLICY_STRATEGY_SWITCH, TRAIN_NPOLICIES } train_policy_kind;
+
+/* spec.policies' shape, and each policy's (its parameters' defaults) */
+extern const sch train_policies_shape;
+extern const sch *const train_policy_shapes[TRAIN_NPOLICIES];
+/* the train_policy_kind of a policy's name, or -1 */
+int train_policy_find(const char *name);
+/* 0 when spec.policies is absent or valid; else -1 with field and msg */
+int train_policies_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml);
+
+/* ---- model selection's search (spec_search.c; the schedule and the run: mop.h) ---- */
+
+extern const sch mop_search_shape;
+
+/* The configurations of a spec's search: *out an array of {"params": {name: value},
+ * "spec": the full spec of that configuration (without "search")}, each one a valid training
+ * spec.  0, or -1 with field (e.g. "spec.search.params.optimizer.lr") and msg. */
+int mop_expand(const json_t *spec, json_t **out, char *field, size_t field_len, char *msg, size_t msg_len);
+
+#endif

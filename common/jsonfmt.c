@@ -11,7 +11,7 @@
 
 static int same_bits(double a, double b)
 {
-    return memcmp(&a, &b, sizeof(a)) == 0;
+    return memcmp(&a, &b, sizeof(a)) == 0; /* NOLINT(bugprone-suspicious-memory-comparison): the bits are the point (-0.0) */
 }
 
 /* "%.{p}g" of d into buf; 1 when it reads back as d */

@@ -188,8 +188,10 @@ void sq_remove(sched_queue *q, sched_entry *e)
 
 void sq_free(sched_queue *q)
 {
-    while (q->oldest)
-        sq_remove(q, q->oldest);
+    for (sched_entry *e = q->oldest, *newer; e; e = newer) {
+        newer = e->newer;
+        sq_remove(q, e);
+    }
     free(q->buckets);
     sq_init(q);
 }

@@ -213,7 +213,7 @@ static double window_latency(jobsim *J, double now, double q, double *scratch)
 {
     while (J->lat_len > 0 && J->lat_t[J->lat_head] < now - LAT_WINDOW_S)
         J->lat_head = (J->lat_head + 1) % J->lat_cap, J->lat_len--;
-    if (J->lat_len == 0) return 0;
+    if (J->lat_len <= 0) return 0;
     for (int i = 0; i < J->lat_len; i++)
         scratch[i] = J->lat_v[(J->lat_head + i) % J->lat_cap];
     qsort(scratch, (size_t)J->lat_len, sizeof(double), cmpd);

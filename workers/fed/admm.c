@@ -6,7 +6,7 @@
 double fed_admm_rho(const fed_admm_params *p, int k)
 {
     int every = p->decay_every > 0 ? p->decay_every : 1;
-    return p->rho0 * pow(p->decay, (double)(k / every));
+    return p->rho0 * pow(p->decay, (double)(k / every)); /* NOLINT(bugprone-integer-division): a step every `every` rounds */
 }
 
 void fed_admm_x(const double *w, const double *lambda, const double *z, double rho, double *x, size_t dim)

@@ -76,7 +76,7 @@ static int seal(const fed_party *p, const unsigned char key[32], fed_hdr *h, con
     int ok = c && EVP_EncryptInit_ex(c, EVP_chacha20_poly1305(), NULL, key, h->nonce) == 1 &&
              EVP_EncryptUpdate(c, NULL, &l0, ad, (int)adl) == 1 &&
              EVP_EncryptUpdate(c, out + FED_HDR_LEN, &l1, plain, (int)len) == 1 &&
-             EVP_EncryptFinal_ex(c, out + FED_HDR_LEN + l1, &l2) == 1 && (size_t)(l1 + l2) == len &&
+             EVP_EncryptFinal_ex(c, out + FED_HDR_LEN + l1, &l2) == 1 && (size_t)l1 + (size_t)l2 == len &&
              EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, FED_TAG_LEN, out + FED_HDR_LEN + len) == 1;
     EVP_CIPHER_CTX_free(c);
     return ok ? 0 : -1;
@@ -97,7 +97,7 @@ long fed_msg_open(const unsigned char key[32], const char *job, uint32_t attempt
              EVP_DecryptUpdate(c, NULL, &l0, ad, (int)adl) == 1 &&
              EVP_DecryptUpdate(c, plain, &l1, blob + FED_HDR_LEN, (int)cl) == 1 &&
              EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, FED_TAG_LEN, tag) == 1 && EVP_DecryptFinal_ex(c, plain + l1, &l2) == 1 &&
-             (size_t)(l1 + l2) == cl;
+             (size_t)l1 + (size_t)l2 == cl;
     EVP_CIPHER_CTX_free(c);
     return ok ? (long)cl : -1;
 }
@@ -373,7 +373,7 @@ int fed_party_sum(fed_party *p, const double *v, int weighted, int cls, double *
         }
         if ((rc = put(p, chan, p->buf, sealed, err, errlen))) return rc;
     } else { /* the group's partial sum: still masked */
-        fed_blob in[FED_PARTY_MAX];
+        fed_blob in[FED_PARTY_MAX] = {0};
         if (size > 1 && (rc = get(p, chan, size - 1, in, err, errlen))) return rc;
         memcpy(p->acc, p->enc, bytes);
         int seen[FED_PARTY_MAX] = {0};

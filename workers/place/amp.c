@@ -330,7 +330,7 @@ static int config_alloc(config *c, const amp_problem *p)
 {
     size_t L1 = (size_t)p->n_layers + 1, G = (size_t)p->nodes * p->gpus_per_node, P = G < L1 ? G : L1;
     c->p = p;
-    c->speed = malloc(P * sizeof(double)), c->dp_link = malloc(P * sizeof(double));
+    c->speed = calloc(P, sizeof(double)), c->dp_link = malloc(P * sizeof(double));
     c->fw = malloc(L1 * sizeof(double)), c->tp = malloc(L1 * sizeof(double));
     c->cut = calloc(P * L1, sizeof(double)), c->val = malloc(P * L1 * sizeof(double)), c->arg = malloc(P * L1 * sizeof(int));
     return c->speed && c->dp_link && c->fw && c->tp && c->cut && c->val && c->arg ? 0 : -1;

@@ -678,6 +678,7 @@ static int cmp_unit_mem(const void *a, const void *b)
  * device with the most room left.  -1 when some unit fits nowhere. */
 static int assign_pins(const place_graph *g, pinset *ps)
 {
+    if (g->n_devices < 1) return -1;
     int64_t *room = malloc((size_t)g->n_devices * sizeof *room), (*order)[2] = malloc((size_t)ps->n * sizeof *order);
     if (!room || !order) return free(room), free(order), -1;
     for (int d = 0; d < g->n_devices; d++)

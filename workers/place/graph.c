@@ -174,7 +174,7 @@ static int read_outputs(perr *e, const json_t *obj, const char *where, int64_t *
     json_array_foreach(v, i, x)
     {
         char item[128];
-        int64_t b;
+        int64_t b = 0;
         snprintf(item, sizeof item, "%s[%zu]", suffix, i);
         if (read_bytes(e, x, item, PLACE_MAX_BYTES, &b) < 0) return -1;
         *out += b;

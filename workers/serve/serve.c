@@ -103,7 +103,7 @@ static int parse_doc(serve_model *s, serve_request *r, parsed *p)
     if (scan_data(r->body, r->len, &ds, &de) == 0) { /* the numbers are read later, straight into the batch */
         char *rest = xmalloc(r->len + 3);
         memcpy(rest, r->body, ds);
-        memcpy(rest + ds, "[]", 2);
+        rest[ds] = '[', rest[ds + 1] = ']'; /* not a string: json_loadb takes the length */
         memcpy(rest + ds + 2, r->body + de, r->len - de);
         p->doc = json_loadb(rest, ds + 2 + (r->len - de), 0, &jerr);
         free(rest);

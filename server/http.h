@@ -1,7 +1,7 @@
-/* http.h - the request context, replies and the route table's types.
+/* http.h - the request context and replies (a route, the table's row: route.h).
  *
- * One table (routes.c) lists every endpoint: method, path pattern with {params},
- * the least role needed, the body limit and the handler.  http.c matches a
+ * One table (routes.c, its rows' type in route.h) lists every endpoint: method, path
+ * pattern with {params}, the least role needed, the body limit and the handler.  http.c matches a
  * request against it in one place: 404/405, authentication (401), roles (403),
  * content type (415), body size (413), JSON syntax and nesting depth (400)
  * are all decided there, before any handler runs.  Handlers answer with
@@ -16,26 +16,8 @@
 
 #include "server/auth.h"
 #include "server/errors.h"
+#include "server/route.h"
 #include "server/server.h"
-
-typedef struct http_ctx http_ctx;
-typedef void (*route_fn)(http_ctx *c);
-
-/* BODY_RAW: size, type and nesting are checked but the body is not parsed (it is
- * forwarded as is: inference requests, parsed by the replica) */
-enum { BODY_NONE = 0, BODY_JSON = 1, BODY_JSON_LARGE = 2, BODY_RAW = 3 };
-
-typedef struct {
-    const char *method;
-    const char *pattern; /* "/v1/jobs/{id}/cancel" */
-    role role;           /* ROLE_NONE: no token needed */
-    int body;            /* BODY_* */
-    route_fn fn;
-    const char *summary;
-    int limiter; /* LIMIT_API (the per-token API rate limit) or LIMIT_INFER (the per-token prediction limit) */
-} route;
-
-enum { LIMIT_API = 0, LIMIT_INFER = 1 };
 
 struct http_ctx {
     h2o_req_t *req;
@@ -49,9 +31,6 @@ struct http_ctx {
     struct http_defer *defer;
     bool refused; /* the gate refused its body and the connection closes after the answer (gate.h) */
 };
-
-extern const route routes[];
-extern const int routes_count;
 
 /* installs the API dispatcher on pathconf; requests outside the API fall through (-1) */
 void http_register(server *srv, h2o_pathconf_t *pathconf);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "server/http.h"
+#include "server/infer_metrics.h" /* infer_render_metrics */
 
 #define INFER_FLUSH_MS 2000
 
@@ -38,7 +39,6 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
  * within that time). */
 const infer_target *infer_cached(infer_gw *g, const char *tenant, const char *model);
 void infer_cache_put(infer_gw *g, const char *tenant, const char *model, const infer_target *t);
-void infer_render_metrics(infer_gw *g, FILE *out);
 void infer_close(infer_gw *g);
 
 #endif

@@ -35,6 +35,8 @@ enum {
     JT_BACKFILL = 1 << 2,
     /* one slot per entry of spec.sites, each pinned by its "label" (site=NAME) when it has one */
     JT_PER_SITE = 1 << 3,
+    /* a job that succeeds registers the model of its result (result.model) in the tenant's registry */
+    JT_REGISTERS_MODEL = 1 << 4,
 };
 
 /* X(name, Title, spec, executor, traits):
@@ -45,9 +47,9 @@ enum {
  *   traits    JT_* flags */
 #define JOB_TYPE_TABLE(X)                                                                                                          \
     X(placement, PlacementSpec, place_job_spec, exec_placement, JT_BACKFILL)                                                       \
-    X(training, TrainingSpec, train_job_spec, exec_training, JT_GANG)                                                              \
+    X(training, TrainingSpec, train_job_spec, exec_training, JT_GANG | JT_REGISTERS_MODEL)                                         \
     X(inference, InferenceSpec, serve_job_spec, exec_inference, JT_SERVING)                                                        \
-    X(federated, FederatedSpec, fed_job_spec, exec_federated, JT_GANG | JT_PER_SITE)
+    X(federated, FederatedSpec, fed_job_spec, exec_federated, JT_GANG | JT_PER_SITE | JT_REGISTERS_MODEL)
 
 /* whether type is a row of the table (NULL: false) */
 bool job_type_valid(const char *type);

@@ -4,6 +4,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/jobstate.h"
+#include "common/jobtypes.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -344,15 +345,15 @@ json_t *jobs_serving(sqlite3 *db, const char *tenant_id, const char *model)
 {
     sqlite3_stmt *st;
     if (prep(db,
-             "SELECT id, state, spec FROM jobs WHERE tenant_id = ? AND type = 'inference' AND state IN ('queued', "
-             "'scheduled', 'running') AND json_extract(spec, '$.model') = ? ORDER BY (state = 'running') DESC, seq DESC "
-             "LIMIT 1",
+             "SELECT id, state, spec, type FROM jobs WHERE tenant_id = ? AND state IN ('queued', 'scheduled', 'running') "
+             "AND json_extract(spec, '$.model') = ? ORDER BY (state = 'running') DESC, seq DESC",
              &st) != 0)
         return NULL;
     sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, model, -1, SQLITE_STATIC);
     json_t *o = NULL;
-    if (db_step(st) == SQLITE_ROW) {
+    while (!o && db_step(st) == SQLITE_ROW) { /* the first of a serving type (common/jobtypes.h: inference) */
+        if (!(job_type_traits((const char *)sqlite3_column_text(st, 3)) & JT_SERVING)) continue;
         json_t *spec = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
         o = json_pack("{s:s, s:s, s:o}", "id", (const char *)sqlite3_column_text(st, 0), "state",
                       (const char *)sqlite3_column_text(st, 1), "spec", spec ? spec : json_object());

@@ -1,5 +1,6 @@
 #include "server/models.h"
 #include "common/alloc.h"
+#include "common/jobtypes.h"
 #include "common/clock.h"
 #include "server/db.h"
 
@@ -15,12 +16,12 @@ int models_register(sqlite3 *db, const char *job_id, const json_t *result)
 {
     const json_t *model = json_object_get(result, "model");
     if (!json_is_object(model)) return 0;
-    sqlite3_stmt *st = db_stmt(db, "SELECT tenant_id, coalesce(json_extract(spec, '$.model_name'), name) FROM jobs "
-                                   "WHERE id = ? AND type IN ('training', 'federated')");
+    sqlite3_stmt *st = db_stmt(db, "SELECT tenant_id, coalesce(json_extract(spec, '$.model_name'), name), type FROM jobs "
+                                   "WHERE id = ?");
     if (!st) return -1;
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
     char tenant[64] = "", name[256] = "";
-    if (db_step(st) == SQLITE_ROW) {
+    if (db_step(st) == SQLITE_ROW && (job_type_traits((const char *)sqlite3_column_text(st, 2)) & JT_REGISTERS_MODEL)) {
         snprintf(tenant, sizeof(tenant), "%s", (const char *)sqlite3_column_text(st, 0));
         snprintf(name, sizeof(name), "%s", (const char *)sqlite3_column_text(st, 1));
     }

@@ -386,9 +386,9 @@ static void test_job_type_traits(void **state)
 {
     (void)state;
     assert_int_equal(job_type_traits("placement"), JT_BACKFILL);
-    assert_int_equal(job_type_traits("training"), JT_GANG);
+    assert_int_equal(job_type_traits("training"), JT_GANG | JT_REGISTERS_MODEL);
     assert_int_equal(job_type_traits("inference"), JT_SERVING);
-    assert_int_equal(job_type_traits("federated"), JT_GANG | JT_PER_SITE);
+    assert_int_equal(job_type_traits("federated"), JT_GANG | JT_PER_SITE | JT_REGISTERS_MODEL);
     assert_int_equal(job_type_traits("mining"), 0);
     assert_int_equal(job_type_traits(NULL), 0);
     assert_string_equal(job_type_list(), "placement, training, inference, federated");

@@ -171,7 +171,7 @@ int requeue_task(rs_conn *r, const char *raw, int max_attempts, const char *why,
 int requeue_ask(rs_conn *r, const char *job_id, int attempt, const char *by)
 {
     redisReply *rep = rs_command(r, "SET %s%s:%d %s NX EX %d", K_PREEMPT_PREFIX, job_id, attempt, by, PREEMPT_TTL_S);
-    int n = !rep ? -1 : rep->type == REDIS_REPLY_STATUS;
+    int n = !rep || rep->type == REDIS_REPLY_ERROR ? -1 : rep->type == REDIS_REPLY_STATUS;
     freeReplyObject(rep);
     return n;
 }

@@ -99,7 +99,9 @@ dispatch_result dispatch_to(rs_conn *r, const sched_entry *e, const char *const 
 
 void dispatch_drop(rs_conn *r, const char *entry_id)
 {
-    freeReplyObject(rs_command(r, "XACK %s %s %s", K_JOBS_STREAM, K_SCHED_GROUP, entry_id));
+    /* not acknowledged: the entry stays pending and is read again after a restart, where it is a
+     * duplicate or still cancelled (rs_do logged why) */
+    rs_do(r, "XACK %s %s %s", K_JOBS_STREAM, K_SCHED_GROUP, entry_id);
 }
 
 int dispatch_note_send(rs_conn *r, const char *job_id, const char *reason)
@@ -118,11 +120,8 @@ int dispatch_note_send(rs_conn *r, const char *job_id, const char *reason)
 
 int dispatch_note_recv(rs_conn *r)
 {
-    redisReply *rep = NULL;
-    if (!r->c || redisGetReply(r->c, (void **)&rep) != REDIS_OK) {
-        rs_close(r);
-        return -1;
-    }
+    redisReply *rep = rs_get_reply(r, "XADD");
+    if (!rep) return -1;
     int ok = rep->type == REDIS_REPLY_STRING;
     freeReplyObject(rep);
     return ok ? 0 : -1;

@@ -85,8 +85,8 @@ static void on_signal(int sig)
     stopping = 1;
 }
 
-static void ensure_group(rs_conn *r)
 /* a failure is logged; the next XREADGROUP then says NOGROUP and this runs again */
+static void ensure_group(rs_conn *r)
 {
     rs_group_create(r, K_JOBS_STREAM, K_SCHED_GROUP, "0");
     rs_group_create(r, K_WAKE_STREAM, K_SCHED_GROUP, "$");
@@ -356,6 +356,7 @@ static int recover(rs_conn *r, sched_queue *q)
 
 int main(int argc, char **argv)
 {
+    json_set_alloc_funcs(xmalloc, free); /* jansson never returns NULL for memory (common/alloc.h) */
     log_init("scheduler");
     int rc = config_parse(argc, argv, opts, NOPTS, "gantry-scheduler",
                           "Places jobs from gantry:jobs on workers: priorities, fair share, quotas, gangs, preemption.");

@@ -1,4 +1,5 @@
 #include "server/bus.h"
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "common/keys.h"
 #include "common/log.h"
@@ -46,15 +47,10 @@ static redisAsyncContext *connect_one(bus *b, redisConnectCallback *on_connect)
     return redis_uv_connect(b->srv->loop, b->host, b->port, b->password, on_connect, on_disconnect, b);
 }
 
-static void ignore_reply(redisAsyncContext *ac, void *r, void *priv)
-{
-    (void)ac, (void)r, (void)priv;
-}
-
 static void ensure_group(redisAsyncContext *ac)
 {
     /* from 0: events written before the group existed (a wiped Redis) are still read */
-    redisAsyncCommand(ac, ignore_reply, NULL, "XGROUP CREATE %s %s 0 MKSTREAM", K_EVENTS_STREAM, K_SERVER_GROUP);
+    redisAsyncCommand(ac, redis_uv_group_reply, "XGROUP CREATE", "XGROUP CREATE %s %s 0 MKSTREAM", K_EVENTS_STREAM, K_SERVER_GROUP);
 }
 
 static int apply_republish(sqlite3 *db, void *arg)
@@ -107,13 +103,14 @@ void bus_sync_tenants(bus *b)
     if (!b->cmd_ready) return;
     sqlite3_stmt *st = db_stmt(b->srv->db, "SELECT id, weight, max_slots FROM tenants");
     if (!st) return;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (db_step(st) == SQLITE_ROW) {
         json_t *o = json_pack("{s:f}", "weight", sqlite3_column_double(st, 1));
         json_object_set_new(o, "max_slots",
                             sqlite3_column_type(st, 2) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(st, 2)));
         char *s = json_dumps(o, JSON_COMPACT);
         json_decref(o);
-        redisAsyncCommand(b->cmd, ignore_reply, NULL, "HSET %s %s %s", K_TENANTS_HASH, sqlite3_column_text(st, 0), s);
+        redisAsyncCommand(b->cmd, redis_uv_log_reply, "HSET tenants", "HSET %s %s %s", K_TENANTS_HASH, sqlite3_column_text(st, 0),
+                          s);
         free(s);
     }
     db_release(st);
@@ -150,7 +147,7 @@ static void on_len(redisAsyncContext *ac, void *r, void *priv)
 {
     (void)ac;
     redisReply *reply = r;
-    if (reply && reply->type == REDIS_REPLY_INTEGER) *(long long *)priv = reply->integer;
+    if (redis_uv_ok(reply, "XLEN") && reply->type == REDIS_REPLY_INTEGER) *(long long *)priv = reply->integer;
 }
 
 static void on_tick(uv_timer_t *t)
@@ -178,7 +175,7 @@ static void on_tick(uv_timer_t *t)
 
 bus *bus_create(server *srv, const char *host, int port, const char *password, const char *consumer)
 {
-    bus *b = calloc(1, sizeof(*b));
+    bus *b = xcalloc(1, sizeof(*b));
     b->srv = srv;
     snprintf(b->host, sizeof(b->host), "%s", host);
     snprintf(b->password, sizeof(b->password), "%s", password ? password : "");
@@ -235,12 +232,11 @@ static void publish(bus *b, const task_msg *t, bool swept)
 {
     if (!b->cmd_ready) return; /* stays unpublished; the next connect or sweep publishes it */
     char *s = msg_task_encode(t);
-    publish_ctx *p = malloc(sizeof(*p));
-    if (!s || !p) {
-        free(s);
-        free(p);
+    if (!s) { /* a task jansson cannot encode (not memory: common/alloc.h); it stays unpublished */
+        log_error("outbox: cannot encode job %s", t->job_id);
         return;
     }
+    publish_ctx *p = xmalloc(sizeof(*p));
     p->b = b;
     snprintf(p->job_id, sizeof(p->job_id), "%s", t->job_id);
     p->swept = swept;
@@ -273,7 +269,7 @@ static void sweep(bus *b, int64_t before_ms)
 
 void bus_cancel(bus *b, const char *job_id)
 {
-    if (b->cmd_ready) redisAsyncCommand(b->cmd, ignore_reply, NULL, "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id);
+    if (b->cmd_ready) redisAsyncCommand(b->cmd, redis_uv_log_reply, "SET cancel", "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id);
 }
 
 /* ---- events ---- */
@@ -336,13 +332,13 @@ static void on_batch_done(void *arg, int ok)
         return;
     }
     if (b->rd_ready) {
-        const char **argv = malloc(sizeof(char *) * (size_t)(batch->n + 3));
+        const char **argv = xmalloc(sizeof(char *) * (size_t)(batch->n + 3));
         argv[0] = "XACK";
         argv[1] = K_EVENTS_STREAM;
         argv[2] = K_SERVER_GROUP;
         for (int i = 0; i < batch->n; i++)
             argv[3 + i] = batch->entry_ids[i];
-        redisAsyncCommandArgv(b->rd, ignore_reply, NULL, batch->n + 3, argv, NULL);
+        redisAsyncCommandArgv(b->rd, redis_uv_log_reply, "XACK", batch->n + 3, argv, NULL);
         free(argv);
     }
     for (int i = 0; i < batch->n; i++) {
@@ -357,13 +353,13 @@ static void on_batch_done(void *arg, int ok)
 
 static event_batch *batch_from_reply(bus *b, redisReply *entries)
 {
-    event_batch *batch = calloc(1, sizeof(*batch));
+    event_batch *batch = xcalloc(1, sizeof(*batch));
     size_t n = entries->elements;
     batch->b = b;
-    batch->entry_ids = calloc(n, sizeof(*batch->entry_ids));
-    batch->events = calloc(n, sizeof(*batch->events));
-    batch->results = calloc(n, sizeof(*batch->results));
-    batch->tenants = calloc(n, sizeof(*batch->tenants));
+    batch->entry_ids = xcalloc(n, sizeof(*batch->entry_ids));
+    batch->events = xcalloc(n, sizeof(*batch->events));
+    batch->results = xcalloc(n, sizeof(*batch->results));
+    batch->tenants = xcalloc(n, sizeof(*batch->tenants));
     for (size_t i = 0; i < n; i++) {
         redisReply *entry = entries->element[i];
         if (entry->type != REDIS_REPLY_ARRAY || entry->elements < 2 || entry->element[0]->type != REDIS_REPLY_STRING) continue;
@@ -469,7 +465,7 @@ void bus_workers(bus *b, bus_workers_cb cb, void *arg)
         cb(arg, NULL);
         return;
     }
-    workers_req *req = malloc(sizeof(*req));
+    workers_req *req = xmalloc(sizeof(*req));
     *req = (workers_req){cb, arg};
     redisAsyncCommand(b->cmd, on_workers, req, "EVAL %s 1 %s %s", lua_workers_list, K_WORKERS_SET, K_WORKER_PREFIX);
 }

@@ -1,4 +1,5 @@
 #include "server/infer.h"
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/keys.h"
@@ -98,7 +99,7 @@ static jstats *stats_for(infer_gw *g, const infer_target *t)
         memmove(g->jobs, g->jobs + 1, sizeof(g->jobs[0]) * (MAX_JOBS - 1));
         g->njobs--;
     }
-    jstats *js = calloc(1, sizeof(*js));
+    jstats *js = xcalloc(1, sizeof(*js));
     snprintf(js->job_id, sizeof(js->job_id), "%s", t->job_id);
     snprintf(js->tenant, sizeof(js->tenant), "%s", t->tenant);
     js->slo_ms = t->slo_ms, js->slo_q = t->slo_q;
@@ -202,7 +203,7 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
         http_error(c, GERR_UNAVAILABLE, NULL, "too many inference requests in flight on this server (%d); retry", PEND_CAP);
         return;
     }
-    pend *p = calloc(1, sizeof(*p));
+    pend *p = xcalloc(1, sizeof(*p));
     p->g = g, p->seq = seq, p->js = stats_for(g, t), p->t0_us = clock_mono_us();
     p->defer = http_defer_begin(c);
     uv_timer_init(g->srv->loop, &p->timer);
@@ -262,7 +263,7 @@ static void on_replies(redisAsyncContext *ac, void *r, void *priv)
     redisReply *rep = r;
     g->reading = 0;
     if (!rep) return; /* disconnected: the tick reconnects */
-    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
+    if (redis_uv_ok(rep, "XREAD replies") && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
         redisReply *entries = rep->element[0]->element[1];
         for (size_t i = 0; i < entries->elements; i++) {
             redisReply *e = entries->element[i], *fields = e->element[1];
@@ -348,11 +349,6 @@ static void point_done(void *arg, int ok)
     free(op);
 }
 
-static void ignore(redisAsyncContext *ac, void *r, void *priv)
-{
-    (void)ac, (void)r, (void)priv;
-}
-
 /* one metrics point per job that had traffic since the last flush */
 static void flush(infer_gw *g, int64_t now)
 {
@@ -370,7 +366,8 @@ static void flush(infer_gw *g, int64_t now)
         json_object_set_new(m, "ts", json_integer(now));
         char *s = json_dumps(m, JSON_COMPACT);
         if (s && g->tx_ready) /* for the autoscaler: the latest window as seen by this server */
-            redisAsyncCommand(g->tx, ignore, NULL, "HSET %s%s server:%s %s", K_INFER_STATS_PREFIX, js->job_id, g->sid, s);
+            redisAsyncCommand(g->tx, redis_uv_log_reply, "HSET stats", "HSET %s%s server:%s %s", K_INFER_STATS_PREFIX, js->job_id,
+                              g->sid, s);
         json_t *ev = json_pack("{s:s, s:n, s:s, s:s, s:I, s:n, s:O}", "job_id", js->job_id, "state", "reason", "serving", "source",
                                "server", "ts", (json_int_t)now, "progress", "metrics", m);
         char *evs = json_dumps(ev, JSON_COMPACT);
@@ -378,7 +375,7 @@ static void flush(infer_gw *g, int64_t now)
         free(evs);
         json_decref(ev);
         free(s);
-        point_op *op = calloc(1, sizeof(*op));
+        point_op *op = xcalloc(1, sizeof(*op));
         snprintf(op->job_id, sizeof(op->job_id), "%s", js->job_id);
         id_random("m", 10, op->event_id, sizeof(op->event_id));
         op->ts = now, op->metrics = m;
@@ -387,7 +384,7 @@ static void flush(infer_gw *g, int64_t now)
         js->win_start_ms = now;
     }
     if (g->tx_ready && g->last_id[0] && strcmp(g->last_id, "0") != 0) /* replies already read */
-        redisAsyncCommand(g->tx, ignore, NULL, "XTRIM %s MINID %s", g->replies, g->last_id);
+        redisAsyncCommand(g->tx, redis_uv_log_reply, "XTRIM", "XTRIM %s MINID %s", g->replies, g->last_id);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -405,7 +402,7 @@ static void on_tick(uv_timer_t *t)
 
 infer_gw *infer_create(server *srv, const char *host, int port, const char *password)
 {
-    infer_gw *g = calloc(1, sizeof(*g));
+    infer_gw *g = xcalloc(1, sizeof(*g));
     g->srv = srv;
     snprintf(g->host, sizeof(g->host), "%s", host);
     snprintf(g->password, sizeof(g->password), "%s", password ? password : "");

@@ -5,6 +5,7 @@
  * (gantry:infer:stats:<job>, for the autoscaler); latency is measured where the
  * client waits, in the server. */
 #include "common/clock.h"
+#include "common/alloc.h"
 #include "common/keys.h"
 #include "common/lua_scripts.h"
 #include "workers/executor.h"
@@ -48,8 +49,8 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         snprintf(err, errlen, "cannot load model %s version %d: %s", s.model, s.version, why);
         return EXEC_FAILED;
     }
-    serve_msg *batch = calloc((size_t)s.max_batch, sizeof(serve_msg));
-    serve_request *reqs = calloc((size_t)s.max_batch, sizeof(serve_request));
+    serve_msg *batch = xcalloc((size_t)s.max_batch, sizeof(serve_msg));
+    serve_request *reqs = xcalloc((size_t)s.max_batch, sizeof(serve_request));
     char msg[200];
     snprintf(msg, sizeof(msg), "replica ready: model %s version %d", s.model, s.version);
     ctx->progress(ctx, 0.0, msg, NULL);

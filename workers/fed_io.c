@@ -1,5 +1,6 @@
 /* fed_io.c - a federated site's Redis side (fed_io.h). */
 #include "workers/fed_io.h"
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "common/keys.h"
 #include "common/lua_scripts.h"
@@ -23,7 +24,8 @@ static int io_put(fed_net *net, const char *chan, const void *data, size_t len, 
     if (!ok)
         snprintf(err, errlen, "cannot write to %s: %s", key, r && r->type == REDIS_REPLY_ERROR ? r->str : "Redis did not answer");
     freeReplyObject(r);
-    if (ok) freeReplyObject(rs_command(io->r, "EXPIRE %s %d", key, FED_CHANNEL_TTL_S));
+    /* without its TTL the channel stays until io_drop deletes it at the end of the exchange */
+    if (ok) rs_do(io->r, "EXPIRE %s %d", key, FED_CHANNEL_TTL_S);
     return ok ? FED_NET_OK : FED_NET_ERROR;
 }
 
@@ -43,8 +45,7 @@ static void take(const redisReply *r, fed_blob *out, int *have, int count, char 
             if (f->element[k]->type == REDIS_REPLY_STRING && strcmp(f->element[k]->str, "d") == 0 &&
                 f->element[k + 1]->type == REDIS_REPLY_STRING) {
                 const redisReply *v = f->element[k + 1];
-                out[*have].data = malloc(v->len ? v->len : 1);
-                if (!out[*have].data) return;
+                out[*have].data = xmalloc(v->len);
                 memcpy(out[*have].data, v->str, v->len);
                 out[*have].len = v->len;
                 (*have)++;
@@ -100,7 +101,7 @@ static int io_get(fed_net *net, const char *chan, int count, int timeout_ms, fed
 static void io_drop(fed_net *net, const char *chan)
 {
     fed_io *io = (fed_io *)net;
-    freeReplyObject(rs_command(io->r, "DEL %s%s", io->prefix, chan));
+    rs_do(io->r, "DEL %s%s", io->prefix, chan); /* not deleted: the channel's TTL removes it */
 }
 
 void fed_io_open(fed_io *io, rs_conn *r, const char *job_id, int generation, bool (*stop)(void *arg), void *stop_arg)

@@ -22,6 +22,7 @@
  * memory grew since the task started; over either, the job fails with the reason and
  * is never requeued. */
 #include "common/clock.h"
+#include "common/alloc.h"
 #include "common/config.h"
 #include "common/ids.h"
 #include "common/jobtypes.h"
@@ -41,6 +42,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +69,10 @@ static config_opt opts[] = {
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 #define OPT(name) config_get(opts, NOPTS, name)
 
-static volatile sig_atomic_t stopping;
+/* Shared between threads (docs/errors.md, "Threads"): the signal handler sets stopping, the task loop
+ * (main) and the heartbeat thread read it; a lock-free atomic is both signal-safe and seen by every
+ * thread, where volatile sig_atomic_t is only the former. */
+static atomic_int stopping;
 static char state_dir[PATH_MAX]; /* absolute: paths in results must mean the same thing to every process */
 static char worker_id[40], source[96], info_json[2048];
 static char site_label[64];            /* --labels site=NAME: the federated site this worker runs */
@@ -89,7 +94,8 @@ static void set_running(const char *job)
     pthread_mutex_unlock(&running_lock);
 }
 
-static volatile int fence_generation; /* bumped by the heartbeat thread when we were fenced */
+/* bumped by the heartbeat thread when we were fenced, read by the task loop (run_state.fence) */
+static atomic_int fence_generation;
 static int max_attempts = K_MAX_ATTEMPTS;
 
 /* Registration and heartbeat in one script (common/lua/worker_beat.lua).  After the
@@ -97,7 +103,6 @@ static int max_attempts = K_MAX_ATTEMPTS;
  * means the scheduler declared us dead (and gave our work to others) or Redis lost its
  * data.  Then we are fenced: the running task is abandoned without a result,
  * whatever is still in our lists is given back, and we register afresh. */
-
 static int heartbeat(rs_conn *r, bool first)
 {
     char running[64], hb[32], key[128], ttl[16];
@@ -110,7 +115,6 @@ static int heartbeat(rs_conn *r, bool first)
     redisReply *rep = rs_command(r, "EVAL %s 2 %s %s %s %s %s %s %s %s %s", lua_worker_beat, key, K_WORKERS_SET, info_json, hb,
                                  running[0] ? "1" : "0", running, ttl, first ? "1" : "0", worker_id);
     int rc = rep && rep->type == REDIS_REPLY_INTEGER ? (int)rep->integer : -1;
-    if (rep && rep->type == REDIS_REPLY_ERROR) log_error("heartbeat: %s", rep->str);
     freeReplyObject(rep);
     return rc; /* 1 alive, 0 fenced, -1 Redis unreachable */
 }
@@ -257,14 +261,16 @@ static void runtime_record(rs_conn *r, const task_msg *t, const run_state *st)
 {
     if (!runtime_counts(t)) return;
     long long ms = (clock_mono_us() - st->started_us) / 1000;
-    freeReplyObject(rs_command(r, "HSET %s%s %d %lld", K_RUNTIME_PREFIX, t->job_id, t->attempt, ms));
-    freeReplyObject(rs_command(r, "EXPIRE %s%s %d", K_RUNTIME_PREFIX, t->job_id, 7 * 86400));
+    /* not written (rs_do logged why): the next generation's runtime limit misses this one's time */
+    if (rs_do(r, "HSET %s%s %d %lld", K_RUNTIME_PREFIX, t->job_id, t->attempt, ms))
+        rs_do(r, "EXPIRE %s%s %d", K_RUNTIME_PREFIX, t->job_id, 7 * 86400);
 }
 
 /* the job has ended: its runtime record goes (only a requeued job has one) */
 static void runtime_forget(rs_conn *r, const task_msg *t)
 {
-    if (runtime_counts(t) && t->attempt > 0) freeReplyObject(rs_command(r, "DEL %s%s", K_RUNTIME_PREFIX, t->job_id));
+    /* not deleted: the record expires on its own (7 days) */
+    if (runtime_counts(t) && t->attempt > 0) rs_do(r, "DEL %s%s", K_RUNTIME_PREFIX, t->job_id);
 }
 
 /* whether the task is over one of its tenant's limits; the reason goes to st->limit_why */
@@ -570,7 +576,7 @@ static void build_info(void)
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
     json_t *labels = json_object();
-    char *list = strdup(OPT("labels")), *save = NULL;
+    char *list = xstrdup(OPT("labels")), *save = NULL;
     for (char *kv = strtok_r(list, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
         if (eq) {
@@ -620,6 +626,7 @@ static int load_fed_secret(const char *path)
 
 int main(int argc, char **argv)
 {
+    json_set_alloc_funcs(xmalloc, free); /* jansson never returns NULL for memory (common/alloc.h) */
     log_init("worker");
     int rc = config_parse(argc, argv, opts, NOPTS, "gantry-worker", "Runs gantry tasks for one slot.");
     if (rc != 0) return rc < 0 ? 2 : 0;
@@ -677,7 +684,8 @@ int main(int argc, char **argv)
                     usleep(100000);
             freeReplyObject(rem);
             /* a slot is free: wake the scheduler */
-            freeReplyObject(rs_command(&r, "XADD %s MAXLEN ~ 10000 * w %s", K_WAKE_STREAM, worker_id));
+            /* not written: the scheduler sees the free slot at its next round anyway (a third of its lease) */
+            rs_do(&r, "XADD %s MAXLEN ~ 10000 * w %s", K_WAKE_STREAM, worker_id);
         }
         freeReplyObject(rep);
     }
@@ -687,7 +695,7 @@ int main(int argc, char **argv)
      * expires and the scheduler gives them back (or a worker with this id, when it starts). */
     redisReply *unreg = rs_command(&hb, "SREM %s %s", K_WORKERS_SET, worker_id);
     if (unreg) {
-        freeReplyObject(rs_command(&hb, "DEL %s%s", K_WORKER_PREFIX, worker_id));
+        rs_do(&hb, "DEL %s%s", K_WORKER_PREFIX, worker_id); /* not deleted: it expires with the heartbeat TTL */
         requeue_worker_tasks(&hb, worker_id, 0, kept_task ? "handed back: its worker stopped" : "its worker stopped");
     }
     freeReplyObject(unreg);

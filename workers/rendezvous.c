@@ -113,8 +113,8 @@ void rdv_abort(rs_conn *r, const char *job_id, int generation, const char *reaso
 {
     char key[192];
     key_of(key, sizeof(key), job_id, generation);
-    freeReplyObject(rs_command(r, "HSETNX %s abort %s", key, reason));
-    freeReplyObject(rs_command(r, "PEXPIRE %s %d", key, RDV_TTL_MS));
+    /* not written (rs_do logged why): the others wait for this member until their own deadline */
+    if (rs_do(r, "HSETNX %s abort %s", key, reason)) rs_do(r, "PEXPIRE %s %d", key, RDV_TTL_MS);
 }
 
 int rdv_put(rs_conn *r, const char *job_id, int generation, const char *field, const char *value)

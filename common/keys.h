@@ -72,6 +72,12 @@
 #define K_FAILURES_PREFIX "gantry:failures:" /* a job's failed attempts (requeue.c); resizes and preemptions are not */
 #define K_RDV_PREFIX "gantry:rdv:"
 #define K_ELASTIC "gantry:elastic"
+/* a program training job's output (workers/program/): stream <job>, entries r (rank), g (generation), t (a chunk
+ * of whole lines as the program wrote them, at most 64 KiB, not necessarily UTF-8); capped at K_LOGS_MAXLEN
+ * entries, expires K_LOGS_TTL_S after its last entry.  Written by the worker, read by the server. */
+#define K_LOGS_PREFIX "gantry:logs:"
+#define K_LOGS_MAXLEN 20000
+#define K_LOGS_TTL_S (30 * 86400)
 #define K_FED_PREFIX "gantry:fed:" /* federated jobs: <job>:<gen>:sites and the exchange channels (workers/fed_io.h) */
 #define K_INFER_QUEUE_PREFIX "gantry:infer:q:"
 #define K_INFER_REPLIES_PREFIX "gantry:infer:replies:"

@@ -140,8 +140,13 @@ static void print_json(const json_t *j)
 
 /* ---- usage and help ---- */
 
+/* a command's handler, git's way: argv[0] is the command, argc counts it; arity_ok has checked the words */
+typedef int command_fn(int argc, char **argv);
+static command_fn cmd_login, cmd_submit, cmd_list, cmd_get, cmd_cancel, cmd_follow, cmd_table, cmd_tokens;
+
 typedef struct {
     const char *name, *args, *about, *details;
+    command_fn *run; /* NULL for help (answered before any config) */
 } command;
 
 static const command commands[] = {
@@ -151,44 +156,51 @@ static const command commands[] = {
      "Asks the server who the token is (GET /v1/whoami), then writes the config file\n"
      "($GANTRY_CONFIG, default ~/.config/gantry/config) with mode 600.\n"
      "example:\n"
-     "  gantry login --url http://127.0.0.1:8080 < admin.token\n"},
+     "  gantry login --url http://127.0.0.1:8080 < admin.token\n",
+     cmd_login},
     {"submit", "FILE|-", "submit a job (JSON: type, name, spec); prints its id",
      "  FILE  a job as JSON, e.g. deploy/examples/training.json; - reads it from stdin\n"
      "An invalid spec prints the API's message and the field it names (exit status 1).\n"
      "example:\n"
      "  gantry submit deploy/examples/placement.json\n"
-     "  gantry --json submit - < job.json\n"},
+     "  gantry --json submit - < job.json\n",
+     cmd_submit},
     {"list", "[--state S] [--type T] [--limit N]", "the tenant's jobs, newest first",
      "  --state S  queued, scheduled, running, succeeded, failed or cancelled\n"
      "  --type T   placement, training, inference or federated\n"
      "  --limit N  at most N jobs (the API's default page otherwise)\n"
      "example:\n"
-     "  gantry list --state running\n"},
+     "  gantry list --state running\n",
+     cmd_list},
     {"get", "ID", "one job: name, type, state, times, worker, error, metrics",
      "example:\n"
      "  gantry get j_0123456789abcdef\n"
-     "  gantry get j_0123456789abcdef --json   (the whole job: spec and result too)\n"},
+     "  gantry get j_0123456789abcdef --json   (the whole job: spec and result too)\n",
+     cmd_get},
     {"cancel", "ID", "cancel a job that has not finished",
      "A finished job cannot be cancelled (HTTP 409, exit status 1).\n"
      "example:\n"
-     "  gantry cancel j_0123456789abcdef\n"},
+     "  gantry cancel j_0123456789abcdef\n",
+     cmd_cancel},
     {"follow", "ID", "the job's state, why it waits, then its events until it ends",
      "Prints the job's current state first; while it is queued, why it waits (the scheduler's\n"
      "reason: no free worker, the tenant's quota, a gang not complete) and how many workers are free.\n"
      "Then prints its events as they come (Server-Sent Events) until the job ends.  Exit status 0\n"
      "when it succeeded, 1 when it failed or was cancelled (at once when it had already finished).\n"
      "example:\n"
-     "  gantry follow j_0123456789abcdef\n"},
-    {"workers", "", "the workers: kind, idle or busy, what runs, labels", "example:\n  gantry workers\n"},
-    {"models", "", "the tenant's registered models and their latest versions", "example:\n  gantry models\n"},
-    {"tenants", "", "every tenant (admins)", "example:\n  GANTRY_TOKEN=$(cat var/admin.token) gantry tenants\n"},
+     "  gantry follow j_0123456789abcdef\n",
+     cmd_follow},
+    {"workers", "", "the workers: kind, idle or busy, what runs, labels", "example:\n  gantry workers\n", cmd_table},
+    {"models", "", "the tenant's registered models and their latest versions", "example:\n  gantry models\n", cmd_table},
+    {"tenants", "", "every tenant (admins)", "example:\n  GANTRY_TOKEN=$(cat var/admin.token) gantry tenants\n", cmd_table},
     {"tokens", "create TENANT_ID --role ROLE [--name NAME]", "create a token for a tenant (admins)",
      "  --role ROLE  admin, member or viewer\n"
      "  --name NAME  a label for people (no control characters)\n"
      "Prints the token's secret once: keep it.\n"
      "example:\n"
-     "  gantry tokens create t_0123abcd --role member --name ci\n"},
-    {"help", "[COMMAND]", "this text, or one command's", "example:\n  gantry help submit\n"},
+     "  gantry tokens create t_0123abcd --role member --name ci\n",
+     cmd_tokens},
+    {"help", "[COMMAND]", "this text, or one command's", "example:\n  gantry help submit\n", NULL},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -356,7 +368,7 @@ static int get(const char *path, json_t **out)
 
 static int cmd_login(int argc, char **argv)
 {
-    for (int i = 0; i + 1 < argc; i++) {
+    for (int i = 1; i + 1 < argc; i++) {
         if (!strcmp(argv[i], "--url")) set_url(argv[i + 1]);
         if (!strcmp(argv[i], "--token")) snprintf(token, sizeof token, "%s", argv[i + 1]);
     }
@@ -398,8 +410,10 @@ static int cmd_login(int argc, char **argv)
     return 0;
 }
 
-static int cmd_submit(const char *file)
+static int cmd_submit(int argc, char **argv)
 {
+    (void)argc; /* one word */
+    const char *file = argv[1];
     json_error_t je;
     json_t *job = strcmp(file, "-") == 0 ? json_loadf(stdin, 0, &je) : json_load_file(file, 0, &je);
     if (!job) {
@@ -426,8 +440,7 @@ static int cmd_submit(const char *file)
 static int cmd_list(int argc, char **argv)
 {
     char path[512] = "/v1/jobs?", *p = path + strlen(path);
-    if (argc % 2) return usage_of("list");
-    for (int i = 0; i + 1 < argc; i += 2) {
+    for (int i = 1; i + 1 < argc; i += 2) { /* --flag value pairs */
         const char *k = !strcmp(argv[i], "--state")   ? "state"
                         : !strcmp(argv[i], "--type")  ? "type"
                         : !strcmp(argv[i], "--limit") ? "limit"
@@ -467,8 +480,10 @@ static void job_path(char *out, size_t len, const char *id, const char *suffix)
     curl_free(e);
 }
 
-static int cmd_get(const char *id)
+static int cmd_get(int argc, char **argv)
 {
+    (void)argc; /* one word */
+    const char *id = argv[1];
     char path[512];
     job_path(path, sizeof path, id, "");
     json_t *j;
@@ -493,8 +508,10 @@ static int cmd_get(const char *id)
     return 0;
 }
 
-static int cmd_cancel(const char *id)
+static int cmd_cancel(int argc, char **argv)
 {
+    (void)argc; /* one word */
+    const char *id = argv[1];
     char path[512];
     job_path(path, sizeof path, id, "/cancel");
     json_t *r;
@@ -640,8 +657,10 @@ static size_t on_sse(char *data, size_t size, size_t nmemb, void *arg)
     return k;
 }
 
-static int cmd_follow(const char *id)
+static int cmd_follow(int argc, char **argv)
 {
+    (void)argc; /* one word */
+    const char *id = argv[1];
     char path[512];
     job_path(path, sizeof path, id, "");
     json_t *j;
@@ -679,8 +698,13 @@ static const char *running_of(const json_t *w)
     return job ? esc(job) : "(other tenant)";
 }
 
-static int cmd_table(const char *path, const char *key)
+/* workers, models, tenants: GET /v1/COMMAND, a table of its COMMAND array */
+static int cmd_table(int argc, char **argv)
 {
+    (void)argc; /* no words */
+    const char *key = argv[0];
+    char path[64];
+    snprintf(path, sizeof path, "/v1/%s", key);
     json_t *r;
     if (get(path, &r)) return 1;
     if (as_json) {
@@ -718,11 +742,11 @@ static int cmd_table(const char *path, const char *key)
     return 0;
 }
 
-static int cmd_token_create(int argc, char **argv)
+/* tokens create TENANT_ID --role ROLE [--name NAME] */
+static int cmd_tokens(int argc, char **argv)
 {
-    if (argc < 1) return usage_of("tokens");
-    const char *tenant = argv[0], *role = NULL, *name = NULL;
-    for (int i = 1; i < argc; i += 2) {
+    const char *tenant = argv[2], *role = NULL, *name = NULL;
+    for (int i = 3; i < argc; i += 2) {
         if (i + 1 >= argc)
             return usage_of("tokens");
         else if (!strcmp(argv[i], "--role"))
@@ -770,12 +794,12 @@ static bool is_help(const char *a)
 }
 
 /* the command line checked before any config or token is needed: 0/2 when answered here (help,
- * version, wrong usage), -1 to go on */
-static int before_config(int n, char **args)
+ * version, wrong usage), -1 to go on with *run the command to run */
+static int before_config(int n, char **args, const command **run)
 {
     if (n < 1) return usage();
     const char *cmd = args[0];
-    if (is_help(cmd) || (!strcmp(cmd, "help") && n == 1)) {
+    if (is_help(cmd)) {
         print_usage(stdout);
         return 0;
     }
@@ -784,6 +808,10 @@ static int before_config(int n, char **args)
         return 0;
     }
     if (!strcmp(cmd, "help")) {
+        if (n == 1) {
+            print_usage(stdout);
+            return 0;
+        }
         const command *c = find_command(args[1]);
         if (!c) {
             fprintf(stderr, "gantry: no command '%s'\n", esc(args[1]));
@@ -803,6 +831,7 @@ static int before_config(int n, char **args)
             return 0;
         }
     }
+    *run = c;
     return arity_ok(cmd, n, args) ? -1 : usage_of(cmd);
 }
 
@@ -818,27 +847,17 @@ int main(int argc, char **argv)
             args[n++] = argv[i];
     }
     atexit(ring_free);
-    int early = before_config(n, args);
+    const command *c = NULL;
+    int early = before_config(n, args, &c);
     if (early >= 0) return early;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (load_config()) return 1;
     const char *eu = getenv("GANTRY_URL"), *et = getenv("GANTRY_TOKEN");
     if (eu && *eu) set_url(eu);
     if (et && *et) snprintf(token, sizeof token, "%s", et);
-    const char *cmd = args[0];
-    if (!strcmp(cmd, "login")) return cmd_login(n - 1, args + 1);
-    if (!token[0]) {
+    if (c->run != cmd_login && !token[0]) { /* login checks the token it is given */
         fprintf(stderr, "gantry: no token: set GANTRY_TOKEN or run gantry login\n");
         return 1;
     }
-    if (!strcmp(cmd, "submit")) return cmd_submit(args[1]);
-    if (!strcmp(cmd, "list")) return cmd_list(n - 1, args + 1);
-    if (!strcmp(cmd, "get")) return cmd_get(args[1]);
-    if (!strcmp(cmd, "cancel")) return cmd_cancel(args[1]);
-    if (!strcmp(cmd, "follow")) return cmd_follow(args[1]);
-    if (!strcmp(cmd, "workers")) return cmd_table("/v1/workers", "workers");
-    if (!strcmp(cmd, "models")) return cmd_table("/v1/models", "models");
-    if (!strcmp(cmd, "tenants")) return cmd_table("/v1/tenants", "tenants");
-    if (!strcmp(cmd, "tokens")) return cmd_token_create(n - 2, args + 2);
-    return usage();
+    return c->run(n, args);
 }

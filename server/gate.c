@@ -217,7 +217,8 @@ static void decide(gate *g, const char *method, size_t mlen, const char *path, s
             return;
         }
         snprintf(v->token, sizeof(v->token), "%s", info.token_id);
-        v->auth = info, v->authz = authz[0];
+        v->auth = info;
+        if (nauthz == 1) v->authz = authz[0]; /* always so: http_authorize accepts one header only */
     }
     if (chunked) {
         v->status = 411;
@@ -291,7 +292,7 @@ static void on_head(gate_conn *gc, const char *head, int len, char *head_in_h2o,
     g->reserved += v.length;
     if (v.token[0]) {
         token_add(g, v.token, v.length);
-        if (v.authz.len < sizeof(gc->authz)) {
+        if (v.authz.len > 0 && v.authz.len < sizeof(gc->authz)) {
             memcpy(gc->authz, v.authz.base, v.authz.len);
             gc->authz[v.authz.len] = '\0';
             gc->auth = v.auth;

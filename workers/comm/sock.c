@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -68,8 +69,10 @@ int sock_listen(const char *bind_host, int *port, char *err, size_t errlen)
         return -1;
     }
     freeaddrinfo(res);
-    *port =
-        sa.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&sa)->sin6_port) : ntohs(((struct sockaddr_in *)&sa)->sin_port);
+    /* getsockname wrote sa; glibc passes it as a transparent union (__SOCKADDR_ARG, under _GNU_SOURCE), which
+     * clang 14's analyser does not see written: hence the NOLINT */
+    bool v6 = sa.ss_family == AF_INET6; /* NOLINT(clang-analyzer-core.UndefinedBinaryOperatorResult): see above */
+    *port = v6 ? ntohs(((struct sockaddr_in6 *)&sa)->sin6_port) : ntohs(((struct sockaddr_in *)&sa)->sin_port);
     return fd;
 }
 

@@ -119,9 +119,9 @@ static int parse_cluster(perr *e, amp_problem *p, const json_t *j)
 amp_problem *amp_problem_parse(const json_t *j, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len)
 {
     perr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
-    if (!json_is_object(j)) return perr_fail(&e, "", "must be an object"), NULL;
+    if (!json_is_object(j)) return perr_set(&e, "", "must be an object"), NULL;
     amp_problem *p = calloc(1, sizeof *p);
-    if (!p) return perr_fail(&e, "", "out of memory"), NULL;
+    if (!p) return perr_set(&e, "", "out of memory"), NULL;
     int rc = parse_layers(&e, p, j);
     if (rc == 0) rc = parse_cluster(&e, p, j);
     if (rc == 0) rc = read_int(&e, j, "global_batch", "", -1, AMP_MAX_BATCH, &p->global_batch);

@@ -188,9 +188,9 @@ static const json_t *get_array(perr *e, const json_t *graph, const char *key, si
     char suffix[32];
     snprintf(suffix, sizeof suffix, ".%s", key);
     const json_t *a = json_object_get(graph, key);
-    if (!a) return perr_fail(e, suffix, "is required"), NULL;
-    if (!json_is_array(a)) return perr_fail(e, suffix, "must be an array"), NULL;
-    if (json_array_size(a) > max) return perr_fail(e, suffix, "must have at most %zu entries", max), NULL;
+    if (!a) return perr_set(e, suffix, "is required"), NULL;
+    if (!json_is_array(a)) return perr_set(e, suffix, "must be an array"), NULL;
+    if (json_array_size(a) > max) return perr_set(e, suffix, "must have at most %zu entries", max), NULL;
     return a;
 }
 
@@ -533,9 +533,9 @@ int place_graph_copy_devices(place_graph *dst, const place_graph *src)
 place_graph *place_graph_parse(const json_t *json, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len)
 {
     perr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
-    if (!json_is_object(json)) return perr_fail(&e, "", "must be an object"), NULL;
+    if (!json_is_object(json)) return perr_set(&e, "", "must be an object"), NULL;
     place_graph *g = calloc(1, sizeof *g);
-    if (!g) return perr_fail(&e, "", "out of memory"), NULL;
+    if (!g) return perr_set(&e, "", "out of memory"), NULL;
     strmap names = {0};
     int rc = parse_ops(&e, g, &names, json);
     if (rc == 0) rc = parse_edges(&e, g, &names, json);

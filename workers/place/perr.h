@@ -15,7 +15,11 @@ typedef struct perr {
 } perr;
 
 /* Sets field = prefix + suffix (suffix starts with '.' or '[', or is a whole path when the
- * prefix is empty; a leading dot is dropped then) and msg from the format.  Returns -1. */
-int perr_fail(perr *e, const char *suffix, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+ * prefix is empty; a leading dot is dropped then) and msg from the format. */
+void perr_set(perr *e, const char *suffix, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* perr_set, then -1: `return perr_fail(e, ".ops", "...")`.  A macro so that every caller (and the
+ * static analyser, which reads one file at a time) sees the -1 and knows the failure path ends there. */
+#define perr_fail(...) (perr_set(__VA_ARGS__), -1)
 
 #endif

@@ -444,7 +444,7 @@ static int sim_init(sim *s, const place_graph *g, const place_plan *p, place_sim
     s->mem = calloc(D, sizeof(int64_t)), s->cap_mem = calloc(D, sizeof(int));
     s->send_free = calloc(D, sizeof(double)), s->recv_free = calloc(D, sizeof(double));
     s->wake = malloc(D * sizeof(int)), s->woken = calloc(D, 1);
-    r->xfers = malloc(E * sizeof *r->xfers);
+    r->xfers = calloc(E, sizeof *r->xfers); /* build_xfers fills the first n_xfers (the analyser cannot follow it there) */
     if (!s->qoff || !s->queue || !s->next || !s->running || !s->pending || !s->out_refs || !s->edge_xfer || !s->xoff || !s->xrefs ||
         !s->mem || !s->cap_mem || !s->send_free || !s->recv_free || !s->wake || !s->woken || !r->xfers)
         return -1;

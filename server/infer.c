@@ -213,7 +213,7 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
 
     char head[160], queue[128], stats[128], limit[24];
     int hl = snprintf(head, sizeof(head), "%" PRIu64 " %s ", seq, g->replies);
-    char *req = malloc((size_t)hl + len);
+    char *req = xmalloc((size_t)hl + len);
     memcpy(req, head, (size_t)hl);
     memcpy(req + hl, body, len);
     snprintf(queue, sizeof(queue), "%s%s", K_INFER_QUEUE_PREFIX, t->job_id);

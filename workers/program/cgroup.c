@@ -1,6 +1,8 @@
 /* cgroup.c - per-rank control groups, v2 or v1 (cgroup.h). */
 #include "workers/program/cgroup.h"
 
+#include "common/alloc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -170,8 +172,7 @@ static void make_v1_all(pcg *g, const char *name, long long memory_bytes, int ma
 
 pcg *pcg_create(const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen)
 {
-    pcg *g = calloc(1, sizeof(*g));
-    if (!g) return NULL;
+    pcg *g = xcalloc(1, sizeof(*g));
     why[0] = '\0';
     make_v2(g, name, memory_bytes, max_pids, why, whylen);
     if (!g->mem[0]) make_v1_all(g, name, memory_bytes, max_pids, why, whylen);

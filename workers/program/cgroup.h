@@ -24,7 +24,7 @@
 typedef struct pcg pcg;
 
 /* The rank's groups named name (unique on the machine) with the limits (0: none).
- * Always returns a handle (NULL only when out of memory); what could not be made is
+ * Always returns a handle (never NULL); what could not be made is
  * false in pcg_has_memory/pcg_has_pids with the reason in why. */
 pcg *pcg_create(const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen);
 bool pcg_has_memory(const pcg *g);

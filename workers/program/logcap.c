@@ -1,6 +1,8 @@
 /* logcap.c - rotated, size-capped rank logs (logcap.h). */
 #include "workers/program/logcap.h"
 
+#include "common/alloc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -27,8 +29,7 @@ static int open_log(const char *path)
 
 plog *plog_open(const char *dir, int rank, long long cap)
 {
-    plog *l = calloc(1, sizeof(*l));
-    if (!l) return NULL;
+    plog *l = xcalloc(1, sizeof(*l));
     plog_path(dir, rank, "", l->path, sizeof(l->path));
     plog_path(dir, rank, ".1", l->old, sizeof(l->old));
     l->cap = cap > 0 ? cap : PLOG_DEFAULT_CAP;
@@ -107,8 +108,7 @@ static void read_end(const char *path, char *buf, size_t *len, size_t max)
 char *plog_tail(const char *dir, int rank, int n, size_t max_bytes)
 {
     if (max_bytes == 0) max_bytes = 1;
-    char *buf = malloc(2 * max_bytes + 1);
-    if (!buf) return NULL;
+    char *buf = xmalloc(2 * max_bytes + 1);
     char path[4096];
     size_t len = 0;
     plog_path(dir, rank, ".1", path, sizeof(path));

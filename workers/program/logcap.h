@@ -28,7 +28,7 @@ int plog_write(plog *l, const char *buf, size_t len);
 void plog_close(plog *l);
 
 /* The last n lines (at most max_bytes of text, the end kept) of rank R's output,
- * older file first; a malloc'd string ("" when there is nothing), NULL with errno. */
+ * older file first; a malloc'd string, "" when there is nothing (never NULL). */
 char *plog_tail(const char *dir, int rank, int n, size_t max_bytes);
 
 typedef struct {

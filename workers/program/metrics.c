@@ -1,6 +1,8 @@
 /* metrics.c - the incremental JSON-lines reader (metrics.h). */
 #include "workers/program/metrics.h"
 
+#include "common/alloc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -22,16 +24,11 @@ struct pmetrics {
 
 pmetrics *pmetrics_new(const char *path, size_t max_line, size_t max_read)
 {
-    pmetrics *m = calloc(1, sizeof(*m));
-    if (!m) return NULL;
-    m->path = strdup(path);
+    pmetrics *m = xcalloc(1, sizeof(*m));
+    m->path = xstrdup(path);
     m->max_line = max_line ? max_line : PMET_DEFAULT_MAX_LINE;
     m->max_read = max_read ? max_read : PMET_DEFAULT_MAX_READ;
-    m->line = malloc(m->max_line);
-    if (!m->path || !m->line) {
-        pmetrics_free(m);
-        return NULL;
-    }
+    m->line = xmalloc(m->max_line);
     return m;
 }
 

@@ -20,7 +20,7 @@
 #define PMET_DEFAULT_MAX_READ (1 << 20)
 
 typedef struct pmetrics pmetrics;
-/* 0 for a limit takes its default; NULL only when out of memory */
+/* 0 for a limit takes its default; never NULL */
 pmetrics *pmetrics_new(const char *path, size_t max_line, size_t max_read);
 void pmetrics_free(pmetrics *m);
 

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/alloc.h"
 #include "workers/program/cgroup.h"
 #include "workers/program/logcap.h"
 #include "workers/program/sandbox.h"
@@ -215,8 +216,7 @@ static char **make_env(const prog_spec *s, const char *pwd, char *err, size_t er
     const char *defaults[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"};
     const char *ours[] = {pwd, "GANTRY_CHECKPOINT_DIR=" SBX_CHECKPOINT_DIR, "GANTRY_OUTPUT_DIR=" SBX_OUTPUT_DIR,
                           "GANTRY_METRICS=" SBX_METRICS_FILE};
-    char **env = calloc(n + 8, sizeof(char *));
-    if (!env) return fail(err, errlen, "out of memory");
+    char **env = xcalloc(n + 8, sizeof(char *));
     size_t k = 0;
     const char *const *lists[] = {defaults, s->env, ours};
     size_t lens[] = {3, n, 4};
@@ -357,8 +357,7 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
         s->log_cap < 0 || s->tmp_bytes < 0)
         return fail(err, errlen, "limits: must not be negative");
 
-    prog_rank *r = calloc(1, sizeof(*r));
-    if (!r) return fail(err, errlen, "out of memory");
+    prog_rank *r = xcalloc(1, sizeof(*r));
     r->spec = *s;
     r->spec.uid = s->uid ? s->uid : PROG_NOBODY;
     r->spec.gid = s->gid ? s->gid : PROG_NOBODY;
@@ -376,9 +375,9 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     size_t nroots = 0;
     for (const char *const *p = s->data_roots; p && *p; p++)
         nroots++;
-    sbx_bind *ro = calloc(nroots + 1, sizeof(*ro));
+    sbx_bind *ro = xcalloc(nroots + 1, sizeof(*ro));
     prog_spec sp = r->spec;
-    char **argv = ro ? make_argv(&sp, system, links, targets, ro, rw, err, errlen) : NULL;
+    char **argv = make_argv(&sp, system, links, targets, ro, rw, err, errlen);
     snprintf(r->pwd, sizeof(r->pwd), "PWD=%s", s->workdir);
     char **env = argv ? make_env(s, r->pwd, err, errlen) : NULL;
     free(ro);
@@ -399,10 +398,6 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     snprintf(name, sizeof(name), "gantry-rank-%d-%u-%d", (int)getpid(), __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED), s->rank);
     if (s->memory_bytes > 0 || s->max_procs > 0) {
         r->cg = pcg_create(name, s->memory_bytes, s->max_procs, why, sizeof(why));
-        if (!r->cg) {
-            snprintf(err, errlen, "out of memory");
-            goto fail;
-        }
         if (pcg_has_memory(r->cg))
             snprintf(r->mem_mode, sizeof(r->mem_mode), "cgroup");
         else
@@ -534,7 +529,7 @@ static void fmt_bytes(long long b, char *out, size_t outlen)
 static void last_line(const prog_rank *r, char *out, size_t outlen)
 {
     char *t = plog_tail(r->spec.log_dir, r->spec.rank, 1, 400);
-    snprintf(out, outlen, "%s", t ? t : "");
+    snprintf(out, outlen, "%s", t);
     out[strcspn(out, "\n")] = '\0';
     free(t);
 }

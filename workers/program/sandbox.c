@@ -1,6 +1,8 @@
 /* sandbox.c - the bubblewrap argv (sandbox.h).  Only strings: nothing is looked up. */
 #include "workers/program/sandbox.h"
 
+#include "common/alloc.h"
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,28 +44,15 @@ static const char *const reserved[] = {"/proc", "/dev", SBX_INIT, NULL};
 typedef struct {
     char **v;
     size_t n, cap;
-    bool oom;
 } vec;
 
 static void push(vec *a, const char *s)
 {
-    if (a->oom) return;
     if (a->n + 2 > a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        char **v = realloc(a->v, cap * sizeof(*v));
-        if (!v) {
-            a->oom = true;
-            return;
-        }
-        a->v = v;
-        a->cap = cap;
+        a->cap = a->cap ? a->cap * 2 : 64;
+        a->v = xreallocarray(a->v, a->cap, sizeof(*a->v));
     }
-    char *d = strdup(s);
-    if (!d) {
-        a->oom = true;
-        return;
-    }
-    a->v[a->n++] = d;
+    a->v[a->n++] = xstrdup(s);
     a->v[a->n] = NULL;
 }
 
@@ -237,11 +226,6 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
     push(&a, "--");
     for (const char *const *p = d->argv; *p; p++)
         push(&a, *p);
-    if (a.oom) {
-        sbx_argv_free(a.v);
-        fail(err, errlen, "out of memory");
-        return NULL;
-    }
     return a.v;
 }
 

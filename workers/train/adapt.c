@@ -1,6 +1,8 @@
 /* adapt.c - the adaptation policies at work (adapt.h); their shapes and rules are spec_policies.c. */
 #include "workers/train/adapt.h"
 
+#include "common/alloc.h"
+
 #include "workers/train/gns.h"
 
 #include <math.h>
@@ -114,8 +116,7 @@ train_policies *train_policies_create(const json_t *spec)
 {
     const json_t *ps = json_object_get(spec, "policies");
     if (!json_is_array(ps) || json_array_size(ps) == 0) return NULL;
-    train_policies *all = calloc(1, sizeof *all);
-    if (!all) return NULL;
+    train_policies *all = xcalloc(1, sizeof *all);
     train_gns_init(&all->gns, param(TRAIN_POLICY_GNS, NULL, "alpha")); /* adaptive_batch alone: the monitor's defaults */
     all->gns_every = (long)param(TRAIN_POLICY_GNS, NULL, "every_steps");
     size_t i;

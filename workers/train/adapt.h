@@ -64,7 +64,7 @@ typedef struct train_policies train_policies;
 
 /* spec.policies' shape and validation: spec.h (spec_policies.c) */
 
-/* NULL when the spec has no policies (or out of memory) */
+/* NULL when the spec has no policies */
 train_policies *train_policies_create(const json_t *spec);
 void train_policies_free(train_policies *p);
 

@@ -3,6 +3,8 @@
  * them; they dominate only in conv/pool layers, where im2col feeds gemm. */
 #include "workers/train/backend.h"
 
+#include "common/alloc.h"
+
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
@@ -11,7 +13,7 @@
 
 static float *cpu_alloc(size_t n)
 {
-    return calloc(n ? n : 1, sizeof(float));
+    return xcalloc(n ? n : 1, sizeof(float)); /* host memory: out of it aborts (docs/errors.md) */
 }
 
 static void cpu_free(void *p)

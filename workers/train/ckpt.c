@@ -1,6 +1,8 @@
 /* ckpt.c - checkpoint writer and verifying reader (format in ckpt.h). */
 #include "workers/train/ckpt.h"
 
+#include "common/alloc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -17,22 +19,15 @@ static const char MAGIC[8] = {'G', 'N', 'T', 'Y', 'C', 'K', 'P', 'T'};
 typedef struct {
     unsigned char *p;
     size_t len, cap;
-    int oom;
 } wbuf;
 
 static void put(wbuf *b, const void *src, size_t n)
 {
-    if (b->oom) return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n)
             cap *= 2;
-        unsigned char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p, b->cap = cap;
+        b->p = xrealloc(b->p, cap), b->cap = cap;
     }
     memcpy(b->p + b->len, src, n);
     b->len += n;
@@ -99,8 +94,8 @@ int train_ckpt_encode(const train_model *m, const train_optim *o, const train_ck
     wbuf b = {0};
     *out = NULL, *len = 0;
     char *arch = json_dumps(m->arch, JSON_COMPACT | JSON_SORT_KEYS);
-    if (!arch) {
-        snprintf(err, err_len, "out of memory");
+    if (!arch) { /* not memory (docs/errors.md): a value jansson cannot write */
+        snprintf(err, err_len, "model.arch: cannot be encoded");
         return -1;
     }
     put(&b, MAGIC, 8);
@@ -129,11 +124,6 @@ int train_ckpt_encode(const train_model *m, const train_optim *o, const train_ck
         }
     }
     put32(&b, 0); /* the CRC, filled in below */
-    if (b.oom) {
-        free(b.p);
-        snprintf(err, err_len, "out of memory writing checkpoint");
-        return -1;
-    }
     uint32_t crc = (uint32_t)crc32_z(0L, b.p, b.len - 4);
     memcpy(b.p + b.len - 4, &crc, 4);
     *out = b.p, *len = b.len;
@@ -217,8 +207,8 @@ static int read_whole(const char *path, unsigned char **data, size_t *len, char 
         return -1;
     }
     *len = (size_t)sb.st_size;
-    *data = malloc(*len);
-    if (!*data || fread(*data, 1, *len, f) != *len) {
+    *data = xmalloc(*len); /* at most CKPT_MAX_BYTES, checked above */
+    if (fread(*data, 1, *len, f) != *len) {
         snprintf(err, err_len, "%s: cannot read checkpoint", path);
         fclose(f);
         free(*data);

@@ -3,6 +3,8 @@
  * passes. */
 #include "workers/train/model.h"
 
+#include "common/alloc.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -93,8 +95,7 @@ train_model *train_model_create(const json_t *arch, const train_backend *be, uin
         snprintf(err, err_len, "%s: %s", field, msg);
         return NULL;
     }
-    train_model *m = calloc(1, sizeof *m);
-    if (!m) goto oom;
+    train_model *m = xcalloc(1, sizeof *m);
     m->be = be ? be : train_backend_cpu();
     m->arch = json_deep_copy(arch);
     m->cap = cap < 1 ? 1 : cap;
@@ -104,8 +105,7 @@ train_model *train_model_create(const json_t *arch, const train_backend *be, uin
     m->in_w = (int)json_integer_value(json_array_get(in, 2));
     json_t *layers = json_object_get(arch, "layers");
     m->nlayers = (int)json_array_size(layers);
-    m->layers = calloc((size_t)m->nlayers, sizeof *m->layers);
-    if (!m->arch || !m->layers) goto oom;
+    m->layers = xcalloc((size_t)m->nlayers, sizeof *m->layers);
     train_rng init;
     train_rng_seed(&init, train_rng_mix(seed, 1, 0));
     train_rng_seed(&m->rng, train_rng_mix(seed, 2, 0));
@@ -113,7 +113,7 @@ train_model *train_model_create(const json_t *arch, const train_backend *be, uin
     for (int i = 0; i < m->nlayers; i++) {
         train_layer *l = &m->layers[i];
         l->in_c = c, l->in_h = h, l->in_w = w;
-        if (layer_build(m, l, json_array_get(layers, i), &init)) goto oom;
+        if (layer_build(m, l, json_array_get(layers, i), &init)) goto oom; /* the backend's memory (a GPU's) */
         c = l->out_c, h = l->out_h, w = l->out_w;
     }
     return m;

@@ -498,6 +498,21 @@ static void test_csv_reader(void **state)
         if (!strstr(err, bad[i].needle)) fail_msg("case %zu: '%s'", i, err);
     }
     assert_int_equal(train_data_load_csv("/nonexistent.csv", 1, 2, 2, 1.0f, &d, err, sizeof err), -1);
+    /* a shape without values: refused, not read (rows of zero values once grew the set with realloc(x, 0),
+     * which frees x, and then freed it again); more than 1024 rows, so that the set would have grown twice */
+    FILE *f = fopen(tmp("z.csv"), "w");
+    assert_non_null(f);
+    for (int i = 0; i < 1500; i++)
+        fprintf(f, "%d\n", i % 3);
+    fclose(f);
+    const int shapes[][3] = {{0, 2, 2}, {1, 0, 2}, {1, 2, 0}, {-1, 2, 2}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(train_data_load_csv(tmp("z.csv"), shapes[i][0], shapes[i][1], shapes[i][2], 1.0f, &d, err, sizeof err),
+                         -1);
+        if (!strstr(err, "no values")) fail_msg("shape %zu: '%s'", i, err);
+        assert_null(d.x);
+    }
 }
 
 static void test_shuffle_shard(void **state)
@@ -1318,7 +1333,7 @@ static void test_mop_schedule(void **state)
             }
             for (int m = 0; m < n; m++) {
                 int order[6], seen[6] = {0};
-                mop_partition_order(n, w, m, order);
+                assert_int_equal(mop_partition_order(n, w, m, order), w);
                 for (int v = 0; v < w; v++) {
                     if (pairs[m][v] != 1) fail_msg("n %d w %d: model %d on partition %d %d times", n, w, m, v, pairs[m][v]);
                     seen[order[v]]++;

@@ -3,6 +3,7 @@
 #include "workers/train/data.h"
 
 #include "workers/train/rng.h"
+#include "common/alloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -127,6 +128,10 @@ fail:
 int train_data_load_csv(const char *path, int c, int h, int w, float scale, train_data *d, char *err, size_t err_len)
 {
     memset(d, 0, sizeof *d);
+    if (c < 1 || h < 1 || w < 1) { /* rows of no values would grow the set by 0 bytes */
+        snprintf(err, err_len, "%s: the input shape %dx%dx%d has no values", path, c, h, w);
+        return -1;
+    }
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
@@ -137,8 +142,7 @@ int train_data_load_csv(const char *path, int c, int h, int w, float scale, trai
     size_t cap = 0, lineno = 0;
     char *line = NULL;
     size_t linecap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &linecap, f)) > 0) {
+    while (getline(&line, &linecap, f) > 0) {
         lineno++;
         char *p = line, *end;
         while (*p == ' ' || *p == '\t')
@@ -156,14 +160,8 @@ int train_data_load_csv(const char *path, int c, int h, int w, float scale, trai
         }
         if (d->n == cap) {
             cap = cap ? cap * 2 : 1024;
-            float *nx = realloc(d->x, sizeof(float) * cap * d->dim);
-            if (nx) d->x = nx;
-            int32_t *ny = realloc(d->y, sizeof(int32_t) * cap);
-            if (ny) d->y = ny;
-            if (!nx || !ny) {
-                snprintf(err, err_len, "%s: out of memory", path);
-                goto fail;
-            }
+            d->x = xreallocarray(d->x, cap, sizeof(float) * d->dim);
+            d->y = xreallocarray(d->y, cap, sizeof(int32_t));
         }
         float *row = d->x + d->n * d->dim;
         p = end;

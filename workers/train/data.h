@@ -28,7 +28,7 @@ typedef struct {
  * gzip or raw (detected).  Pixels scaled to [0, 1]. */
 int train_data_load_idx(const char *images, const char *labels, train_data *d, char *err, size_t err_len);
 /* one sample per line: label, then c*h*w numbers (multiplied by scale); an
- * optional header line (non-numeric first field) is skipped */
+ * optional header line (non-numeric first field) is skipped; c, h and w at least 1 */
 int train_data_load_csv(const char *path, int c, int h, int w, float scale, train_data *d, char *err, size_t err_len);
 void train_data_free(train_data *d);
 

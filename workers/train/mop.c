@@ -14,6 +14,7 @@
 #include "workers/train/model.h"
 #include "workers/train/optim.h"
 #include "workers/train/rng.h"
+#include "common/alloc.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -35,12 +36,13 @@ int mop_model_at(int n, int w, int t, int pos)
     return m < n ? m : -1;
 }
 
-void mop_partition_order(int n, int w, int m, int *order)
+int mop_partition_order(int n, int w, int m, int *order)
 {
     int K = mop_per_worker(n, w), M = K * w, k = 0;
     for (int t = 0; t < M; t++)
         for (int v = 0; v < w; v++)
             if (mop_model_at(n, w, t, v * K) == m) order[k++] = v;
+    return k;
 }
 
 /* ---- one configuration on a worker ---- */
@@ -266,10 +268,10 @@ int mop_alone(const json_t *spec, int world, int config, json_t **result, char *
         goto out;
     }
     if (setup(&P, spec, &h, configs, &tr, &te, err, el) || !(s = slot_new(&P, config, err, el))) goto out;
-    mop_partition_order(P.n, world, config, order);
+    int parts = mop_partition_order(P.n, world, config, order); /* world of them */
     for (long e = 0; e < P.epochs; e++) {
         s->loss_sum = s->batches = 0;
-        for (int k = 0; k < world; k++)
+        for (int k = 0; k < parts; k++)
             pass(&P, s, order[k], (uint64_t)e);
     }
     double tl, ta;
@@ -339,6 +341,12 @@ int mop_run(const json_t *spec, const char *model_path, const train_hooks *hooks
         snprintf(err, el, "%s: %s", field, msg);
         return -1;
     }
+    int n = (int)json_array_size(configs);
+    if (n < 1) { /* mop_expand makes at least one (its shape says so); the schedule divides by the count */
+        snprintf(err, el, "spec.search: no configurations");
+        json_decref(configs);
+        return -1;
+    }
     if (hooks && hooks->world > 1 && (!hooks->shift || !hooks->allreduce || !hooks->broadcast)) {
         snprintf(err, el, "rank %d of %d without a shift, an all-reduce and a broadcast", hooks->rank, hooks->world);
         json_decref(configs);
@@ -346,19 +354,19 @@ int mop_run(const json_t *spec, const char *model_path, const train_hooks *hooks
     }
     mop P = {0};
     train_data tr = {0}, te = {0};
-    int rc = -1, n = (int)json_array_size(configs), K = 0;
+    /* rc stays -1 (err says why) unless a peer is lost (-2), the run is stopped (1) or it ends (0) */
+    int rc = -1, lost, K = 0;
     slot **slots = NULL;
-    double *tl = calloc((size_t)n, sizeof(double)), *ta = calloc((size_t)n, sizeof(double));
-    double *trl = calloc((size_t)n, sizeof(double)), *done = calloc((size_t)n, sizeof(double));
-    long *stopped = calloc((size_t)n, sizeof(long));
+    double *tl = xcalloc((size_t)n, sizeof(double)), *ta = xcalloc((size_t)n, sizeof(double));
+    double *trl = xcalloc((size_t)n, sizeof(double)), *done = xcalloc((size_t)n, sizeof(double));
+    long *stopped = xcalloc((size_t)n, sizeof(long));
     float *v = NULL;
-    if (!tl || !ta || !trl || !done || !stopped) goto out;
     if (setup(&P, spec, hooks, configs, &tr, &te, err, el)) goto out;
     K = mop_per_worker(n, P.world);
     int M = K * P.world;
-    slots = calloc((size_t)K, sizeof(slot *));
-    v = P.be->alloc((size_t)(4 * n + 1));
-    if (!slots || !v) {
+    slots = xcalloc((size_t)K, sizeof(slot *));
+    v = P.be->alloc(4 * (size_t)n + 1);
+    if (!v) {
         snprintf(err, el, "out of memory");
         goto out;
     }
@@ -373,8 +381,10 @@ int mop_run(const json_t *spec, const char *model_path, const train_hooks *hooks
         for (int t = 0; t < M; t++) {
             /* stop votes, once per sub-epoch: every rank stops at the same one */
             v[0] = hooks && hooks->should_stop && hooks->should_stop(hooks->ctx) ? 1.0f : 0.0f;
-            if ((rc = reduce(hooks, P.world, v, 1, err, el))) goto out;
-            rc = -1;
+            if ((lost = reduce(hooks, P.world, v, 1, err, el))) {
+                rc = lost;
+                goto out;
+            }
             if (v[0] > 0) {
                 rc = 1;
                 goto out;
@@ -422,15 +432,17 @@ int mop_run(const json_t *spec, const char *model_path, const train_hooks *hooks
             v[4 * s->id + 2] = (float)(s->batches ? s->loss_sum / s->batches : 0), v[4 * s->id + 3] = 1;
             s->loss_sum = s->batches = 0;
         }
-        if ((rc = reduce(hooks, P.world, v, (size_t)(4 * n), err, el))) goto out;
-        rc = -1;
+        if ((lost = reduce(hooks, P.world, v, 4 * (size_t)n, err, el))) {
+            rc = lost;
+            goto out;
+        }
         int active = 0;
         for (int i = 0; i < n; i++) {
             if (v[4 * i + 3] == 0) continue;
             tl[i] = v[4 * i], ta[i] = v[4 * i + 1], trl[i] = v[4 * i + 2], done[i] = (double)(e + 1), active++;
             if (hooks && hooks->progress && P.rank == 0) {
                 json_t *pt =
-                    json_pack("{s:f, s:I, s:i, s:f, s:f, s:f, s:i, s:O}", "epoch", (double)(e + 1), "step", (json_int_t)(e + 1),
+                    json_pack("{s:f, s:I, s:i, s:f, s:f, s:f, s:i, s:O}", "epoch", (double)(e + 1), "step", (json_int_t)e + 1,
                               "config", i, "test_loss", tl[i], "test_accuracy", ta[i], "loss", trl[i], "configurations", n,
                               "params", json_object_get(json_array_get(configs, (size_t)i), "params"));
                 hooks->progress(hooks->ctx, pt);

@@ -40,8 +40,9 @@
 int mop_per_worker(int n, int w);
 /* the configuration at position pos in sub-epoch t, or -1 when empty */
 int mop_model_at(int n, int w, int t, int pos);
-/* the partitions configuration m is trained on, in order, during an epoch (w of them) */
-void mop_partition_order(int n, int w, int m, int *order);
+/* the partitions configuration m is trained on, in order, during an epoch; returns how many (w for
+ * 0 <= m < n, 0 for no such configuration) */
+int mop_partition_order(int n, int w, int m, int *order);
 
 /* Runs the search as rank hooks->rank of hooks->world (alone when hooks is NULL
  * or world 1); models move with hooks->shift.  Rank 0 writes the best model to

@@ -85,8 +85,10 @@ float train_schedule_lr(const train_schedule *s, float base, long step, long tot
     if (s->warmup > 0 && step < s->warmup) return base * (float)(step + 1) / (float)s->warmup;
     long t = step - s->warmup, span = total - s->warmup;
     switch (s->type) {
-    case TRAIN_SCHED_STEP:
-        return base * powf(s->gamma, (float)(t / (s->step_size > 0 ? s->step_size : 1)));
+    case TRAIN_SCHED_STEP: {
+        long steps = t / (s->step_size > 0 ? s->step_size : 1); /* whole steps: the rate drops in stairs */
+        return base * powf(s->gamma, (float)steps);
+    }
     case TRAIN_SCHED_COSINE:
         if (span <= 0 || t >= span) return s->min_lr;
         return s->min_lr + 0.5f * (base - s->min_lr) * (1.0f + cosf((float)M_PI * (float)t / (float)span));

@@ -35,6 +35,8 @@
  * inexact; with B = 1 no value needs trying).  Each DP is O(pp * L^2). */
 #include "workers/place/amp.h"
 
+#include "common/alloc.h"
+
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,17 +186,13 @@ static int cmp_double(const void *a, const void *b)
 static int candidate_caps(const config *c, double lo, double hi, double **out)
 {
     int L = c->p->n_layers, n = 0, cap = 1024;
-    double *v = malloc((size_t)cap * sizeof *v);
-    for (int s = 0; v && s < c->pp; s++)
+    double *v = xmalloc((size_t)cap * sizeof *v);
+    for (int s = 0; s < c->pp; s++)
         for (int i = s; i < L; i++)
             for (int j = i + 1; j <= L; j++) {
                 double t = stage_time(c, i, j, s);
                 if (t <= lo || t >= hi) continue;
-                if (n == cap) {
-                    double *w = realloc(v, (size_t)(cap *= 2) * sizeof *w);
-                    if (!w) return free(v), -1;
-                    v = w;
-                }
+                if (n == cap) v = xreallocarray(v, (size_t)(cap *= 2), sizeof *v);
                 v[n++] = t;
             }
     if (!v) return -1;
@@ -262,12 +260,11 @@ static int evaluate(config *c, amp_strategy *out)
 {
     int pp = c->pp;
     memset(out, 0, sizeof *out);
-    out->first = malloc((size_t)pp * sizeof *out->first);
-    out->stage_ms = malloc((size_t)pp * sizeof *out->stage_ms);
-    out->speed = malloc((size_t)pp * sizeof *out->speed);
-    int *tmp = malloc((size_t)pp * sizeof *tmp);
+    out->first = xmalloc((size_t)pp * sizeof *out->first);
+    out->stage_ms = xmalloc((size_t)pp * sizeof *out->stage_ms);
+    out->speed = xmalloc((size_t)pp * sizeof *out->speed);
+    int *tmp = xmalloc((size_t)pp * sizeof *tmp);
     cut_result cr;
-    if (!out->first || !out->stage_ms || !out->speed || !tmp) return free(tmp), -1;
     layout(c);
     prefix_sums(c);
     if (best_cuts(c, out->first, tmp, &cr) < 0) return free(tmp), -1;
@@ -326,14 +323,13 @@ static void keep(amp_strategy *top, int *n, int k, amp_strategy *s)
     top[i] = *s;
 }
 
-static int config_alloc(config *c, const amp_problem *p)
+static void config_alloc(config *c, const amp_problem *p)
 {
     size_t L1 = (size_t)p->n_layers + 1, G = (size_t)p->nodes * p->gpus_per_node, P = G < L1 ? G : L1;
     c->p = p;
-    c->speed = calloc(P, sizeof(double)), c->dp_link = malloc(P * sizeof(double));
-    c->fw = malloc(L1 * sizeof(double)), c->tp = malloc(L1 * sizeof(double));
-    c->cut = calloc(P * L1, sizeof(double)), c->val = malloc(P * L1 * sizeof(double)), c->arg = malloc(P * L1 * sizeof(int));
-    return c->speed && c->dp_link && c->fw && c->tp && c->cut && c->val && c->arg ? 0 : -1;
+    c->speed = xcalloc(P, sizeof(double)), c->dp_link = xmalloc(P * sizeof(double));
+    c->fw = xmalloc(L1 * sizeof(double)), c->tp = xmalloc(L1 * sizeof(double));
+    c->cut = xcalloc(P * L1, sizeof(double)), c->val = xmalloc(P * L1 * sizeof(double)), c->arg = xmalloc(P * L1 * sizeof(int));
 }
 
 static void config_free(config *c)
@@ -361,10 +357,10 @@ static int try_batches(config *c, amp_strategy *top, int *n, int *evaluated)
 int amp_search(const amp_problem *p, amp_strategy **out, int *evaluated)
 {
     int G = p->nodes * p->gpus_per_node, n = 0, rc = 0;
-    amp_strategy *top = calloc((size_t)p->top_k, sizeof *top);
+    amp_strategy *top = xcalloc((size_t)p->top_k, sizeof *top);
     config c = {0};
     *evaluated = 0;
-    if (!top || config_alloc(&c, p) < 0) rc = -1;
+    config_alloc(&c, p);
     for (int mp = 1; rc == 0 && mp <= p->gpus_per_node; mp++) {
         if (p->gpus_per_node % mp) continue;
         for (int dp = 1; rc == 0 && dp <= G / mp; dp++) {

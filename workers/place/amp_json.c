@@ -7,6 +7,8 @@
  *    "global_batch": 512, "top_k": 10, "bytes_per_param": 2}
  * Errors name the JSON path of the bad field, like graph errors do. */
 #include "workers/place/amp.h"
+
+#include "common/alloc.h"
 #include "workers/place/perr.h"
 
 #include "common/clock.h"
@@ -61,7 +63,7 @@ static int parse_layer(perr *e, amp_problem *p, const json_t *o, int i)
     snprintf(suffix, sizeof suffix, "%s.name", where);
     if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 255)
         return perr_fail(e, suffix, "must be a non-empty string shorter than 256 bytes");
-    if (!(l->name = strdup(json_string_value(name)))) return perr_fail(e, suffix, "out of memory");
+    l->name = xstrdup(json_string_value(name));
     p->n_layers = i + 1;
     if (read_num(e, o, "forward_ms", where, -1, 0, &l->forward_ms) < 0) return -1;
     if (read_num(e, o, "params", where, 0, 0, &l->params) < 0) return -1;
@@ -74,8 +76,7 @@ static int parse_layers(perr *e, amp_problem *p, const json_t *j)
     if (!a) return perr_fail(e, ".layers", "is required");
     if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > AMP_MAX_LAYERS)
         return perr_fail(e, ".layers", "must be an array of 1 to %d layers", AMP_MAX_LAYERS);
-    p->layers = calloc(json_array_size(a), sizeof *p->layers);
-    if (!p->layers) return perr_fail(e, ".layers", "out of memory");
+    p->layers = xcalloc(json_array_size(a), sizeof *p->layers);
     for (size_t i = 0; i < json_array_size(a); i++)
         if (parse_layer(e, p, json_array_get(a, i), (int)i) < 0) return -1;
     return 0;
@@ -85,7 +86,7 @@ static int parse_speeds(perr *e, amp_problem *p, const json_t *c)
 {
     int G = p->nodes * p->gpus_per_node;
     const json_t *v = json_object_get(c, "gpu_speed");
-    if (!(p->gpu_speed = malloc((size_t)G * sizeof *p->gpu_speed))) return perr_fail(e, ".cluster.gpu_speed", "out of memory");
+    p->gpu_speed = xmalloc((size_t)G * sizeof *p->gpu_speed);
     if (!v || json_is_number(v)) {
         double s;
         if (read_num(e, c, "gpu_speed", ".cluster", 1.0, 1, &s) < 0) return -1;
@@ -120,8 +121,7 @@ amp_problem *amp_problem_parse(const json_t *j, const char *prefix, char *field,
 {
     perr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
     if (!json_is_object(j)) return perr_set(&e, "", "must be an object"), NULL;
-    amp_problem *p = calloc(1, sizeof *p);
-    if (!p) return perr_set(&e, "", "out of memory"), NULL;
+    amp_problem *p = xcalloc(1, sizeof *p);
     int rc = parse_layers(&e, p, j);
     if (rc == 0) rc = parse_cluster(&e, p, j);
     if (rc == 0) rc = read_int(&e, j, "global_batch", "", -1, AMP_MAX_BATCH, &p->global_batch);

@@ -9,6 +9,8 @@
  * strategy search ({"layers", "cluster", "global_batch"}, or a spec or job
  * holding one).  --summary prints a table instead of the JSON. */
 #include "workers/place/graph.h"
+
+#include "common/alloc.h"
 #include "workers/place/place.h"
 
 #include <errno.h>
@@ -65,15 +67,13 @@ static int usage_error(const char *what, const char *arg)
     return 2;
 }
 
-static int add_algos(options *o, const char *list)
+static void add_algos(options *o, const char *list)
 {
-    char *copy = strdup(list), *save = NULL;
-    if (!copy) return -1;
+    char *copy = xstrdup(list), *save = NULL;
     if (!o->algorithms) o->algorithms = json_array();
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
         json_array_append_new(o->algorithms, json_string(tok));
     free(copy);
-    return 0;
 }
 
 static int parse_count(const char *s, long *out)
@@ -122,7 +122,7 @@ static int parse_args(int argc, char **argv, options *o)
         if (has_value && i + 1 >= argc) return usage_error("missing value for", a);
         if (flag(a, o)) continue;
         if (!strcmp(a, "--algo")) {
-            if (add_algos(o, argv[++i]) < 0) return usage_error("out of memory", NULL);
+            add_algos(o, argv[++i]);
         } else if (!strcmp(a, "--devices")) {
             if (parse_count(argv[++i], &o->devices) < 0) return usage_error("--devices needs a count from 1 to 1024", argv[i]);
         } else if (!strcmp(a, "--memory")) {

@@ -11,6 +11,8 @@
  * their size (they are constraints, not hints). */
 #include "workers/place/view.h"
 
+#include "common/alloc.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +55,7 @@ static int single_consumer(const place_graph *g, int op)
 
 static int group_sets(const place_graph *g, uf *u)
 {
-    int64_t cap = 0, *first = malloc((size_t)(g->n_groups ? g->n_groups : 1) * sizeof *first);
-    if (!first) return -1;
+    int64_t cap = 0, *first = xmalloc((size_t)(g->n_groups ? g->n_groups : 1) * sizeof *first);
     for (int d = 0; d < g->n_devices; d++)
         if (g->devices[d].memory_bytes > cap) cap = g->devices[d].memory_bytes;
     cap /= 4;
@@ -83,17 +84,15 @@ static int group_sets(const place_graph *g, uf *u)
 /* Copies ops (names duplicated) and edges of g into a new graph. */
 static place_graph *copy_graph(const place_graph *g)
 {
-    place_graph *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
-    c->ops = calloc((size_t)g->n_ops, sizeof *c->ops);
-    c->edges = malloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *c->edges);
-    c->group_names = calloc((size_t)g->n_ops, sizeof *c->group_names);
-    if (!c->ops || !c->edges || !c->group_names || place_graph_copy_devices(c, g) < 0) return place_graph_free(c), NULL;
+    place_graph *c = xcalloc(1, sizeof *c);
+    c->ops = xcalloc((size_t)g->n_ops, sizeof *c->ops);
+    c->edges = xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *c->edges);
+    c->group_names = xcalloc((size_t)g->n_ops, sizeof *c->group_names);
+    place_graph_copy_devices(c, g);
     for (int i = 0; i < g->n_ops; i++) {
         c->ops[i] = g->ops[i];
-        c->ops[i].name = strdup(g->ops[i].name);
+        c->ops[i].name = xstrdup(g->ops[i].name);
         c->n_ops = i + 1;
-        if (!c->ops[i].name) return place_graph_free(c), NULL;
     }
     memcpy(c->edges, g->edges, (size_t)g->n_edges * sizeof *c->edges);
     c->n_edges = g->n_edges;
@@ -103,8 +102,7 @@ static place_graph *copy_graph(const place_graph *g)
 /* Group ids from the sets: a set of one op with no user group stays ungrouped. */
 static int name_groups(const place_graph *g, place_graph *c, uf *u)
 {
-    int *id = malloc((size_t)g->n_ops * sizeof *id), *size = calloc((size_t)g->n_ops, sizeof *size);
-    if (!id || !size) return free(id), free(size), -1;
+    int *id = xmalloc((size_t)g->n_ops * sizeof *id), *size = xcalloc((size_t)g->n_ops, sizeof *size);
     for (int i = 0; i < g->n_ops; i++)
         id[i] = -1, size[find(u, i)]++;
     for (int t = g->n_ops - 1; t >= 0; t--) { /* named after the set's last op: where it flows to */
@@ -116,8 +114,7 @@ static int name_groups(const place_graph *g, place_graph *c, uf *u)
                 snprintf(name, sizeof name, "%s", g->group_names[u->user[r]]);
             else
                 snprintf(name, sizeof name, "co:%.*s", PLACE_MAX_NAME - 8, g->ops[op].name);
-            c->group_names[c->n_groups] = strdup(name);
-            if (!c->group_names[c->n_groups]) return free(id), free(size), -1;
+            c->group_names[c->n_groups] = xstrdup(name);
             id[r] = c->n_groups++;
         }
         c->ops[op].group = id[r];
@@ -130,10 +127,9 @@ static int name_groups(const place_graph *g, place_graph *c, uf *u)
 place_graph *place_coplace(const place_graph *g, int *joined, char *msg, size_t len)
 {
     size_t N = (size_t)g->n_ops;
-    uf u = {malloc(N * sizeof(int)), malloc(N * sizeof(int64_t)), malloc(N * sizeof(int))};
+    uf u = {xmalloc(N * sizeof(int)), xmalloc(N * sizeof(int64_t)), xmalloc(N * sizeof(int))};
     place_graph *c = NULL;
-    int ok = u.parent && u.bytes && u.user && group_sets(g, &u) == 0 && (c = copy_graph(g)) && name_groups(g, c, &u) == 0 &&
-             place_graph_index(c, msg, len) == 0;
+    int ok = group_sets(g, &u) == 0 && (c = copy_graph(g)) && name_groups(g, c, &u) == 0 && place_graph_index(c, msg, len) == 0;
     *joined = 0;
     for (int i = 0; ok && i < g->n_ops; i++)
         *joined += g->ops[i].group < 0 && c->ops[i].group >= 0;

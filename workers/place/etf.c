@@ -35,6 +35,8 @@
  * names the op and the missing bytes.  Plans found these ways say so in
  * plan->note. */
 #include "workers/place/etf.h"
+
+#include "common/alloc.h"
 #include "workers/place/algo.h"
 #include "workers/place/groups.h"
 #include "workers/place/heap.h"
@@ -229,14 +231,8 @@ static void block(etf *s, int op, int dev, const place_miss *m)
     blocklist *b = &s->blk[m->over_dev >= 0 ? m->over_dev : dev];
     if (b->n == b->cap) {
         int cap = b->cap ? 2 * b->cap : 16;
-        int *o = realloc(b->op, (size_t)cap * sizeof *o);
-        if (o) b->op = o;
-        int *d = o ? realloc(b->dev, (size_t)cap * sizeof *d) : NULL;
-        if (d) b->dev = d;
-        if (!o || !d) {
-            s->oom = 1;
-            return;
-        }
+        b->op = xreallocarray(b->op, (size_t)cap, sizeof *b->op);
+        b->dev = xreallocarray(b->dev, (size_t)cap, sizeof *b->dev);
         b->cap = cap;
     }
     if (b->n == 0) b->freed = 0, b->min_missing = INT64_MAX;
@@ -565,31 +561,27 @@ static int alloc_arrays(etf *s)
     int max_in = 1;
     for (int i = 0; i < g->n_ops; i++)
         if (g->in_off[i + 1] - g->in_off[i] > max_in) max_in = g->in_off[i + 1] - g->in_off[i];
-    s->wait = calloc(D, sizeof *s->wait), s->avail = calloc(D, sizeof *s->avail), s->blk = calloc(D, sizeof *s->blk);
-    s->dev_free = calloc(D, sizeof(double)), s->send_free = calloc(D, sizeof(double));
-    s->recv_free = calloc(D, sizeof(double)), s->end = calloc(N, sizeof(double));
-    s->pending = malloc(N * sizeof(int)), s->done = calloc(N, 1);
-    s->seen = calloc(N, sizeof(int64_t)), s->fidx = malloc(N * sizeof(int)), s->fr = malloc((size_t)max_in * sizeof(fresh));
-    s->sf_stamp = calloc(D, sizeof(int64_t)), s->sf_tmp = malloc(D * sizeof(double));
-    s->c_op = malloc(D * sizeof(int)), s->c_alt = malloc(D * sizeof(int)), s->c_ok = calloc(D, 1),
-    s->c_start = calloc(D, sizeof(double));
-    s->c_dep = calloc(D, sizeof(uint64_t)), s->c_fit = calloc(D, sizeof(uint64_t));
-    s->ustamp = malloc((N + (size_t)g->n_groups) * sizeof(int64_t));
-    for (size_t i = 0; s->ustamp && i < N + (size_t)g->n_groups; i++)
+    s->wait = xcalloc(D, sizeof *s->wait), s->avail = xcalloc(D, sizeof *s->avail), s->blk = xcalloc(D, sizeof *s->blk);
+    s->dev_free = xcalloc(D, sizeof(double)), s->send_free = xcalloc(D, sizeof(double));
+    s->recv_free = xcalloc(D, sizeof(double)), s->end = xcalloc(N, sizeof(double));
+    s->pending = xmalloc(N * sizeof(int)), s->done = xcalloc(N, 1);
+    s->seen = xcalloc(N, sizeof(int64_t)), s->fidx = xmalloc(N * sizeof(int)), s->fr = xmalloc((size_t)max_in * sizeof(fresh));
+    s->sf_stamp = xcalloc(D, sizeof(int64_t)), s->sf_tmp = xmalloc(D * sizeof(double));
+    s->c_op = xmalloc(D * sizeof(int)), s->c_alt = xmalloc(D * sizeof(int)), s->c_ok = xcalloc(D, 1),
+    s->c_start = xcalloc(D, sizeof(double));
+    s->c_dep = xcalloc(D, sizeof(uint64_t)), s->c_fit = xcalloc(D, sizeof(uint64_t));
+    s->ustamp = xmalloc((N + (size_t)g->n_groups) * sizeof(int64_t));
+    for (size_t i = 0; i < N + (size_t)g->n_groups; i++)
         s->ustamp[i] = -1;
-    for (size_t d = 0; s->c_op && s->c_alt && d < D; d++)
+    for (size_t d = 0; d < D; d++)
         s->c_op[d] = s->c_alt[d] = -1;
     s->arrival = place_pairmap_new(g->n_devices);
     s->led = place_ledger_new(g, s->where);
     if (s->opt->fav_child) {
-        s->last_op = malloc(D * sizeof(int)), s->reserved = malloc(D * sizeof(int));
-        if (!s->last_op || !s->reserved) return -1;
+        s->last_op = xmalloc(D * sizeof(int)), s->reserved = xmalloc(D * sizeof(int));
         for (size_t d = 0; d < D; d++)
             s->last_op[d] = s->reserved[d] = -1;
     }
-    if (!s->wait || !s->avail || !s->blk || !s->dev_free || !s->send_free || !s->recv_free || !s->end || !s->pending || !s->done ||
-        !s->seen || !s->fidx || !s->fr || !s->sf_stamp || !s->sf_tmp || !s->arrival || !s->led)
-        return -1;
     return place_groups_build(g, &s->gr);
 }
 
@@ -679,8 +671,7 @@ static int cmp_unit_mem(const void *a, const void *b)
 static int assign_pins(const place_graph *g, pinset *ps)
 {
     if (g->n_devices < 1) return -1;
-    int64_t *room = malloc((size_t)g->n_devices * sizeof *room), (*order)[2] = malloc((size_t)ps->n * sizeof *order);
-    if (!room || !order) return free(room), free(order), -1;
+    int64_t *room = xmalloc((size_t)g->n_devices * sizeof *room), (*order)[2] = xmalloc((size_t)ps->n * sizeof *order);
     for (int d = 0; d < g->n_devices; d++)
         room[d] = g->devices[d].memory_bytes;
     for (int i = 0; i < ps->n; i++) {
@@ -709,9 +700,9 @@ static int assign_pins(const place_graph *g, pinset *ps)
 static int pin_unit(const place_graph *g, pinset *ps, int op)
 {
     if (!ps->pin) {
-        ps->pin = malloc((size_t)g->n_ops * sizeof *ps->pin);
-        ps->units = malloc(MAX_RETRIES * sizeof *ps->units);
-        if (!ps->pin || !ps->units || place_groups_build(g, &ps->gr) < 0) return -1;
+        ps->pin = xmalloc((size_t)g->n_ops * sizeof *ps->pin);
+        ps->units = xmalloc(MAX_RETRIES * sizeof *ps->units);
+        if (place_groups_build(g, &ps->gr) < 0) return -1;
     }
     for (int i = 0; i < g->n_ops; i++)
         ps->pin[i] = -1;

@@ -21,6 +21,8 @@
  * members can ever hold at once. */
 #include "workers/place/view.h"
 
+#include "common/alloc.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,8 +129,7 @@ typedef struct fused {
 static int number_sets(fuser *f, fused *x)
 {
     const place_graph *g = f->g;
-    int n = 0, *id = malloc((size_t)g->n_ops * sizeof *id), *fill;
-    if (!id) return -1;
+    int n = 0, *id = xmalloc((size_t)g->n_ops * sizeof *id), *fill;
     for (int i = 0; i < g->n_ops; i++)
         id[i] = -1;
     for (int t = 0; t < g->n_ops; t++) {
@@ -137,9 +138,8 @@ static int number_sets(fuser *f, fused *x)
         x->of[g->topo[t]] = id[r];
     }
     free(id);
-    x->off = calloc((size_t)n + 1, sizeof *x->off);
-    fill = calloc((size_t)n + 1, sizeof *fill);
-    if (!x->off || !fill) return free(fill), -1;
+    x->off = xcalloc((size_t)n + 1, sizeof *x->off);
+    fill = xcalloc((size_t)n + 1, sizeof *fill);
     for (int i = 0; i < g->n_ops; i++)
         x->off[x->of[i] + 1]++;
     for (int k = 0; k < n; k++)
@@ -203,36 +203,31 @@ static void fuse_op(fused *x, int k)
     o->group = g->ops[x->members[x->off[k]]].group;
 }
 
-static int build_ops(fused *x, int n)
+static void build_ops(fused *x, int n)
 {
     const place_graph *g = x->g;
     place_graph *h = x->h;
-    h->ops = calloc((size_t)n, sizeof *h->ops);
-    h->group_names = calloc((size_t)(g->n_groups ? g->n_groups : 1), sizeof *h->group_names);
-    if (!h->ops || !h->group_names) return -1;
+    h->ops = xcalloc((size_t)n, sizeof *h->ops);
+    h->group_names = xcalloc((size_t)(g->n_groups ? g->n_groups : 1), sizeof *h->group_names);
     for (int k = 0; k < g->n_groups; k++) {
-        h->group_names[k] = strdup(g->group_names[k]);
-        if (!h->group_names[k]) return -1;
+        h->group_names[k] = xstrdup(g->group_names[k]);
         h->n_groups = k + 1;
     }
     for (int k = 0; k < n; k++) {
-        h->ops[k].name = strdup(g->ops[x->members[x->off[k]]].name);
+        h->ops[k].name = xstrdup(g->ops[x->members[x->off[k]]].name);
         h->n_ops = k + 1;
-        if (!h->ops[k].name) return -1;
         fuse_op(x, k);
     }
-    return 0;
 }
 
 /* External edges, merged per (original producer, fused consumer): one
  * tensor read twice by one fused op crosses a link once. */
-static int build_edges(fused *x, int n)
+static void build_edges(fused *x, int n)
 {
     const place_graph *g = x->g;
     place_graph *h = x->h;
-    int *stamp = malloc((size_t)n * sizeof *stamp), *slot = malloc((size_t)n * sizeof *slot);
-    h->edges = malloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *h->edges);
-    if (!stamp || !slot || !h->edges) return free(stamp), free(slot), -1;
+    int *stamp = xmalloc((size_t)n * sizeof *stamp), *slot = xmalloc((size_t)n * sizeof *slot);
+    h->edges = xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *h->edges);
     for (int k = 0; k < n; k++)
         stamp[k] = -1;
     for (int p = 0; p < g->n_ops; p++) {
@@ -253,39 +248,32 @@ static int build_edges(fused *x, int n)
     }
     free(stamp);
     free(slot);
-    return 0;
 }
 
 place_graph *place_fuse(const place_graph *g, int **off, int **members, int **of, char *msg, size_t len)
 {
     size_t N = (size_t)g->n_ops, E = (size_t)(g->n_edges ? g->n_edges : 1);
     fuser f = {g,
-               malloc(N * sizeof(int)),
-               malloc(N * sizeof(int)),
-               malloc(N * sizeof(int)),
-               malloc(E * sizeof(int)),
-               malloc(N * sizeof(int)),
-               malloc(N * sizeof(int)),
-               malloc(E * sizeof(int))};
+               xmalloc(N * sizeof(int)),
+               xmalloc(N * sizeof(int)),
+               xmalloc(N * sizeof(int)),
+               xmalloc(E * sizeof(int)),
+               xmalloc(N * sizeof(int)),
+               xmalloc(N * sizeof(int)),
+               xmalloc(E * sizeof(int))};
     fused x = {.g = g,
-               .members = malloc(N * sizeof(int)),
-               .of = malloc(N * sizeof(int)),
-               .pos = malloc(N * sizeof(int)),
-               .bhead = malloc(N * sizeof(int)),
-               .bnext = malloc(N * sizeof(int))};
-    x.h = calloc(1, sizeof *x.h);
-    int ok = f.parent && f.ohead && f.otail && f.onext && f.ihead && f.itail && f.inext && x.members && x.of && x.pos && x.bhead &&
-             x.bnext && x.h;
-    int n = -1;
-    if (ok) {
-        fuse_sets(&f);
-        n = number_sets(&f, &x);
-    }
-    ok = n > 0 && build_ops(&x, n) == 0 && build_edges(&x, n) == 0 && place_graph_copy_devices(x.h, g) == 0;
-    if (!ok)
-        snprintf(msg, len, "fusion: out of memory");
-    else
-        ok = place_graph_index(x.h, msg, len) == 0; /* a cycle here would be a bug in the rule above */
+               .members = xmalloc(N * sizeof(int)),
+               .of = xmalloc(N * sizeof(int)),
+               .pos = xmalloc(N * sizeof(int)),
+               .bhead = xmalloc(N * sizeof(int)),
+               .bnext = xmalloc(N * sizeof(int))};
+    x.h = xcalloc(1, sizeof *x.h);
+    fuse_sets(&f);
+    int n = number_sets(&f, &x);
+    build_ops(&x, n);
+    build_edges(&x, n);
+    place_graph_copy_devices(x.h, g);
+    int ok = place_graph_index(x.h, msg, len) == 0; /* a cycle here would be a bug in the rule above */
     free(f.parent), free(f.ohead), free(f.otail), free(f.onext), free(f.ihead), free(f.itail), free(f.inext);
     free(x.pos), free(x.bhead), free(x.bnext);
     if (!ok) {

@@ -11,6 +11,8 @@
  * index, i.e. the lexicographically smallest order: deterministic, and for a
  * graph listed in execution order it is the listed order. */
 #include "workers/place/graph.h"
+
+#include "common/alloc.h"
 #include "common/utf8.h"
 #include "workers/place/perr.h"
 
@@ -38,14 +40,13 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
-static int strmap_init(strmap *m, size_t n)
+static void strmap_init(strmap *m, size_t n)
 {
     m->cap = 16;
     while (m->cap < 2 * n + 1)
         m->cap *= 2;
-    m->keys = calloc(m->cap, sizeof *m->keys);
-    m->vals = calloc(m->cap, sizeof *m->vals);
-    return m->keys && m->vals ? 0 : -1;
+    m->keys = xcalloc(m->cap, sizeof *m->keys);
+    m->vals = xcalloc(m->cap, sizeof *m->vals);
 }
 
 static void strmap_free(strmap *m)
@@ -92,8 +93,8 @@ static int read_name(perr *e, const json_t *obj, const char *where, char **out)
     if (len == 0) return perr_fail(e, suffix, "must not be empty");
     if (len >= PLACE_MAX_NAME) return perr_fail(e, suffix, "must be shorter than %d bytes", PLACE_MAX_NAME);
     if (memchr(json_string_value(v), '\0', len)) return perr_fail(e, suffix, "must not contain NUL characters");
-    *out = strdup(json_string_value(v));
-    return *out ? 0 : perr_fail(e, suffix, "out of memory");
+    *out = xstrdup(json_string_value(v));
+    return 0;
 }
 
 /* A non-negative finite number. `v` may be NULL (absent) when def >= 0. */
@@ -211,8 +212,7 @@ static int parse_group(perr *e, place_graph *g, strmap *groups, const json_t *ob
         op->group = id;
         return 0;
     }
-    char *name = strdup(json_string_value(v));
-    if (!name) return perr_fail(e, suffix, "out of memory");
+    char *name = xstrdup(json_string_value(v));
     g->group_names[g->n_groups] = name;
     strmap_put(groups, name, g->n_groups);
     op->group = g->n_groups++;
@@ -244,13 +244,11 @@ static int parse_ops(perr *e, place_graph *g, strmap *names, const json_t *graph
     if (!a) return -1;
     size_t n = json_array_size(a);
     if (n == 0) return perr_fail(e, ".ops", "must contain at least one op");
-    g->ops = calloc(n, sizeof *g->ops);
-    g->group_names = calloc(n, sizeof *g->group_names);
+    g->ops = xcalloc(n, sizeof *g->ops);
+    g->group_names = xcalloc(n, sizeof *g->group_names);
     strmap groups = {0};
-    if (!g->ops || !g->group_names || strmap_init(names, n) < 0 || strmap_init(&groups, n) < 0) {
-        strmap_free(&groups);
-        return perr_fail(e, ".ops", "out of memory");
-    }
+    strmap_init(names, n);
+    strmap_init(&groups, n);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = parse_op(e, g, names, &groups, json_array_get(a, i), (int)i);
@@ -297,8 +295,7 @@ static int parse_edges(perr *e, place_graph *g, const strmap *names, const json_
     const json_t *a = get_array(e, graph, "edges", PLACE_MAX_EDGES);
     if (!a) return -1;
     size_t n = json_array_size(a);
-    g->edges = calloc(n ? n : 1, sizeof *g->edges);
-    if (!g->edges) return perr_fail(e, ".edges", "out of memory");
+    g->edges = xcalloc(n ? n : 1, sizeof *g->edges);
     for (size_t i = 0; i < n; i++)
         if (parse_edge(e, g, names, json_array_get(a, i), (int)i) < 0) return -1;
     g->n_edges = (int)n;
@@ -331,11 +328,8 @@ static int parse_devices(perr *e, place_graph *g, const json_t *graph)
     size_t n = json_array_size(a);
     if (n == 0) return perr_fail(e, ".devices", "must contain at least one device");
     strmap names = {0};
-    g->devices = calloc(n, sizeof *g->devices);
-    if (!g->devices || strmap_init(&names, n) < 0) {
-        strmap_free(&names);
-        return perr_fail(e, ".devices", "out of memory");
-    }
+    g->devices = xcalloc(n, sizeof *g->devices);
+    strmap_init(&names, n);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = parse_device(e, g, &names, json_array_get(a, i), (int)i);
@@ -378,9 +372,8 @@ static int parse_link_value(perr *e, const json_t *v, const char *key, double de
 static int parse_comm(perr *e, place_graph *g, const json_t *graph)
 {
     int D = g->n_devices;
-    g->latency_us = malloc((size_t)D * D * sizeof(double));
-    g->bytes_per_us = malloc((size_t)D * D * sizeof(double));
-    if (!g->latency_us || !g->bytes_per_us) return perr_fail(e, ".comm", "out of memory");
+    g->latency_us = xmalloc((size_t)D * D * sizeof(double));
+    g->bytes_per_us = xmalloc((size_t)D * D * sizeof(double));
     const json_t *c = json_object_get(graph, "comm");
     if (c && !json_is_null(c) && !json_is_object(c)) return perr_fail(e, ".comm", "must be an object");
     const json_t *lat = c ? json_object_get(c, "latency_us") : NULL;
@@ -392,16 +385,12 @@ static int parse_comm(perr *e, place_graph *g, const json_t *graph)
 /* ---- adjacency and order ---- */
 
 /* CSR: off has n+1 entries; idx lists edge ids grouped by key, in input order. */
-static int build_csr(const place_graph *g, int by_dst, int **off_out, int **idx_out)
+static void build_csr(const place_graph *g, int by_dst, int **off_out, int **idx_out)
 {
     int n = g->n_ops, m = g->n_edges;
-    int *off = calloc((size_t)n + 1, sizeof *off);
-    int *idx = malloc((size_t)(m ? m : 1) * sizeof *idx);
-    int *fill = calloc((size_t)n + 1, sizeof *fill);
-    if (!off || !idx || !fill) {
-        free(off), free(idx), free(fill);
-        return -1;
-    }
+    int *off = xcalloc((size_t)n + 1, sizeof *off);
+    int *idx = xmalloc((size_t)(m ? m : 1) * sizeof *idx);
+    int *fill = xcalloc((size_t)n + 1, sizeof *fill);
     for (int i = 0; i < m; i++)
         off[(by_dst ? g->edges[i].dst : g->edges[i].src) + 1]++;
     for (int i = 0; i < n; i++)
@@ -413,7 +402,6 @@ static int build_csr(const place_graph *g, int by_dst, int **off_out, int **idx_
     free(fill);
     *off_out = off;
     *idx_out = idx;
-    return 0;
 }
 
 static void heap_push(int *h, int *n, int v)
@@ -448,8 +436,7 @@ static int find_cycle_op(const place_graph *g, const int *indeg)
     int n = g->n_ops, cur = -1;
     for (int i = 0; i < n && cur < 0; i++)
         if (indeg[i] > 0) cur = i;
-    char *seen = calloc((size_t)n, 1);
-    if (!seen) return cur;
+    char *seen = xcalloc((size_t)n, 1);
     while (!seen[cur]) {
         seen[cur] = 1;
         for (int k = g->in_off[cur]; k < g->in_off[cur + 1]; k++) {
@@ -467,13 +454,9 @@ static int find_cycle_op(const place_graph *g, const int *indeg)
 static int topo_sort(perr *e, place_graph *g)
 {
     int n = g->n_ops, hn = 0, done = 0;
-    int *indeg = calloc((size_t)n, sizeof *indeg), *heap = malloc((size_t)n * sizeof *heap);
-    g->topo = malloc((size_t)n * sizeof *g->topo);
-    g->topo_pos = malloc((size_t)n * sizeof *g->topo_pos);
-    if (!indeg || !heap || !g->topo || !g->topo_pos) {
-        free(indeg), free(heap);
-        return perr_fail(e, ".ops", "out of memory");
-    }
+    int *indeg = xcalloc((size_t)n, sizeof *indeg), *heap = xmalloc((size_t)n * sizeof *heap);
+    g->topo = xmalloc((size_t)n * sizeof *g->topo);
+    g->topo_pos = xmalloc((size_t)n * sizeof *g->topo_pos);
     for (int i = 0; i < n; i++)
         indeg[i] = g->in_off[i + 1] - g->in_off[i];
     for (int i = 0; i < n; i++)
@@ -496,8 +479,8 @@ static int topo_sort(perr *e, place_graph *g)
 
 static int build_order(perr *e, place_graph *g)
 {
-    if (build_csr(g, 0, &g->out_off, &g->out_edge) < 0) return perr_fail(e, ".edges", "out of memory");
-    if (build_csr(g, 1, &g->in_off, &g->in_edge) < 0) return perr_fail(e, ".edges", "out of memory");
+    build_csr(g, 0, &g->out_off, &g->out_edge);
+    build_csr(g, 1, &g->in_off, &g->in_edge);
     return topo_sort(e, g);
 }
 
@@ -512,30 +495,26 @@ int place_graph_index(place_graph *g, char *msg, size_t msg_len)
     return build_order(&e, g);
 }
 
-int place_graph_copy_devices(place_graph *dst, const place_graph *src)
+void place_graph_copy_devices(place_graph *dst, const place_graph *src)
 {
     size_t D = (size_t)src->n_devices;
-    dst->devices = calloc(D, sizeof *dst->devices);
-    dst->latency_us = malloc(D * D * sizeof(double));
-    dst->bytes_per_us = malloc(D * D * sizeof(double));
-    if (!dst->devices || !dst->latency_us || !dst->bytes_per_us) return -1;
+    dst->devices = xcalloc(D, sizeof *dst->devices);
+    dst->latency_us = xmalloc(D * D * sizeof(double));
+    dst->bytes_per_us = xmalloc(D * D * sizeof(double));
     for (size_t d = 0; d < D; d++) {
         dst->devices[d] = src->devices[d];
-        dst->devices[d].name = strdup(src->devices[d].name);
-        if (!dst->devices[d].name) return -1;
+        dst->devices[d].name = xstrdup(src->devices[d].name);
         dst->n_devices = (int)d + 1;
     }
     memcpy(dst->latency_us, src->latency_us, D * D * sizeof(double));
     memcpy(dst->bytes_per_us, src->bytes_per_us, D * D * sizeof(double));
-    return 0;
 }
 
 place_graph *place_graph_parse(const json_t *json, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len)
 {
     perr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
     if (!json_is_object(json)) return perr_set(&e, "", "must be an object"), NULL;
-    place_graph *g = calloc(1, sizeof *g);
-    if (!g) return perr_set(&e, "", "out of memory"), NULL;
+    place_graph *g = xcalloc(1, sizeof *g);
     strmap names = {0};
     int rc = parse_ops(&e, g, &names, json);
     if (rc == 0) rc = parse_edges(&e, g, &names, json);

@@ -81,8 +81,8 @@ void place_graph_free(place_graph *g);
  * memory).  place_graph_free() releases a derived graph like a parsed one. */
 int place_graph_index(place_graph *g, char *msg, size_t msg_len);
 /* Deep-copies src's devices and communication matrices into dst (whose
- * devices/comm must be unset); -1 when out of memory. */
-int place_graph_copy_devices(place_graph *dst, const place_graph *src);
+ * devices/comm must be unset). */
+void place_graph_copy_devices(place_graph *dst, const place_graph *src);
 
 /* Time of op `op` on device `dev`, and of moving `bytes` from device `from`
  * to device `to` (0 when from == to). */

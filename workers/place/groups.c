@@ -1,18 +1,15 @@
 /* groups.c - colocation group members in topological order (CSR). */
 #include "workers/place/groups.h"
 
+#include "common/alloc.h"
+
 #include <stdlib.h>
 
 int place_groups_build(const place_graph *g, place_groups *out)
 {
-    out->off = calloc((size_t)g->n_groups + 1, sizeof *out->off);
-    out->ops = malloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *out->ops);
-    int *fill = calloc((size_t)g->n_groups + 1, sizeof *fill);
-    if (!out->off || !out->ops || !fill) {
-        free(fill);
-        place_groups_clear(out);
-        return -1;
-    }
+    out->off = xcalloc((size_t)g->n_groups + 1, sizeof *out->off);
+    out->ops = xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *out->ops);
+    int *fill = xcalloc((size_t)g->n_groups + 1, sizeof *fill);
     for (int i = 0; i < g->n_ops; i++)
         if (g->ops[i].group >= 0) out->off[g->ops[i].group + 1]++;
     for (int k = 0; k < g->n_groups; k++)

@@ -1,6 +1,8 @@
 /* heap.c - binary min-heap on (key, tie). */
 #include "workers/place/heap.h"
 
+#include "common/alloc.h"
+
 #include <stdlib.h>
 
 static int before(const place_hent *a, const place_hent *b)
@@ -13,9 +15,7 @@ int place_heap_push(place_heap *h, double key, int tie, int id)
 {
     if (h->n == h->cap) {
         int cap = h->cap ? 2 * h->cap : 16;
-        place_hent *a = realloc(h->a, (size_t)cap * sizeof *a);
-        if (!a) return -1;
-        h->a = a;
+        h->a = xreallocarray(h->a, (size_t)cap, sizeof *h->a);
         h->cap = cap;
     }
     place_hent e = {key, tie, id};

@@ -4,6 +4,8 @@
  * change to the received-tensor map and to the "read elsewhere" flags, in
  * undo logs, so aborting costs what the attempt did. */
 #include "workers/place/ledger.h"
+
+#include "common/alloc.h"
 #include "workers/place/pairmap.h"
 #include "workers/place/profile.h"
 #include "workers/place/xfer.h"
@@ -57,30 +59,22 @@ static int grow(void **a, size_t *cap, size_t n, size_t size)
 {
     if (n < *cap) return 0;
     size_t c = *cap ? 2 * *cap : 64;
-    void *p = realloc(*a, c * size);
-    if (!p) return -1;
-    *a = p;
+    *a = xreallocarray(*a, c, size);
     *cap = c;
     return 0;
 }
 
 place_ledger *place_ledger_new(const place_graph *g, const int *where)
 {
-    place_ledger *l = calloc(1, sizeof *l);
-    if (!l) return NULL;
+    place_ledger *l = xcalloc(1, sizeof *l);
     size_t N = (size_t)g->n_ops, D = (size_t)g->n_devices;
     l->g = g, l->where = where;
-    l->prof = calloc(D, sizeof *l->prof), l->len = calloc(D, sizeof(int)), l->freed = calloc(D, sizeof(int64_t));
-    l->step = malloc(N * sizeof(int)), l->held_at = malloc(N * sizeof(int)), l->pend = malloc(N * sizeof(int));
-    l->last_local = malloc(N * sizeof(int)), l->remote = calloc(N, 1);
+    l->prof = xcalloc(D, sizeof *l->prof), l->len = xcalloc(D, sizeof(int)), l->freed = xcalloc(D, sizeof(int64_t));
+    l->step = xmalloc(N * sizeof(int)), l->held_at = xmalloc(N * sizeof(int)), l->pend = xmalloc(N * sizeof(int));
+    l->last_local = xmalloc(N * sizeof(int)), l->remote = xcalloc(N, 1);
     l->acc = place_xfer_acc_new(g->n_devices), l->last = place_pairmap_new(g->n_devices);
-    l->stamp = malloc(D * sizeof(int)), l->targets = malloc(D * sizeof(int));
-    l->before = calloc(D, sizeof(int64_t)), l->touched = calloc(D, sizeof(int)), l->is_touched = calloc(D, 1);
-    if (!l->prof || !l->len || !l->freed || !l->step || !l->held_at || !l->pend || !l->last_local || !l->remote || !l->acc ||
-        !l->last || !l->stamp || !l->targets || !l->before || !l->touched || !l->is_touched) {
-        place_ledger_free(l);
-        return NULL;
-    }
+    l->stamp = xmalloc(D * sizeof(int)), l->targets = xmalloc(D * sizeof(int));
+    l->before = xcalloc(D, sizeof(int64_t)), l->touched = xcalloc(D, sizeof(int)), l->is_touched = xcalloc(D, 1);
     for (size_t i = 0; i < N; i++) {
         l->step[i] = l->held_at[i] = l->last_local[i] = -1;
         l->pend[i] = g->out_off[i + 1] - g->out_off[i];

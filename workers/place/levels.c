@@ -2,6 +2,8 @@
  * order, O(N + E); and the makespan lower bound. */
 #include "workers/place/levels.h"
 
+#include "common/alloc.h"
+
 #include <stdlib.h>
 
 static void mean_link(const place_graph *g, place_levels *lv)
@@ -36,12 +38,8 @@ double place_levels_op(const place_levels *lv, const place_graph *g, int op)
 int place_levels_compute(const place_graph *g, place_levels *lv)
 {
     size_t N = (size_t)g->n_ops;
-    lv->top = calloc(N, sizeof *lv->top);
-    lv->bottom = calloc(N, sizeof *lv->bottom);
-    if (!lv->top || !lv->bottom) {
-        place_levels_clear(lv);
-        return -1;
-    }
+    lv->top = xcalloc(N, sizeof *lv->top);
+    lv->bottom = xcalloc(N, sizeof *lv->bottom);
     mean_link(g, lv);
     for (int t = 0; t < g->n_ops; t++) {
         int u = g->topo[t];
@@ -81,8 +79,7 @@ double place_lower_bound_us(const place_graph *g)
         speed += g->devices[d].speed;
         if (g->devices[d].speed > fastest) fastest = g->devices[d].speed;
     }
-    double *finish = malloc((size_t)g->n_ops * sizeof *finish);
-    if (!finish) return 0;
+    double *finish = xmalloc((size_t)g->n_ops * sizeof *finish);
     for (int t = 0; t < g->n_ops; t++) {
         int u = g->topo[t];
         double start = 0;

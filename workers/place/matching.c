@@ -9,6 +9,8 @@
  * minimising the makespan).  Ties: the longer path, then the edge order. */
 #include "workers/place/matching.h"
 
+#include "common/alloc.h"
+
 #include <stdlib.h>
 
 typedef struct ranked {
@@ -29,8 +31,7 @@ int place_favourites(const place_graph *g, const place_levels *lv, int *fav_chil
     for (int i = 0; i < g->n_ops; i++)
         fav_child[i] = fav_parent[i] = -1;
     if (g->n_edges == 0) return 0;
-    ranked *r = malloc((size_t)g->n_edges * sizeof *r);
-    if (!r) return -1;
+    ranked *r = xmalloc((size_t)g->n_edges * sizeof *r);
     double cp = lv->cp > 0 ? lv->cp : 1;
     for (int e = 0; e < g->n_edges; e++) {
         int u = g->edges[e].src, v = g->edges[e].dst;

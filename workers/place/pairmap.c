@@ -1,6 +1,8 @@
 /* pairmap.c - (op, device) -> double, open addressing on a 64-bit key. */
 #include "workers/place/pairmap.h"
 
+#include "common/alloc.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -19,16 +21,14 @@ static uint64_t mix(uint64_t x)
     return x;
 }
 
-static int alloc_table(place_pairmap *m, size_t cap)
+static void alloc_table(place_pairmap *m, size_t cap)
 {
-    m->keys = malloc(cap * sizeof *m->keys);
-    m->vals = malloc(cap * sizeof *m->vals);
-    if (!m->keys || !m->vals) return -1;
+    m->keys = xmalloc(cap * sizeof *m->keys);
+    m->vals = xmalloc(cap * sizeof *m->vals);
     for (size_t i = 0; i < cap; i++)
         m->keys[i] = -1;
     m->cap = cap;
     m->used = 0;
-    return 0;
 }
 
 static size_t slot(const place_pairmap *m, int64_t key)
@@ -39,14 +39,10 @@ static size_t slot(const place_pairmap *m, int64_t key)
     return i;
 }
 
-static int grow(place_pairmap *m)
+static void grow(place_pairmap *m)
 {
     place_pairmap old = *m;
-    if (alloc_table(m, old.cap * 2) < 0) {
-        free(m->keys), free(m->vals);
-        *m = old;
-        return -1;
-    }
+    alloc_table(m, old.cap * 2);
     for (size_t i = 0; i < old.cap; i++) {
         if (old.keys[i] == -1) continue;
         size_t s = slot(m, old.keys[i]);
@@ -56,18 +52,13 @@ static int grow(place_pairmap *m)
     }
     free(old.keys);
     free(old.vals);
-    return 0;
 }
 
 place_pairmap *place_pairmap_new(int n_devices)
 {
-    place_pairmap *m = calloc(1, sizeof *m);
-    if (!m) return NULL;
+    place_pairmap *m = xcalloc(1, sizeof *m);
     m->n_devices = n_devices;
-    if (alloc_table(m, 256) < 0) {
-        place_pairmap_free(m);
-        return NULL;
-    }
+    alloc_table(m, 256);
     return m;
 }
 
@@ -89,7 +80,7 @@ int place_pairmap_get(const place_pairmap *m, int op, int dev, double *val)
 
 int place_pairmap_set(place_pairmap *m, int op, int dev, double val)
 {
-    if (2 * (m->used + 1) > m->cap && grow(m) < 0) return -1;
+    if (2 * (m->used + 1) > m->cap) grow(m);
     int64_t key = (int64_t)op * m->n_devices + dev;
     size_t s = slot(m, key);
     if (m->keys[s] == -1) {

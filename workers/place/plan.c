@@ -1,21 +1,18 @@
 /* plan.c - create and free placement plans. */
 #include "workers/place/plan.h"
 
+#include "common/alloc.h"
+
 #include <stdlib.h>
 
 place_plan *place_plan_new(int n_ops)
 {
-    place_plan *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
+    place_plan *p = xcalloc(1, sizeof *p);
     size_t n = n_ops > 0 ? (size_t)n_ops : 1;
     p->n_ops = n_ops;
     p->note[0] = '\0';
-    p->device = malloc(n * sizeof *p->device);
-    p->order = malloc(n * sizeof *p->order);
-    if (!p->device || !p->order) {
-        place_plan_free(p);
-        return NULL;
-    }
+    p->device = xmalloc(n * sizeof *p->device);
+    p->order = xmalloc(n * sizeof *p->order);
     for (int i = 0; i < n_ops; i++) {
         p->device[i] = -1;
         p->order[i] = i;
@@ -37,12 +34,8 @@ int place_plan_add_xfer(place_plan *p, int src, int dev)
 {
     if (p->n_xfers == p->cap_xfers) {
         int cap = p->cap_xfers ? 2 * p->cap_xfers : 256;
-        int *s = realloc(p->xfer_src, (size_t)cap * sizeof *s);
-        if (!s) return -1;
-        p->xfer_src = s;
-        int *d = realloc(p->xfer_dev, (size_t)cap * sizeof *d);
-        if (!d) return -1;
-        p->xfer_dev = d;
+        p->xfer_src = xreallocarray(p->xfer_src, (size_t)cap, sizeof *p->xfer_src);
+        p->xfer_dev = xreallocarray(p->xfer_dev, (size_t)cap, sizeof *p->xfer_dev);
         p->cap_xfers = cap;
     }
     p->xfer_src[p->n_xfers] = src;

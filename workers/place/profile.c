@@ -1,6 +1,8 @@
 /* profile.c - segment tree of deltas with (sum, max prefix) per node. */
 #include "workers/place/profile.h"
 
+#include "common/alloc.h"
+
 #include <stdlib.h>
 
 static void pull(place_profile *p, int i)
@@ -16,8 +18,7 @@ static int grow(place_profile *p, int pos)
     int cap = p->cap ? p->cap : 64;
     while (cap <= pos)
         cap *= 2;
-    int64_t *sum = calloc(2 * (size_t)cap, sizeof *sum), *top = calloc(2 * (size_t)cap, sizeof *top);
-    if (!sum || !top) return free(sum), free(top), -1;
+    int64_t *sum = xcalloc(2 * (size_t)cap, sizeof *sum), *top = xcalloc(2 * (size_t)cap, sizeof *top);
     for (int i = 0; i < p->cap; i++)
         sum[cap + i] = top[cap + i] = p->sum[p->cap + i];
     free(p->sum), free(p->top);

@@ -3,6 +3,8 @@
  * its schedule, and the lower bound every makespan is measured against. */
 #include "workers/place/solve.h"
 
+#include "common/alloc.h"
+
 #include <stdlib.h>
 
 static json_t *per_device_ints(const int64_t *v, int n)
@@ -47,8 +49,8 @@ static json_t *candidate_json(const place_graph *g, const place_candidate *c, do
 
 static json_t *devices_json(const place_graph *g, const place_candidate *c)
 {
-    int *ops = calloc((size_t)g->n_devices, sizeof *ops);
-    for (int i = 0; ops && i < g->n_ops; i++)
+    int *ops = xcalloc((size_t)g->n_devices, sizeof *ops);
+    for (int i = 0; i < g->n_ops; i++)
         ops[c->expanded->device[i]]++;
     json_t *devices = json_array();
     for (int d = 0; d < g->n_devices; d++) {
@@ -58,7 +60,7 @@ static json_t *devices_json(const place_graph *g, const place_candidate *c)
         json_object_set_new(o, "speed", json_real(g->devices[d].speed));
         json_object_set_new(o, "peak_bytes", json_integer(c->sim.peak_bytes[d]));
         json_object_set_new(o, "busy_us", place_jreal(c->sim.busy_us[d]));
-        json_object_set_new(o, "ops", json_integer(ops ? ops[d] : 0));
+        json_object_set_new(o, "ops", json_integer(ops[d]));
         json_array_append_new(devices, o);
     }
     free(ops);

@@ -17,6 +17,8 @@
  * visible against the capacity line. */
 #include "workers/place/solve.h"
 
+#include "common/alloc.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -69,8 +71,7 @@ static int cmp_xfer(const void *a, const void *b, void *ctx)
 static json_t *transfers_json(const place_view *v, const place_plan *expanded, const place_sim_result *r)
 {
     json_t *a = json_array();
-    int *idx = malloc((size_t)(r->n_xfers ? r->n_xfers : 1) * sizeof *idx);
-    if (!idx) return a;
+    int *idx = xmalloc((size_t)(r->n_xfers ? r->n_xfers : 1) * sizeof *idx);
     for (int x = 0; x < r->n_xfers; x++)
         idx[x] = x;
     qsort_r(idx, (size_t)r->n_xfers, sizeof *idx, cmp_xfer, (void *)r);

@@ -6,6 +6,8 @@
  * later than anywhere else, unless another op is urgent (defined at
  * urgent() in etf.c), so the pair's tensor never crosses a link. */
 #include "workers/place/algo.h"
+
+#include "common/alloc.h"
 #include "workers/place/etf.h"
 #include "workers/place/levels.h"
 #include "workers/place/matching.h"
@@ -16,9 +18,9 @@
 int place_algo_sct(const place_graph *g, place_plan *plan, char *reason, size_t reason_len)
 {
     place_levels lv = {0};
-    int *child = malloc((size_t)g->n_ops * sizeof *child), *parent = malloc((size_t)g->n_ops * sizeof *parent);
+    int *child = xmalloc((size_t)g->n_ops * sizeof *child), *parent = xmalloc((size_t)g->n_ops * sizeof *parent);
     int rc = -1;
-    if (child && parent && place_levels_compute(g, &lv) == 0 && place_favourites(g, &lv, child, parent) == 0) {
+    if (place_levels_compute(g, &lv) == 0 && place_favourites(g, &lv, child, parent) == 0) {
         place_etf_opts o = {.fav_child = child, .fav_parent = parent, .level = lv.bottom};
         rc = place_etf_schedule(g, &o, plan, reason, reason_len);
     } else {

@@ -15,6 +15,8 @@
  * producer has ended and it is next on both of its channels; this replays a
  * list scheduler's own channel reservations exactly.  Cost: O((N + E) log N). */
 #include "workers/place/sim.h"
+
+#include "common/alloc.h"
 #include "workers/place/xfer.h"
 
 #include <stdarg.h>
@@ -68,9 +70,7 @@ static int push(sim *s, double t, int kind, int id)
 {
     if (s->n_heap == s->cap_heap) {
         size_t cap = s->cap_heap ? 2 * s->cap_heap : 256;
-        event *h = realloc(s->heap, cap * sizeof *h);
-        if (!h) return -1;
-        s->heap = h;
+        s->heap = xreallocarray(s->heap, cap, sizeof *s->heap);
         s->cap_heap = cap;
     }
     event ev = {t, kind, id, s->seq++};
@@ -112,9 +112,7 @@ static int trace_mem(sim *s, int dev, double t)
     }
     if (n == s->cap_mem[dev]) {
         int cap = n ? 2 * n : 64;
-        place_mem_point *p = realloc(r->mem[dev], (size_t)cap * sizeof *p);
-        if (!p) return -1;
-        r->mem[dev] = p;
+        r->mem[dev] = xreallocarray(r->mem[dev], (size_t)cap, sizeof *r->mem[dev]);
         s->cap_mem[dev] = cap;
     }
     r->mem[dev][r->n_mem[dev]++] = (place_mem_point){t, s->mem[dev]};
@@ -277,8 +275,7 @@ static int plan_error(place_sim_result *r, int rc, const char *fmt, ...)
 static int check_plan(const place_graph *g, const place_plan *p, place_sim_result *r)
 {
     if (p->n_ops != g->n_ops) return plan_error(r, -1, "plan has a different number of ops than the graph");
-    char *seen = calloc((size_t)g->n_ops, 1);
-    if (!seen) return plan_error(r, -1, "out of memory");
+    char *seen = xcalloc((size_t)g->n_ops, 1);
     int rc = 0;
     for (int i = 0; i < g->n_ops && rc == 0; i++) {
         int op = p->order[i];
@@ -297,9 +294,8 @@ static int build_queues(sim *s)
 {
     const place_graph *g = s->g;
     const place_plan *p = s->plan;
-    int D = g->n_devices, *fill = calloc((size_t)D, sizeof *fill);
-    int *pos = malloc((size_t)g->n_ops * sizeof *pos);
-    if (!fill || !pos) return free(fill), free(pos), -1;
+    int D = g->n_devices, *fill = xcalloc((size_t)D, sizeof *fill);
+    int *pos = xmalloc((size_t)g->n_ops * sizeof *pos);
     for (int i = 0; i < g->n_ops; i++) {
         s->qoff[p->device[i] + 1]++;
         pos[p->order[i]] = i;
@@ -337,10 +333,9 @@ static int build_xfers(sim *s)
     const place_graph *g = s->g;
     const int *where = s->plan->device;
     int D = g->n_devices, n = 0;
-    int64_t *sum = calloc((size_t)D, sizeof *sum);
-    int *stamp = malloc((size_t)D * sizeof *stamp), *targets = malloc((size_t)D * sizeof *targets);
-    int *index = malloc((size_t)D * sizeof *index);
-    if (!sum || !stamp || !targets || !index) return free(sum), free(stamp), free(targets), free(index), -1;
+    int64_t *sum = xcalloc((size_t)D, sizeof *sum);
+    int *stamp = xmalloc((size_t)D * sizeof *stamp), *targets = xmalloc((size_t)D * sizeof *targets);
+    int *index = xmalloc((size_t)D * sizeof *index);
     for (int d = 0; d < D; d++)
         stamp[d] = -1;
     for (int op = 0; op < g->n_ops; op++) {
@@ -388,11 +383,10 @@ static int build_sequence(sim *s)
     const place_plan *p = s->plan;
     place_sim_result *r = s->r;
     size_t D = (size_t)g->n_devices, X = (size_t)(r->n_xfers ? r->n_xfers : 1);
-    s->soff = calloc(D + 1, sizeof(int)), s->roff = calloc(D + 1, sizeof(int));
-    s->sseq = malloc(X * sizeof(int)), s->rseq = malloc(X * sizeof(int));
-    s->spos = malloc(D * sizeof(int)), s->rpos = malloc(D * sizeof(int));
-    int *seen = calloc(X, sizeof(int));
-    if (!s->soff || !s->roff || !s->sseq || !s->rseq || !s->spos || !s->rpos || !seen) return free(seen), -1;
+    s->soff = xcalloc(D + 1, sizeof(int)), s->roff = xcalloc(D + 1, sizeof(int));
+    s->sseq = xmalloc(X * sizeof(int)), s->rseq = xmalloc(X * sizeof(int));
+    s->spos = xmalloc(D * sizeof(int)), s->rpos = xmalloc(D * sizeof(int));
+    int *seen = xcalloc(X, sizeof(int));
     int rc = 0;
     for (int k = 0; k < p->n_xfers && rc == 0; k++) {
         int src = p->xfer_src[k], dev = p->xfer_dev[k];
@@ -438,16 +432,13 @@ static int sim_init(sim *s, const place_graph *g, const place_plan *p, place_sim
 {
     size_t N = (size_t)g->n_ops, E = (size_t)(g->n_edges ? g->n_edges : 1), D = (size_t)g->n_devices;
     *s = (sim){.g = g, .plan = p, .r = r, .flags = flags};
-    s->qoff = calloc(D + 1, sizeof(int)), s->queue = malloc(N * sizeof(int)), s->next = malloc(D * sizeof(int));
-    s->running = malloc(D * sizeof(int)), s->pending = malloc(N * sizeof(int)), s->out_refs = calloc(N, sizeof(int));
-    s->edge_xfer = malloc(E * sizeof(int)), s->xoff = malloc((N + 1) * sizeof(int)), s->xrefs = calloc(E, sizeof(int));
-    s->mem = calloc(D, sizeof(int64_t)), s->cap_mem = calloc(D, sizeof(int));
-    s->send_free = calloc(D, sizeof(double)), s->recv_free = calloc(D, sizeof(double));
-    s->wake = malloc(D * sizeof(int)), s->woken = calloc(D, 1);
-    r->xfers = calloc(E, sizeof *r->xfers); /* build_xfers fills the first n_xfers (the analyser cannot follow it there) */
-    if (!s->qoff || !s->queue || !s->next || !s->running || !s->pending || !s->out_refs || !s->edge_xfer || !s->xoff || !s->xrefs ||
-        !s->mem || !s->cap_mem || !s->send_free || !s->recv_free || !s->wake || !s->woken || !r->xfers)
-        return -1;
+    s->qoff = xcalloc(D + 1, sizeof(int)), s->queue = xmalloc(N * sizeof(int)), s->next = xmalloc(D * sizeof(int));
+    s->running = xmalloc(D * sizeof(int)), s->pending = xmalloc(N * sizeof(int)), s->out_refs = xcalloc(N, sizeof(int));
+    s->edge_xfer = xmalloc(E * sizeof(int)), s->xoff = xmalloc((N + 1) * sizeof(int)), s->xrefs = xcalloc(E, sizeof(int));
+    s->mem = xcalloc(D, sizeof(int64_t)), s->cap_mem = xcalloc(D, sizeof(int));
+    s->send_free = xcalloc(D, sizeof(double)), s->recv_free = xcalloc(D, sizeof(double));
+    s->wake = xmalloc(D * sizeof(int)), s->woken = xcalloc(D, 1);
+    r->xfers = xcalloc(E, sizeof *r->xfers); /* build_xfers fills the first n_xfers (the analyser cannot follow it there) */
     for (size_t d = 0; d < D; d++)
         s->running[d] = -1;
     for (size_t e = 0; e < (size_t)g->n_edges; e++)
@@ -467,17 +458,15 @@ static int result_init(place_sim_result *r, const place_graph *g, int flags)
     memset(r, 0, sizeof *r);
     r->feasible = 1;
     r->n_devices = g->n_devices;
-    r->busy_us = calloc(D, sizeof *r->busy_us);
-    r->peak_bytes = calloc(D, sizeof *r->peak_bytes);
-    r->ops = calloc(D, sizeof *r->ops);
-    r->start_us = malloc(N * sizeof *r->start_us);
-    r->end_us = malloc(N * sizeof *r->end_us);
+    r->busy_us = xcalloc(D, sizeof *r->busy_us);
+    r->peak_bytes = xcalloc(D, sizeof *r->peak_bytes);
+    r->ops = xcalloc(D, sizeof *r->ops);
+    r->start_us = xmalloc(N * sizeof *r->start_us);
+    r->end_us = xmalloc(N * sizeof *r->end_us);
     if (flags & PLACE_SIM_MEMORY) {
-        r->mem = calloc(D, sizeof *r->mem);
-        r->n_mem = calloc(D, sizeof *r->n_mem);
-        if (!r->mem || !r->n_mem) return -1;
+        r->mem = xcalloc(D, sizeof *r->mem);
+        r->n_mem = xcalloc(D, sizeof *r->n_mem);
     }
-    if (!r->busy_us || !r->peak_bytes || !r->ops || !r->start_us || !r->end_us) return -1;
     for (size_t i = 0; i < N; i++)
         r->start_us[i] = r->end_us[i] = -1;
     return 0;
@@ -508,8 +497,7 @@ static int start_ready(sim *s, double t)
 static int run(sim *s)
 {
     const place_graph *g = s->g;
-    int64_t *resident = calloc((size_t)g->n_devices, sizeof *resident);
-    if (!resident) return -1;
+    int64_t *resident = xcalloc((size_t)g->n_devices, sizeof *resident);
     for (int i = 0; i < g->n_ops; i++) {
         int d = s->plan->device[i];
         s->r->ops[d]++;

@@ -10,6 +10,8 @@
  * runs the ops in topological order with no transfers, so the replay is
  * exactly what that device will see. */
 #include "workers/place/algo.h"
+
+#include "common/alloc.h"
 #include "workers/place/sim.h"
 
 #include <stdio.h>
@@ -26,8 +28,8 @@ static void all_on(const place_graph *g, place_plan *plan, int dev)
 /* Devices by speed (fastest first), then input order. */
 static int *by_speed(const place_graph *g)
 {
-    int *d = malloc((size_t)g->n_devices * sizeof *d);
-    for (int i = 0; d && i < g->n_devices; i++) {
+    int *d = xmalloc((size_t)g->n_devices * sizeof *d);
+    for (int i = 0; i < g->n_devices; i++) {
         int j = i;
         while (j > 0 && g->devices[d[j - 1]].speed < g->devices[i].speed)
             d[j] = d[j - 1], j--;
@@ -41,7 +43,6 @@ static int *by_speed(const place_graph *g)
 static int replay_fit(const place_graph *g, place_plan *plan, int64_t *peak)
 {
     int *order = by_speed(g), found = -1;
-    if (!order) return -2;
     *peak = INT64_MAX;
     for (int i = 0; i < g->n_devices && found < 0; i++) {
         place_sim_result r;

@@ -3,6 +3,8 @@
  * up to 2^53 bytes, far above any device.  Entries are never removed; setting 0
  * is how an entry is undone. */
 #include "workers/place/xfer.h"
+
+#include "common/alloc.h"
 #include "workers/place/pairmap.h"
 
 #include <stdlib.h>
@@ -13,12 +15,8 @@ struct place_xfer_acc {
 
 place_xfer_acc *place_xfer_acc_new(int n_devices)
 {
-    place_xfer_acc *a = calloc(1, sizeof *a);
-    if (!a) return NULL;
-    if (!(a->m = place_pairmap_new(n_devices))) {
-        free(a);
-        return NULL;
-    }
+    place_xfer_acc *a = xcalloc(1, sizeof *a);
+    a->m = place_pairmap_new(n_devices);
     return a;
 }
 

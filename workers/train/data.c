@@ -66,10 +66,7 @@ static int idx_read(const char *path, int want_min, int want_max, uint32_t *dims
             goto fail;
         }
     }
-    if (!(*data = malloc(total))) {
-        snprintf(err, err_len, "%s: out of memory (%zu bytes)", path, total);
-        goto fail;
-    }
+    *data = xmalloc(total); /* at most IDX_MAX_BYTES, checked above */
     if (read_full(f, *data, total)) {
         snprintf(err, err_len, "%s: truncated IDX data (expected %zu bytes after the header)", path, total);
         goto fail;
@@ -103,12 +100,8 @@ int train_data_load_idx(const char *images, const char *labels, train_data *d, c
     d->h = (int)id[ni - 2];
     d->w = (int)id[ni - 1];
     d->dim = (size_t)d->c * d->h * d->w;
-    d->x = malloc(sizeof(float) * d->n * d->dim);
-    d->y = malloc(sizeof(int32_t) * d->n);
-    if (!d->x || !d->y) {
-        snprintf(err, err_len, "%s: out of memory", images);
-        goto fail;
-    }
+    d->x = xmalloc(sizeof(float) * d->n * d->dim);
+    d->y = xmalloc(sizeof(int32_t) * d->n);
     for (size_t i = 0; i < d->n * d->dim; i++)
         d->x[i] = ib[i] * (1.0f / 255.0f);
     for (size_t i = 0; i < d->n; i++) {

@@ -86,8 +86,7 @@ static void slot_free(slot *s, const train_backend *be)
 static slot *slot_new(const mop *P, int id, char *err, size_t el)
 {
     const json_t *spec = json_object_get(json_array_get(P->configs, (size_t)id), "spec");
-    slot *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
+    slot *s = xcalloc(1, sizeof *s);
     s->id = id;
     s->batch = (int)json_integer_value(json_object_get(spec, "batch_size"));
     json_t *sd = json_object_get(spec, "seed");
@@ -162,12 +161,7 @@ static int encode(slot *s, unsigned char **out, size_t *len, char *err, size_t e
     size_t bl;
     s->st.rng = s->m->rng.s;
     if (train_ckpt_encode(s->m, s->o, &s->st, &blob, &bl, err, el)) return -1;
-    unsigned char *msg = malloc(16 + bl);
-    if (!msg) {
-        free(blob);
-        snprintf(err, el, "out of memory");
-        return -1;
-    }
+    unsigned char *msg = xmalloc(16 + bl);
     int32_t id = s->id, pad = 0;
     float f[2] = {(float)s->loss_sum, (float)s->batches};
     memcpy(msg, &id, 4), memcpy(msg + 4, &pad, 4), memcpy(msg + 8, f, 8);
@@ -224,12 +218,8 @@ static int setup(mop *P, const json_t *spec, const train_hooks *hooks, json_t *c
         snprintf(err, el, "%d workers but %zu training samples", P->world, P->tr->n);
         return -1;
     }
-    P->perm = malloc(sizeof(size_t) * P->tr->n);
-    P->tmp = malloc(sizeof(size_t) * P->tr->n);
-    if (!P->perm || !P->tmp) {
-        snprintf(err, el, "out of memory");
-        return -1;
-    }
+    P->perm = xmalloc(sizeof(size_t) * P->tr->n);
+    P->tmp = xmalloc(sizeof(size_t) * P->tr->n);
     /* the partitions: a fixed shuffle of the training set cut in world pieces */
     train_shuffle(P->perm, P->tr->n, train_rng_mix(P->seed, 29, 0), 0);
     for (int p = 0; p < P->world; p++) {

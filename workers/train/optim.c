@@ -3,6 +3,8 @@
  * exactly the same learning-rate curve. */
 #include "workers/train/optim.h"
 
+#include "common/alloc.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,7 @@ static float num(const sch *shape, const json_t *o, const char *key)
 
 train_optim *train_optim_create(const json_t *j, train_model *model)
 {
-    train_optim *o = calloc(1, sizeof *o);
-    if (!o) return NULL;
+    train_optim *o = xcalloc(1, sizeof *o);
     o->type = !strcmp(json_string_value(json_object_get(j, "type")), "adam") ? TRAIN_ADAM : TRAIN_SGD;
     o->lr = num(&train_sgd_shape, j, "lr");
     o->momentum = num(&train_sgd_shape, j, "momentum");
@@ -26,10 +27,9 @@ train_optim *train_optim_create(const json_t *j, train_model *model)
     o->eps = num(&train_adam_shape, j, "eps");
     o->n = model->nparams;
     o->params = model->params;
-    o->m = calloc((size_t)o->n, sizeof *o->m);
-    o->v = calloc((size_t)o->n, sizeof *o->v);
-    if (!o->m || !o->v) goto oom;
-    for (int i = 0; i < o->n; i++) {
+    o->m = xcalloc((size_t)o->n, sizeof *o->m);
+    o->v = xcalloc((size_t)o->n, sizeof *o->v);
+    for (int i = 0; i < o->n; i++) { /* the backend's memory (a GPU's) may run out */
         if (!(o->m[i] = model->be->alloc(o->params[i]->n))) goto oom;
         if (o->type == TRAIN_ADAM && !(o->v[i] = model->be->alloc(o->params[i]->n))) goto oom;
     }

@@ -36,7 +36,7 @@ typedef struct {
 
 /* the optimizer's and the schedule's shapes and rules: spec.h (spec_optim.c) */
 
-/* o must fit train_optim_shape; NULL on out of memory */
+/* o must fit train_optim_shape; NULL when the backend cannot allocate the state (a GPU's memory) */
 train_optim *train_optim_create(const json_t *o, train_model *m);
 void train_optim_free(train_optim *o, const train_backend *be);
 void train_optim_step(train_optim *o, const train_backend *be, float lr);

@@ -10,6 +10,8 @@
  * votes, so every rank applies the same update and stops at the same step. */
 #include "workers/train/train.h"
 
+#include "common/alloc.h"
+
 #include "workers/train/adapt.h"
 #include "workers/train/ckpt.h"
 #include "workers/train/data.h"
@@ -579,14 +581,14 @@ int train_run(const json_t *spec, const char *ckpt_path, const train_hooks *hook
     if (check_data(L.m, L.tr, L.te, err, el)) goto out;
     L.spe = (long)((L.tr->n + (size_t)L.batch - 1) / (size_t)L.batch);
     L.total = json_object_get(spec, "steps") ? train_spec_long(spec, "steps") : train_spec_long(spec, "epochs") * L.spe;
-    L.order = malloc(sizeof(size_t) * L.tr->n);
+    L.order = xmalloc(sizeof(size_t) * L.tr->n);
     L.xb = L.m->be->alloc((size_t)cap * L.tr->dim);
     L.yb = (int32_t *)L.m->be->alloc((size_t)cap);
     L.dlogits = L.m->be->alloc((size_t)cap * train_model_out_size(L.m));
     L.nred = train_model_param_count(L.m) + RED_TAIL;
     if (L.world > 1) L.red = L.m->be->alloc(L.nred); /* the backend's memory: NCCL reduces it on the GPU */
-    if (!L.order || !L.xb || !L.yb || !L.dlogits || (L.world > 1 && !L.red)) {
-        snprintf(err, el, "out of memory");
+    if (!L.xb || !L.yb || !L.dlogits || (L.world > 1 && !L.red)) {
+        snprintf(err, el, "out of the backend's memory");
         goto out;
     }
     L.st.seed = L.seed;

@@ -63,8 +63,14 @@ const char *job_type_list(void);
 /* the message for a name people read (printed by the dashboard and the CLI) with control characters */
 #define JOB_NO_CONTROL_MSG "must not contain control characters (C0 such as ESC, CR, LF or tab; DEL; U+0080 to U+009F)"
 
-/* called once for every file path a spec names (field: "spec.dataset.train_images"); 0, or -1 to stop */
-typedef int (*job_path_fn)(void *ctx, const char *path, const char *field);
+/* what a path a spec names must be under the tenant's roots */
+typedef enum {
+    JOB_PATH_FILE, /* a file the job reads (a dataset): it must exist */
+    JOB_PATH_DIR,  /* a directory (a program's workdir): it must exist and be one */
+} job_path_kind;
+
+/* called once for every path a spec names (field: "spec.dataset.train_images"); 0, or -1 to stop */
+typedef int (*job_path_fn)(void *ctx, const char *path, const char *field, job_path_kind kind);
 
 /* What a spec asks of the tenant's limits (server/limits.c), each with the field a refusal names and
  * how the message names the figure ("epochs", "rounds x local_steps ="). */
@@ -98,7 +104,7 @@ typedef struct {
     int (*admit)(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
     /* the slots (workers) a valid spec takes at once */
     int (*slots)(const json_t *spec);
-    /* calls fn for every file path the spec names, to be confined under the tenant's roots (NULL: none);
+    /* calls fn for every path the spec names, to be confined under the tenant's roots (NULL: none);
      * 0, or the first nonzero fn returned */
     int (*paths)(const json_t *spec, job_path_fn fn, void *ctx);
     /* what the spec asks of the tenant's limits (NULL: nothing) */

@@ -194,6 +194,16 @@ int path_confine(const char *const *roots, int nroots, const char *requested, bo
     return -1;
 }
 
+int path_confine_dir(const char *const *roots, int nroots, const char *requested, char *out, size_t outlen, char *err,
+                     size_t errlen)
+{
+    if (path_confine(roots, nroots, requested, true, out, outlen, err, errlen) != 0) return -1;
+    struct stat st;
+    if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) return 0; /* out is resolved: no link left in it */
+    snprintf(err, errlen, "%s is not a directory", requested);
+    return -1;
+}
+
 int path_mkdirs(const char *path)
 {
     char buf[PATH_MAX];

@@ -23,6 +23,12 @@
 int path_confine(const char *const *roots, int nroots, const char *requested, bool must_exist, char *out, size_t outlen, char *err,
                  size_t errlen);
 
+/* path_confine of a directory that must exist (a program's workdir): -1 with "... is not a
+ * directory" in err when it resolves to anything else.  The server checks a spec with it at
+ * submission and the worker again before it runs the job, with the roots the task carries. */
+int path_confine_dir(const char *const *roots, int nroots, const char *requested, char *out, size_t outlen, char *err,
+                     size_t errlen);
+
 /* In place, from the text alone: repeated '/', "." components and a trailing '/'
  * removed ("" stays "", an absolute path stays at least "/"); ".." is kept. */
 void path_squash(char *p);

@@ -126,11 +126,13 @@ typedef struct {
     size_t flen, mlen;
 } confine_ctx;
 
-static int confine_one(void *arg, const char *path, const char *field)
+static int confine_one(void *arg, const char *path, const char *field, job_path_kind kind)
 {
     confine_ctx *c = arg;
     char resolved[4096], why[512];
-    if (path_confine(c->rootv, c->n, path, true, resolved, sizeof(resolved), why, sizeof(why)) == 0) return 0;
+    int rc = kind == JOB_PATH_DIR ? path_confine_dir(c->rootv, c->n, path, resolved, sizeof(resolved), why, sizeof(why))
+                                  : path_confine(c->rootv, c->n, path, true, resolved, sizeof(resolved), why, sizeof(why));
+    if (rc == 0) return 0;
     snprintf(c->field, c->flen, "%s", field);
     utf8_copy(c->msg, c->mlen, why);
     utf8_trim(c->field);

@@ -20,8 +20,8 @@ int spec_validate_job(json_t *body, job_new *out, char *field, size_t field_len,
  * schema, written from the shapes the validation above uses (new reference) */
 json_t *spec_job_schemas(void);
 
-/* Paths a spec names (training datasets) must resolve under the tenant's roots (a JSON array);
- * 0, or -1 with the field and the reason. */
+/* Paths a spec names (training datasets, a program's workdir: a directory) must resolve under the
+ * tenant's roots (a JSON array); 0, or -1 with the field and the reason. */
 int spec_confine_paths(const json_t *spec, const char *type, const json_t *roots, char *field, size_t field_len, char *msg,
                        size_t msg_len);
 

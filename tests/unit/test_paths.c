@@ -122,6 +122,27 @@ static void test_refused(void **state)
     assert_non_null(strstr(err, "no data roots"));
 }
 
+/* a workdir: a directory under the roots, through links that stay inside too */
+static void test_directory(void **state)
+{
+    (void)state;
+    const char *roots[] = {root};
+    char out[PATH_MAX], err[256], want[PATH_MAX];
+    assert_int_equal(path_confine_dir(roots, 1, "sub", out, sizeof(out), err, sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s/sub", root);
+    assert_string_equal(out, want);
+    assert_int_equal(path_confine_dir(roots, 1, "", out, sizeof(out), err, sizeof(err)), -1);
+    assert_int_equal(path_confine_dir(roots, 1, root, out, sizeof(out), err, sizeof(err)), 0); /* the root itself */
+    assert_int_equal(path_confine_dir(roots, 1, "data.csv", out, sizeof(out), err, sizeof(err)), -1);
+    assert_string_equal(err, "data.csv is not a directory");
+    assert_int_equal(path_confine_dir(roots, 1, "abs-in", out, sizeof(out), err, sizeof(err)), -1); /* a link to a file */
+    assert_string_equal(err, "abs-in is not a directory");
+    assert_int_equal(path_confine_dir(roots, 1, "escape", out, sizeof(out), err, sizeof(err)), -1); /* a directory outside */
+    assert_string_equal(err, PATH_OUTSIDE_ROOTS);
+    assert_int_equal(path_confine_dir(roots, 1, "missing", out, sizeof(out), err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "does not exist"));
+}
+
 static void test_dotdot_in_names_is_fine(void **state)
 {
     (void)state;
@@ -239,6 +260,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inside),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_directory),
         cmocka_unit_test(test_dotdot_in_names_is_fine),
         cmocka_unit_test(test_squash_and_below),
         cmocka_unit_test(test_outside_is_one_answer),

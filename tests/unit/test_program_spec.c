@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "workers/program/spec.h"
+#include "workers/train/spec.h"
 
 #define MIB (1024LL * 1024LL)
 
@@ -217,11 +218,77 @@ static void test_other_rules(void **state)
     expect_field("{" PROG ",'epochs':3}", "spec.epochs"); /* not a program member */
 }
 
+/* ---- the training spec module's program variant (workers/train/spec.c) ---- */
+
+typedef struct {
+    char path[256], field[128];
+    job_path_kind kind;
+    int n;
+} seen_paths;
+
+static int collect(void *ctx, const char *path, const char *field, job_path_kind kind)
+{
+    seen_paths *s = ctx;
+    snprintf(s->path, sizeof s->path, "%s", path);
+    snprintf(s->field, sizeof s->field, "%s", field);
+    s->kind = kind;
+    s->n++;
+    return 0;
+}
+
+static void test_training_variant(void **state)
+{
+    (void)state;
+    const job_spec *js = &train_job_spec;
+    expect_ok_with(js->validate, "{" PROG ",'workers':2,'max_runtime_s':3600,'grace_s':30}");
+    /* built-in training's members are refused by name, whichever comes first */
+    static const char *const builtin[] = {"model", "dataset", "optimizer",        "schedule", "batch_size", "epochs",
+                                          "steps", "seed",    "eval_every_steps", "policies", "search",     NULL};
+    for (int i = 0; builtin[i]; i++) {
+        char spec[256], field[64];
+        snprintf(spec, sizeof spec, "{" PROG ",'%s':1}", builtin[i]);
+        snprintf(field, sizeof field, "spec.%s", builtin[i]);
+        expect_with(js->validate, spec, field);
+    }
+    expect_with(js->validate, "{'dataset':{'name':'fashion-mnist'}," PROG "}", "spec.dataset");
+    expect_with(js->validate, "{" PROG ",'no_such_field':1}", "spec.no_such_field");
+    expect_with(js->validate, "{'program':{'command':['a'],'workdir':'w','env':{'RANK':'1'}}}", "spec.program.env.RANK");
+    expect_with(js->validate, "{'program':null}", "spec.program");
+    expect_with(js->validate, "[]", "spec"); /* not an object: built-in training's answer */
+
+    json_t *spec = J("{" PROG ",'workers':{'min':2,'max':4}}");
+    assert_int_equal(js->slots(spec), 2); /* a gang of min ranks */
+    seen_paths seen = {.n = 0};
+    assert_int_equal(js->paths(spec, collect, &seen), 0);
+    assert_int_equal(seen.n, 1);
+    assert_string_equal(seen.path, "pytorch");
+    assert_string_equal(seen.field, "spec.program.workdir");
+    assert_int_equal(seen.kind, JOB_PATH_DIR);
+    job_cost c;
+    js->cost(spec, &c);
+    assert_true(c.epochs.asked < 0 && c.steps.asked < 0); /* a program asks for no epochs or steps */
+    json_decref(spec);
+    spec = J("{" PROG ",'workers':3}");
+    assert_int_equal(js->slots(spec), 3);
+    json_decref(spec);
+
+    /* the API document: TrainingSpec is either variant, the program one requiring "program" */
+    json_t *doc = sch_json(js->shape), *alts = json_object_get(doc, "oneOf");
+    assert_int_equal(json_array_size(alts), 2);
+    json_t *prog = json_array_get(alts, 1);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(prog, "required"), 0)), "program");
+    json_t *env = json_object_get(json_object_get(json_object_get(prog, "properties"), "program"), "properties");
+    assert_non_null(json_object_get(env, "env"));
+    json_t *grace = json_object_get(json_object_get(prog, "properties"), "grace_s");
+    assert_int_equal(json_integer_value(json_object_get(grace, "default")), 30);
+    json_decref(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_and_settings), cmocka_unit_test(test_defaults),    cmocka_unit_test(test_program_rules),
-        cmocka_unit_test(test_env_names),          cmocka_unit_test(test_other_rules),
+        cmocka_unit_test(test_env_names),          cmocka_unit_test(test_other_rules), cmocka_unit_test(test_training_variant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

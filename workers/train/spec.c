@@ -1,8 +1,10 @@
 /* spec.c - the training job's spec (spec.h): the top level and the dataset, their validation,
  * and what the server asks of a training spec (train_job_spec: slots, dataset paths, the cost
  * against the tenant's limits).  The members' own files: spec_model.c, spec_optim.c,
- * spec_policies.c, spec_search.c. */
+ * spec_policies.c, spec_search.c.  A spec with "program" is the program variant
+ * (workers/program/spec.h): validated by that module, its workdir confined, no epochs or steps. */
 #include "workers/train/spec.h"
+#include "workers/program/spec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -70,8 +72,13 @@ static const sch_member spec_m[] = {{"model", &train_arch_shape, 1},
                                     {"search", &mop_search_shape, 0},
                                     {0}};
 const sch train_spec_shape = {SCH_OBJECT, .members = spec_m,
-                              .desc = "A training job: data-parallel training of a sequential model (docs/training.md). Give "
+                              .desc = "Built-in training: data-parallel training of a sequential model (docs/training.md). Give "
                                       "exactly one of epochs and steps; workers at most batch_size."};
+/* the API document's TrainingSpec: either variant (train_spec_validate picks by "program") */
+static const sch *const variants[] = {&train_spec_shape, &program_spec_shape, NULL};
+static const sch train_job_shape = {SCH_ONEOF, .alts = variants,
+                                    .desc = "A training job: built-in (a layer list, a dataset, an optimizer; docs/training.md) "
+                                            "or the team's own program (spec.program; docs/programs.md)"};
 
 long train_spec_long(const json_t *spec, const char *key)
 {
@@ -96,8 +103,27 @@ static int dataset_rules(const json_t *d, char *field, size_t fl, char *msg, siz
     return 0;
 }
 
+/* the program variant: built-in training's own members refused by name, then the program module */
+static int program_variant(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)spec, key, v)
+    {
+        if (sch_member_shape(&program_spec_shape, key) || !sch_member_shape(&train_spec_shape, key)) continue;
+        snprintf(field, fl, "spec.%s", key);
+        snprintf(msg, ml,
+                 "is for built-in training: a job with a program has no %s (the program reads its own data and "
+                 "trains as it says)",
+                 key);
+        return -1;
+    }
+    return program_spec_validate(spec, field, fl, msg, ml);
+}
+
 int train_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
 {
+    if (json_is_object(spec) && program_spec_is(spec)) return program_variant(spec, field, fl, msg, ml);
     if (sch_check(&train_spec_shape, spec, "spec", field, fl, msg, ml)) return -1;
     if (train_arch_validate(json_object_get(spec, "model"), "spec.model", field, fl, msg, ml)) return -1;
     if (dataset_rules(json_object_get(spec, "dataset"), field, fl, msg, ml)) return -1;
@@ -130,7 +156,7 @@ int train_dataset_paths(const json_t *dataset, const char *prefix, job_path_fn f
         if (!json_is_string(v) || sch_member_shape(&train_dataset_shape, key) != &file_s) continue;
         char field[256];
         snprintf(field, sizeof field, "%s.%s", prefix, key);
-        int rc = fn(ctx, json_string_value(v), field);
+        int rc = fn(ctx, json_string_value(v), field, JOB_PATH_FILE);
         if (rc) return rc;
     }
     return 0;
@@ -138,16 +164,20 @@ int train_dataset_paths(const json_t *dataset, const char *prefix, job_path_fn f
 
 static int paths(const json_t *spec, job_path_fn fn, void *ctx)
 {
+    if (program_spec_is(spec)) /* the program's code: a directory */
+        return fn(ctx, json_string_value(json_object_get(json_object_get(spec, "program"), "workdir")), "spec.program.workdir",
+                  JOB_PATH_DIR);
     return train_dataset_paths(json_object_get(spec, "dataset"), "spec.dataset", fn, ctx);
 }
 
-/* a gang: that many slots at once (elastic: at least min) */
+/* a gang: that many slots at once (elastic: at least min); both variants have the same workers */
 static int slots(const json_t *spec)
 {
     json_t *w = json_object_get(spec, "workers");
     return json_is_object(w) ? (int)json_integer_value(json_object_get(w, "min")) : (int)train_spec_long(spec, "workers");
 }
 
+/* epochs and steps against the tenant's limits; a program asks for neither (its memory: server/limits.c) */
 static void cost(const json_t *spec, job_cost *out)
 {
     json_t *ep = json_object_get(spec, "epochs"), *st = json_object_get(spec, "steps");
@@ -156,4 +186,4 @@ static void cost(const json_t *spec, job_cost *out)
 }
 
 const job_spec train_job_spec = {
-    .shape = &train_spec_shape, .validate = train_spec_validate, .slots = slots, .paths = paths, .cost = cost};
+    .shape = &train_job_shape, .validate = train_spec_validate, .slots = slots, .paths = paths, .cost = cost};

@@ -10,6 +10,10 @@
  *        "batch_size":64, "epochs":N | "steps":N, "seed":1, "workers":N | {"min","max"},
  *        "eval_every_steps":N, "checkpoint_every_steps":N, "policies":[...], "search":{...} (optional)}
  *
+ * The program variant (a team's own program instead of the layer list): a spec with "program",
+ * validated by workers/program/spec.h (train_spec_validate dispatches; built-in members such as
+ * dataset or optimizer are refused by name); train_job_spec's shape is either variant.
+ *
  * Files: spec.c (the top level, the dataset, train_job_spec), spec_model.c (the architecture),
  * spec_optim.c (optimizer and schedule), spec_policies.c (adaptation policies, adapt.h),
  * spec_search.c (model selection's search, mop.h).  Each shape validates, gives the defaults
@@ -29,13 +33,14 @@
 
 /* ---- the spec (spec.c) ---- */
 
-/* the spec's shape and its dataset's (the federated spec reuses the dataset) */
+/* built-in training's shape and its dataset's (the federated spec reuses the dataset) */
 extern const sch train_spec_shape, train_dataset_shape;
 /* spec.batch_size and spec.seed (the federated spec has them too) */
 extern const sch train_batch_shape, train_seed_shape;
 
 /* 0 when the spec is valid: its shape, then the rules between fields (every configuration of a
- * search valid too); else -1 with field (e.g. "spec.optimizer.lr") and message */
+ * search valid too; a program spec: program_spec_validate); else -1 with field (e.g.
+ * "spec.optimizer.lr") and message */
 int train_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
 
 /* a numeric member of a valid spec, or the default its shape documents */

@@ -4,12 +4,24 @@
 #include "common/ids.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 static void copy_str(char *dst, size_t len, const char *src)
 {
     utf8_copy(dst, len, src); /* a field cut to its buffer stays valid UTF-8 */
+}
+
+/* NULL (absent) or an array of strings */
+static bool strings(const json_t *a)
+{
+    size_t i;
+    json_t *v;
+    if (!a) return true;
+    if (!json_is_array(a)) return false;
+    json_array_foreach(a, i, v) if (!json_is_string(v)) return false;
+    return true;
 }
 
 char *msg_task_encode(const task_msg *t)
@@ -23,6 +35,7 @@ char *msg_task_encode(const task_msg *t)
         if (t->max_memory_bytes > 0) json_object_set_new(lim, "memory_bytes", json_integer((json_int_t)t->max_memory_bytes));
         json_object_set_new(o, "limits", lim);
     }
+    if (json_array_size(t->roots) > 0) json_object_set(o, "roots", t->roots);
     /* jansson keeps insertion order: "attempt" before "spec" */
     json_object_set(o, "spec", t->spec ? t->spec : json_null());
     char *s = json_dumps(o, JSON_COMPACT);
@@ -35,13 +48,13 @@ int msg_task_decode(const char *s, task_msg *t)
     memset(t, 0, sizeof(*t));
     json_t *o = json_loads(s, 0, NULL);
     const char *job_id, *tenant, *type;
-    json_t *spec, *limits = NULL;
+    json_t *spec, *limits = NULL, *roots = NULL;
     if (!o ||
-        json_unpack(o, "{s:s, s:s, s:s, s:i, s:i, s:i, s?b, s?o, s:o}", "job_id", &job_id, "tenant", &tenant, "type", &type,
+        json_unpack(o, "{s:s, s:s, s:s, s:i, s:i, s:i, s?b, s?o, s?o, s:o}", "job_id", &job_id, "tenant", &tenant, "type", &type,
                     "priority", &t->priority, "slots", &t->slots, "attempt", &t->attempt, "preemptible", &t->preemptible, "limits",
-                    &limits, "spec", &spec) != 0 ||
-        strlen(job_id) >= MSG_ID_LEN || strlen(tenant) >= MSG_ID_LEN || strlen(type) >= sizeof(t->type) || t->priority < 0 ||
-        t->priority > 2 || t->slots < 1 || t->attempt < 0) {
+                    &limits, "roots", &roots, "spec", &spec) != 0 ||
+        !strings(roots) || strlen(job_id) >= MSG_ID_LEN || strlen(tenant) >= MSG_ID_LEN || strlen(type) >= sizeof(t->type) ||
+        t->priority < 0 || t->priority > 2 || t->slots < 1 || t->attempt < 0) {
         json_decref(o);
         memset(t, 0, sizeof(*t));
         return -1;
@@ -52,6 +65,7 @@ int msg_task_decode(const char *s, task_msg *t)
     json_t *rt = json_object_get(limits, "runtime_s"), *mem = json_object_get(limits, "memory_bytes");
     t->max_runtime_s = json_is_integer(rt) && json_integer_value(rt) > 0 ? (int64_t)json_integer_value(rt) : 0;
     t->max_memory_bytes = json_is_integer(mem) && json_integer_value(mem) > 0 ? (int64_t)json_integer_value(mem) : 0;
+    t->roots = roots ? json_incref(roots) : json_array();
     t->spec = json_incref(spec);
     json_decref(o);
     return 0;
@@ -59,6 +73,7 @@ int msg_task_decode(const char *s, task_msg *t)
 
 void msg_task_clear(task_msg *t)
 {
+    json_decref(t->roots);
     json_decref(t->spec);
     memset(t, 0, sizeof(*t));
 }

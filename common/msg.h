@@ -2,10 +2,14 @@
  *
  * Task (gantry:jobs entries and worker task lists), a JSON object:
  *   {"job_id","tenant","type","priority":0..2,"slots":N,"attempt":N,"preemptible":bool,
- *    "limits":{"runtime_s":N,"memory_bytes":N} (optional, each member optional),"spec":{...}}
+ *    "limits":{"runtime_s":N,"memory_bytes":N} (optional, each member optional),
+ *    "roots":["/srv/data/acme",...] (optional),"spec":{...}}
  *   (requeue.c gives a task back by decoding it and encoding it again with attempt + 1)
  *   limits: the tenant's max_runtime_s and max_memory_bytes when the job was published; the
  *   worker enforces them (workers/main.c).  Absent or 0: no limit.
+ *   roots: the tenant's data roots when the job was published (server/jobs.c, server/api_jobs.c):
+ *   a program job's worker resolves its workdir under them again and binds them read-only
+ *   (docs/programs.md).  Absent: none.
  * Event (gantry:events entries), a JSON object:
  *   {"id":"e_..","job_id","ts":ms,"source":"scheduler|worker:<id>|server",
  *    "state":"running"|"" ,"reason":"..","progress":0..1|-1,"result":{..}|null,"worker":"..",
@@ -29,6 +33,8 @@ typedef struct {
     int preemptible;          /* 0 or 1 */
     int64_t max_runtime_s;    /* seconds of running time, all generations together; 0: no limit */
     int64_t max_memory_bytes; /* growth of the worker's resident memory while it runs the job; 0: no limit */
+    json_t *roots;            /* owned: the tenant's roots, an array of strings (decoded: never NULL, [] when absent);
+                                 encoded only when non-empty */
     json_t *spec;             /* owned */
 } task_msg;
 

@@ -35,7 +35,14 @@ typedef struct {
     json_t *spec;
     char idem[IDEM_MAX_LEN + 1];
     tenant_limits limits; /* the tenant's, at submission: runtime and memory go with the task */
+    json_t *roots;        /* the tenant's roots, at submission: they go with the task too */
 } submit_op;
+
+static void submit_op_free(submit_op *op)
+{
+    json_decref(op->roots);
+    free(op);
+}
 
 static int apply_submit(sqlite3 *db, void *arg)
 {
@@ -53,6 +60,7 @@ static void submit_done(void *arg, int ok)
                       .slots = op->job.slots,
                       .attempt = 0,
                       .preemptible = op->job.preemptible,
+                      .roots = op->roots,
                       .spec = op->spec};
         snprintf(t.job_id, sizeof(t.job_id), "%s", op->job.id);
         snprintf(t.tenant, sizeof(t.tenant), "%s", op->job.tenant_id);
@@ -87,7 +95,7 @@ static void submit_done(void *arg, int ok)
     }
     http_defer_end(op->defer);
     json_decref(op->spec);
-    free(op);
+    submit_op_free(op);
 }
 
 /* the directories this tenant's specs may name (PATCH /v1/tenants/{id} "roots") */
@@ -108,32 +116,30 @@ void api_job_submit(http_ctx *c)
     submit_op *op = xcalloc(1, sizeof(*op));
     char field[256] = "", msg[512] = "";
     if (spec_validate_job(c->body, &op->job, field, sizeof(field), msg, sizeof(msg)) != 0) {
-        free(op);
+        submit_op_free(op);
         http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
         return;
     }
-    json_t *roots = tenant_roots(c->srv->db, c->auth.tenant_id);
-    int confined = spec_confine_paths(op->job.spec, op->job.type, roots, field, sizeof(field), msg, sizeof(msg));
-    json_decref(roots);
-    if (confined != 0) {
-        free(op);
+    op->roots = tenant_roots(c->srv->db, c->auth.tenant_id);
+    if (spec_confine_paths(op->job.spec, op->job.type, op->roots, field, sizeof(field), msg, sizeof(msg)) != 0) {
+        submit_op_free(op);
         http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
         return;
     }
     limits_get(c->srv->db, c->auth.tenant_id, &op->limits); /* max_epochs, max_steps (server/limits.h) */
     if (limits_check_spec(&op->limits, op->job.type, op->job.spec, field, sizeof(field), msg, sizeof(msg)) != 0) {
-        free(op);
+        submit_op_free(op);
         http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
         return;
     }
     const char *idem = http_header(c, "idempotency-key");
     if (idem && (strlen(idem) == 0 || strlen(idem) > IDEM_MAX_LEN)) {
-        free(op);
+        submit_op_free(op);
         http_error(c, GERR_BAD_REQUEST, "Idempotency-Key", "the Idempotency-Key header must be 1 to %d characters", IDEM_MAX_LEN);
         return;
     }
     if (id_sequential("j", op->job.id, sizeof(op->job.id)) != 0) { /* in time order: jobs.id grows at its end */
-        free(op);
+        submit_op_free(op);
         http_error(c, GERR_INTERNAL, NULL, "random generator failed");
         return;
     }
@@ -150,7 +156,7 @@ void api_job_submit(http_ctx *c)
         json_t *resolved = NULL;
         int rc = models_resolve(c->srv->db, c->auth.tenant_id, ref.model, ref.version, &resolved);
         if (rc != 0) {
-            free(op);
+            submit_op_free(op);
             if (rc < 0)
                 http_error(c, GERR_INTERNAL, NULL, "could not read the model registry");
             else
@@ -220,17 +226,20 @@ void api_job_get(http_ctx *c)
     http_reply_json(c, 200, job);
 }
 
+json_t *api_job_visible(http_ctx *c, bool full)
+{
+    json_t *job = jobs_get_json(c->srv->db, http_param(c, 0), scope(c), full);
+    if (!job) http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
+    return job;
+}
+
 /* the job of the path, when the caller may see it; else a 404 is sent and NULL returned */
 static const char *visible_job(http_ctx *c)
 {
-    const char *id = http_param(c, 0);
-    json_t *job = jobs_get_json(c->srv->db, id, scope(c), false);
-    if (!job) {
-        http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
-        return NULL;
-    }
+    json_t *job = api_job_visible(c, false);
+    if (!job) return NULL;
     json_decref(job);
-    return id;
+    return http_param(c, 0);
 }
 
 void api_job_events(http_ctx *c)

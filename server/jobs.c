@@ -434,8 +434,9 @@ int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int
     if (prep(db,
              "SELECT seq, id, tenant_id, type, priority, slots, attempts, spec, preemptible, (SELECT coalesce(max_runtime_s, 0) "
              "FROM tenants t WHERE t.id = jobs.tenant_id), (SELECT coalesce(max_memory_bytes, 0) FROM tenants t WHERE t.id = "
-             "jobs.tenant_id) FROM jobs WHERE published = 0 AND seq > ? "
-             "AND created_at < ? AND state NOT IN ('succeeded', 'failed', 'cancelled') ORDER BY seq LIMIT ?",
+             "jobs.tenant_id), (SELECT roots FROM tenants t WHERE t.id = jobs.tenant_id) "
+             "FROM jobs WHERE published = 0 AND seq > ? AND created_at < ? AND state NOT IN ('succeeded', 'failed', 'cancelled') "
+             "ORDER BY seq LIMIT ?",
              &st) != 0)
         return after;
     sqlite3_bind_int64(st, 1, after);
@@ -455,7 +456,10 @@ int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int
         t.preemptible = sqlite3_column_int(st, 8);
         t.max_runtime_s = sqlite3_column_int64(st, 9); /* the tenant's limits now (server/limits.h); 0: none */
         t.max_memory_bytes = sqlite3_column_int64(st, 10);
+        const char *roots = (const char *)sqlite3_column_text(st, 11); /* and its roots (common/msg.h) */
+        t.roots = roots ? json_loads(roots, 0, NULL) : NULL;
         fn(arg, &t);
+        json_decref(t.roots);
         json_decref(t.spec);
     }
     db_release(st);

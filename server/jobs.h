@@ -62,7 +62,7 @@ int jobs_mark_published(sqlite3 *db, const char *id);
 /* every unfinished job goes back to the outbox (Redis lost its data) */
 int jobs_mark_all_unpublished(sqlite3 *db);
 /* Calls fn for up to `max` unpublished, unfinished jobs after seq `after` created before `before_ms`
- * (oldest first), each task with its tenant's current runtime and memory limits; returns the last seq
+ * (oldest first), each task with its tenant's current runtime and memory limits and roots; returns the last seq
  * seen (== after when there were none). */
 typedef void (*jobs_task_fn)(void *arg, const task_msg *t);
 int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int max, jobs_task_fn fn, void *arg);

@@ -488,6 +488,49 @@ static void test_msg_task_limits(void **state)
     msg_task_clear(&d);
 }
 
+/* the tenant's roots travel with the task (a program job's worker confines its workdir under them);
+ * a task without them (an older server, a tenant without roots) has none: an empty array */
+static void test_msg_task_roots(void **state)
+{
+    (void)state;
+    task_msg t;
+    memset(&t, 0, sizeof(t));
+    snprintf(t.job_id, sizeof(t.job_id), "j_1");
+    snprintf(t.tenant, sizeof(t.tenant), "t_1");
+    snprintf(t.type, sizeof(t.type), "training");
+    t.slots = 2;
+    t.roots = json_pack("[ss]", "/srv/data/acme", "/srv/shared");
+    t.spec = json_pack("{s:{s:[s], s:s}}", "program", "command", "python3", "workdir", "pytorch");
+    char *s = msg_task_encode(&t);
+    assert_non_null(s);
+    assert_true(strstr(s, "\"roots\":[\"/srv/data/acme\",\"/srv/shared\"]") < strstr(s, "\"spec\""));
+    task_msg d;
+    assert_int_equal(msg_task_decode(s, &d), 0);
+    assert_true(json_equal(d.roots, t.roots));
+    free(s);
+    s = msg_task_encode(&d); /* requeue.c's round trip keeps them */
+    msg_task_clear(&d);
+    assert_int_equal(msg_task_decode(s, &d), 0);
+    assert_true(json_equal(d.roots, t.roots));
+    free(s);
+    msg_task_clear(&d);
+    assert_null(d.roots);
+    json_decref(t.roots);
+    t.roots = json_array(); /* none: not written */
+    s = msg_task_encode(&t);
+    assert_null(strstr(s, "roots"));
+    assert_int_equal(msg_task_decode(s, &d), 0);
+    assert_true(json_is_array(d.roots) && json_array_size(d.roots) == 0);
+    free(s);
+    msg_task_clear(&d);
+    json_decref(t.roots);
+    t.roots = NULL;
+    s = msg_task_encode(&t);
+    assert_null(strstr(s, "roots"));
+    free(s);
+    msg_task_clear(&t);
+}
+
 static void test_msg_task_decode_rejects(void **state)
 {
     (void)state;
@@ -505,6 +548,11 @@ static void test_msg_task_decode_rejects(void **state)
         /* priority of the wrong type */
         "{\"job_id\":\"j_1\",\"tenant\":\"t\",\"type\":\"placement\",\"priority\":\"high\",\"slots\":1,\"attempt\":0,"
         "\"spec\":{}}",
+        /* roots not an array of strings */
+        "{\"job_id\":\"j_1\",\"tenant\":\"t\",\"type\":\"training\",\"priority\":1,\"slots\":1,\"attempt\":0,"
+        "\"roots\":\"/srv\",\"spec\":{}}",
+        "{\"job_id\":\"j_1\",\"tenant\":\"t\",\"type\":\"training\",\"priority\":1,\"slots\":1,\"attempt\":0,"
+        "\"roots\":[\"/srv\",1],\"spec\":{}}",
         /* type too long for type[16] */
         "{\"job_id\":\"j_1\",\"tenant\":\"t\",\"type\":\"0123456789abcdef\",\"priority\":1,\"slots\":1,\"attempt\":0,"
         "\"spec\":{}}",
@@ -513,6 +561,7 @@ static void test_msg_task_decode_rejects(void **state)
         memset(&t, 0x5a, sizeof(t));
         assert_int_equal(msg_task_decode(bad[i], &t), -1);
         assert_null(t.spec); /* left cleared */
+        assert_null(t.roots);
         assert_int_equal(t.job_id[0], '\0');
         assert_int_equal(t.priority, 0);
     }
@@ -691,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_job_priority),
         cmocka_unit_test(test_msg_task_roundtrip),
         cmocka_unit_test(test_msg_task_limits),
+        cmocka_unit_test(test_msg_task_roots),
         cmocka_unit_test(test_msg_task_decode_rejects),
         cmocka_unit_test(test_msg_task_decode_id_lengths),
         cmocka_unit_test(test_msg_event_init),

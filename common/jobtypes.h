@@ -81,6 +81,7 @@ typedef struct {
 
 typedef struct {
     job_cost_item epochs, steps;
+    job_cost_item memory; /* bytes per worker (a program's ranks: max_memory_bytes) */
 } job_cost;
 
 /* A registered model the spec runs: the server resolves it at submission (the artifact, fixed then)
@@ -107,7 +108,8 @@ typedef struct {
     /* calls fn for every path the spec names, to be confined under the tenant's roots (NULL: none);
      * 0, or the first nonzero fn returned */
     int (*paths)(const json_t *spec, job_path_fn fn, void *ctx);
-    /* what the spec asks of the tenant's limits (NULL: nothing) */
+    /* what the spec asks of the tenant's limits (NULL: nothing); an item it leaves alone is not asked
+     * (the server sets each to -1 first) */
     void (*cost)(const json_t *spec, job_cost *out);
     /* the registered model the spec runs: 1 with *out, or 0 (NULL: never) */
     int (*model)(const json_t *spec, job_model_ref *out);

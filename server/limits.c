@@ -1,4 +1,5 @@
-/* limits.c - per-tenant job limits: parsing, storing, reading, the submission check. */
+/* limits.c - per-tenant job limits: parsing, storing, reading, the submission check (epochs, steps,
+ * and the memory a program's ranks ask for: what each type's spec module says it asks, job_cost). */
 #include "server/limits.h"
 #include "server/db.h"
 #include "server/spec.h"
@@ -93,10 +94,11 @@ int limits_check_spec(const tenant_limits *l, const char *type, const json_t *sp
 {
     const job_spec *js = spec_module(type); /* what the type's spec asks for: its spec module (common/jobtypes.h) */
     if (!js || !js->cost) return 0;
-    job_cost c;
+    job_cost c = {.epochs = {-1, NULL, NULL}, .steps = {-1, NULL, NULL}, .memory = {-1, NULL, NULL}};
     js->cost(spec, &c);
     if (check_item(&c.epochs, l->v[LIMIT_EPOCHS], LIMIT_EPOCHS, field, fl, msg, ml)) return -1;
-    return check_item(&c.steps, l->v[LIMIT_STEPS], LIMIT_STEPS, field, fl, msg, ml);
+    if (check_item(&c.steps, l->v[LIMIT_STEPS], LIMIT_STEPS, field, fl, msg, ml)) return -1;
+    return check_item(&c.memory, l->v[LIMIT_MEMORY], LIMIT_MEMORY, field, fl, msg, ml);
 }
 
 void limits_to_task(const tenant_limits *l, task_msg *t)

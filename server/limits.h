@@ -2,9 +2,11 @@
  * max_memory_bytes, columns of the tenants table (migrations/0005_tenant_limits.sql) that an
  * admin sets with POST/PATCH /v1/tenants and everyone reads in GET /v1/tenants and /v1/whoami.
  *
- * Epochs and steps are checked here, when a job is submitted (400 naming the spec's field).
+ * Epochs and steps are checked here, when a job is submitted (400 naming the spec's field), and so
+ * is the memory a program job's ranks ask for (spec.resources.memory_mb against max_memory_bytes).
  * Runtime and memory travel with the task (common/msg.h) and the worker enforces them
- * (workers/main.c): a job over either fails with the reason.  Defaults and what each limit
+ * (workers/main.c; a program's ranks: their cgroup, capped at max_memory_bytes): a job over either
+ * fails with the reason.  Defaults and what each limit
  * means: docs/operations.md, "Tenant limits". */
 #ifndef GANTRY_LIMITS_H
 #define GANTRY_LIMITS_H
@@ -39,8 +41,9 @@ int limits_apply(sqlite3 *db, const char *tenant_id, const limits_patch *p);
 int limits_get(sqlite3 *db, const char *tenant_id, tenant_limits *out);
 /* sets the four members on obj, null for no limit */
 void limits_to_json(const tenant_limits *l, json_t *obj);
-/* A (valid) spec that asks for more epochs or steps than the tenant allows: -1 with the
- * field (spec.epochs, spec.steps, spec.rounds) and a message naming the limit; else 0. */
+/* A (valid) spec that asks for more epochs, steps or memory than the tenant allows: -1 with the
+ * field (spec.epochs, spec.steps, spec.rounds, spec.resources.memory_mb) and a message naming the
+ * limit; else 0. */
 int limits_check_spec(const tenant_limits *l, const char *type, const json_t *spec, char *field, size_t field_len, char *msg,
                       size_t msg_len);
 /* the limits a worker enforces, into the task it runs */

@@ -1,6 +1,6 @@
 /* test_limits.c - per-tenant job limits (server/limits.c): parsing a PATCH body, the
- * defaults of migration 0005, storing and reading them, the submission check of epochs and
- * steps, what goes into the task; on a real SQLite file in a temporary directory. */
+ * defaults of migration 0005, storing and reading them, the submission check of epochs, steps
+ * and a program's memory, what goes into the task; on a real SQLite file in a temporary directory. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -140,6 +140,20 @@ static void test_check_spec(void **state)
     assert_int_equal(limits_check_spec(&l, "federated", s, field, sizeof(field), msg, sizeof(msg)), -1);
     l.v[LIMIT_STEPS] = -1; /* no limit */
     assert_int_equal(limits_check_spec(&l, "federated", s, field, sizeof(field), msg, sizeof(msg)), 0);
+    json_decref(s);
+    /* a program's ranks: memory_mb against max_memory_bytes (1 GiB here); absent: the tenant's */
+    s = body("{\"program\":{\"command\":[\"python3\"],\"workdir\":\"w\"},\"resources\":{\"memory_mb\":1025}}");
+    assert_int_equal(limits_check_spec(&l, "training", s, field, sizeof(field), msg, sizeof(msg)), -1);
+    assert_string_equal(field, "spec.resources.memory_mb");
+    assert_non_null(strstr(msg, "1074790400 is over your tenant's limit of 1073741824 bytes"));
+    assert_non_null(strstr(msg, "(max_memory_bytes;"));
+    json_object_set_new(json_object_get(s, "resources"), "memory_mb", json_integer(1024));
+    assert_int_equal(limits_check_spec(&l, "training", s, field, sizeof(field), msg, sizeof(msg)), 0);
+    json_object_del(s, "resources");
+    assert_int_equal(limits_check_spec(&l, "training", s, field, sizeof(field), msg, sizeof(msg)), 0);
+    json_object_set_new(s, "resources", json_pack("{s:i}", "memory_mb", 1 << 20));
+    l.v[LIMIT_MEMORY] = -1; /* no limit */
+    assert_int_equal(limits_check_spec(&l, "training", s, field, sizeof(field), msg, sizeof(msg)), 0);
     json_decref(s);
     s = body("{\"epochs\":100000}");
     l.v[LIMIT_EPOCHS] = -1;

@@ -264,12 +264,16 @@ static void test_training_variant(void **state)
     assert_string_equal(seen.path, "pytorch");
     assert_string_equal(seen.field, "spec.program.workdir");
     assert_int_equal(seen.kind, JOB_PATH_DIR);
-    job_cost c;
+    job_cost c = {.epochs = {-1, NULL, NULL}, .steps = {-1, NULL, NULL}, .memory = {-1, NULL, NULL}}; /* as the server */
     js->cost(spec, &c);
     assert_true(c.epochs.asked < 0 && c.steps.asked < 0); /* a program asks for no epochs or steps */
+    assert_true(c.memory.asked < 0);                      /* nor memory without memory_mb: it takes the tenant's */
     json_decref(spec);
-    spec = J("{" PROG ",'workers':3}");
+    spec = J("{" PROG ",'workers':3,'resources':{'memory_mb':512}}");
     assert_int_equal(js->slots(spec), 3);
+    js->cost(spec, &c);
+    assert_true(c.memory.asked == 512 * MIB);
+    assert_string_equal(c.memory.field, "spec.resources.memory_mb");
     json_decref(spec);
 
     /* the API document: TrainingSpec is either variant, the program one requiring "program" */

@@ -177,9 +177,17 @@ static int slots(const json_t *spec)
     return json_is_object(w) ? (int)json_integer_value(json_object_get(w, "min")) : (int)train_spec_long(spec, "workers");
 }
 
-/* epochs and steps against the tenant's limits; a program asks for neither (its memory: server/limits.c) */
+/* epochs and steps against the tenant's limits; a program asks for neither, but for its ranks' memory
+ * when it gives memory_mb (else it takes the tenant's max_memory_bytes) */
 static void cost(const json_t *spec, job_cost *out)
 {
+    if (program_spec_is(spec)) {
+        json_t *mb = json_object_get(json_object_get(spec, "resources"), "memory_mb");
+        out->epochs = out->steps = (job_cost_item){-1, "spec.epochs", "epochs"};
+        out->memory = (job_cost_item){json_is_integer(mb) ? (long long)json_integer_value(mb) * 1048576LL : -1,
+                                      "spec.resources.memory_mb", "memory_mb x 1048576 ="};
+        return;
+    }
     json_t *ep = json_object_get(spec, "epochs"), *st = json_object_get(spec, "steps");
     out->epochs = (job_cost_item){json_is_integer(ep) ? (long long)json_integer_value(ep) : -1, "spec.epochs", "epochs"};
     out->steps = (job_cost_item){json_is_integer(st) ? (long long)json_integer_value(st) : -1, "spec.steps", "steps"};

@@ -38,6 +38,9 @@ typedef struct exec_ctx {
     /* --fed-secret: the cluster secret federated sites authenticate their keys with (NULL: none) */
     const unsigned char *fed_secret;
     size_t fed_secret_len;
+    /* set by an executor that counts its own restarts (a program job: max_restarts + 1): the failures a
+     * requeue after EXEC_RETRY allows before the job fails; 0: the worker's --max-attempts */
+    int max_failures;
 } exec_ctx;
 
 /* What an executor returns: */
@@ -62,6 +65,8 @@ void executor_release(const char *job_id);
 
 int exec_placement(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
+/* a training job whose spec names the team's own program (spec.program): exec_training calls it */
+int exec_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 /* frees what the training executor keeps between generations of a job (its
  * hand-off state, the dataset) unless job_id is that job; NULL: always */
 void exec_training_release(const char *job_id);

@@ -400,10 +400,11 @@ static bool requeue_preempted(rs_conn *r, const char *raw, const task_msg *t, co
     return rc >= 0;
 }
 
-/* a gang member lost a peer: the job goes back as its next generation (once, by whichever member gets there first) */
-static bool requeue_retry(rs_conn *r, const char *raw, const task_msg *t, const char *why)
+/* a gang member lost a peer: the job goes back as its next generation (once, by whichever member gets there first);
+ * attempts: the failures allowed (the executor's exec_ctx.max_failures, else --max-attempts) */
+static bool requeue_retry(rs_conn *r, const char *raw, const task_msg *t, int attempts, const char *why)
 {
-    int rc = requeue_until_written(r, raw, max_attempts, why);
+    int rc = requeue_until_written(r, raw, attempts, why);
     log_warn("job %s: %s (%s)", t->job_id, why,
              rc == 1   ? "requeued it"
              : rc == 0 ? "already requeued by another member"
@@ -536,7 +537,7 @@ static bool run_task(rs_conn *r, const char *raw)
         }
         if (rc == EXEC_RETRY) {
             runtime_record(r, &t, &st);
-            done = requeue_retry(r, raw, &t, err);
+            done = requeue_retry(r, raw, &t, ctx.max_failures > 0 ? ctx.max_failures : max_attempts, err);
             json_decref(result);
             break;
         }

@@ -138,13 +138,13 @@ static int setup(void **state_)
     snprintf(p, sizeof(p), "%s/data.csv", data);
     write_file(p, "1,2,3\n", 0644);
 
-    /* gantry-rank-init is built beside this test: build/tests/unit/test_program -> build/workers/program */
+    /* gantry-rank-init is built at the build directory's top level, beside gantry-worker: build/tests/unit/test_program -> build */
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n <= 0) return -1;
     exe[n] = '\0';
     char *d = dirname(dirname(dirname(exe)));
-    snprintf(init_bin, sizeof(init_bin), "%s/workers/program/gantry-rank-init", d);
+    snprintf(init_bin, sizeof(init_bin), "%s/gantry-rank-init", d);
 
     if (geteuid() != 0)
         snprintf(no_sandbox, sizeof(no_sandbox), "not root (the launcher chowns directories and makes cgroups)");

@@ -1,0 +1,770 @@
+/* exec_program.c - a training job that runs the team's own program (spec.program,
+ * workers/program/spec.h) instead of gantry's layer list: exec_training hands such a
+ * spec here.  This file is the glue between the worker and the launcher of one rank
+ * (workers/program/rank.h); docs/programs.md says what a program sees.
+ *
+ * One worker runs one rank.  A job of N > 1 ranks (or an elastic one) is a gang: each
+ * worker joins the generation's rendezvous (its rank and the world from there), rank 0
+ * reserves a port on its advertised host and shares it (gang value "master_port"), and
+ * every rank starts its program with the variables torch.distributed's env:// rendezvous
+ * reads.  While the rank runs, the worker ships its new output to Redis
+ * (workers/program_io.h), turns rank 0's metrics lines into progress points, and stops
+ * the rank (SIGTERM, SIGKILL after grace_s) when the job is cancelled, preempted or
+ * resized, or when another rank of the generation ended badly.
+ *
+ * The end (docs/programs.md "Restarts and the failure rule"): each rank publishes its
+ * end (gang value "end:R": "<prog_end> <code> <reason>\n<its last log lines>"); rank 0
+ * gathers every rank's end and decides for the generation by the worst cause:
+ *   - every rank exited 0: succeeded, rank 0 reports the result (others EXEC_SILENT);
+ *   - a memory or wall-clock limit, a program that could not start, or a non-zero exit
+ *     code: the program's verdict, the job fails with that rank's last log lines;
+ *   - a rank killed by a signal gantry did not send, or a rank that never reported its
+ *     end (its worker lost): the generation is aborted and the job restarts as its next
+ *     generation from the checkpoint directory (EXEC_RETRY), up to max_restarts.
+ * A peer's death makes the other ranks' programs fail too (their collective calls
+ * error), which is why the decision waits for every rank and ranks causes instead of
+ * taking the first end it sees.  Cancel, preemption and resizes end every rank by
+ * SIGTERM; the worker decides what follows (workers/main.c). */
+#include "common/alloc.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "workers/executor.h"
+#include "workers/program/logcap.h"
+#include "workers/program/metrics.h"
+#include "workers/program/rank.h"
+#include "workers/program/spec.h"
+#include "workers/program_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <netdb.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POLL_MS 200
+#define WATCH_MS 500      /* how often a rank asks whether its peers ended */
+#define GATHER_EXTRA_S 30 /* rank 0 waits grace_s + this for the other ranks' ends */
+#define TAIL_LINES 20     /* of a failed rank's log, in the reason */
+#define TAIL_BYTES 6000
+#define MAX_OUTPUTS 1000 /* files listed in result.outputs */
+#define BWRAP "/usr/bin/bwrap"
+#define MAX_ROOTS 32 /* of the tenant's, bound into the sandbox */
+
+/* how bad an end is: the generation's outcome is its worst rank's */
+typedef enum {
+    SEV_OK,         /* exited 0 */
+    SEV_TERMINATED, /* stopped by us (a peer's end, cancel, preemption): no cause of its own */
+    SEV_EXIT,       /* a non-zero exit code: the program's verdict, the job fails */
+    SEV_LOST,       /* killed by a signal we did not send, or never reported: restart */
+    SEV_LAUNCH,     /* could not start: fails */
+    SEV_RUNTIME,    /* the wall clock: fails */
+    SEV_MEMORY,     /* the memory limit: fails */
+} severity;
+
+typedef struct {
+    bool known;
+    int end; /* prog_end, or -1: lost (no end reported) */
+    int code;
+    char reason[512];
+    char *tail; /* its last log lines (malloc'd) */
+} rank_end;
+
+typedef struct {
+    exec_ctx *ctx;
+    program_settings set;
+    int rank, world, local_rank, local_world, generation;
+    bool gang;
+    char master_addr[RDV_ADDR_LEN];
+    int master_port, port_fd;
+    char dir[PATH_MAX], ckpt[PATH_MAX + 16], out[PATH_MAX + 16], logs[PATH_MAX + 16], run[PATH_MAX + 16];
+    char workdir[PATH_MAX];
+    /* the running rank */
+    prog_rank *pr;
+    plog_follow follow;
+    char pending[PIO_CHUNK_MAX]; /* output read but not shipped: a line not finished yet */
+    size_t npending;
+    pmetrics *met;
+    json_t *merged; /* every metrics point of this generation merged: result.metrics */
+    double fraction;
+    bool terminating;
+    bool by_worker;     /* stopped because the worker said so (ctx->cancelled): the worker decides what follows */
+    char stop_why[320]; /* why this rank was stopped (a peer's end, ...) */
+    rank_end *ends;     /* world of them (rank 0 fills them) */
+} prun;
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static severity severity_of(int end, int code)
+{
+    switch (end) {
+    case PROG_EXITED:
+        return code == 0 ? SEV_OK : SEV_EXIT;
+    case PROG_TERMINATED:
+        return SEV_TERMINATED;
+    case PROG_MEMORY:
+        return SEV_MEMORY;
+    case PROG_RUNTIME:
+        return SEV_RUNTIME;
+    case PROG_LAUNCH_FAILED:
+        return SEV_LAUNCH;
+    default: /* PROG_SIGNALED, or lost */
+        return SEV_LOST;
+    }
+}
+
+/* --- where things are --- */
+
+/* gantry-rank-init beside this worker's binary (the build directory's top level, or the installed bindir) */
+static int find_init(char *out, size_t outlen)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return -1;
+    *slash = '\0';
+    if (snprintf(out, outlen, "%s/gantry-rank-init", exe) >= (int)outlen) return -1;
+    return access(out, X_OK);
+}
+
+/* the job's directories on this worker: <state>/jobs/<job>/{checkpoint,output,logs,run-R} */
+static int make_dirs(prun *p, char *err, size_t errlen)
+{
+    snprintf(p->dir, sizeof(p->dir), "%s/jobs/%s", p->ctx->state_dir, p->ctx->task->job_id);
+    snprintf(p->ckpt, sizeof(p->ckpt), "%s/checkpoint", p->dir);
+    snprintf(p->out, sizeof(p->out), "%s/output", p->dir);
+    snprintf(p->logs, sizeof(p->logs), "%s/logs", p->dir);
+    snprintf(p->run, sizeof(p->run), "%s/run-%d", p->dir, p->rank);
+    const char *dirs[] = {p->ckpt, p->out, p->logs, p->run};
+    for (size_t i = 0; i < 4; i++)
+        if (path_mkdirs(dirs[i]) != 0) {
+            snprintf(err, errlen, "cannot create the job's directory %s: %s", dirs[i], strerror(errno));
+            return -1;
+        }
+    /* this generation's metrics start empty: the reader returns every line of the file */
+    char metrics[PATH_MAX + 32];
+    snprintf(metrics, sizeof(metrics), "%s/metrics.jsonl", p->run);
+    if (unlink(metrics) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "cannot remove the last generation's metrics file %.300s: %s", metrics, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* the task's roots (the tenant's, as the server published them) into roots[] (existing directories,
+ * resolved); how many */
+static int task_roots(const task_msg *t, char (*roots)[PATH_MAX], int max)
+{
+    int n = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(t->roots, i, v)
+    {
+        const char *s = json_string_value(v);
+        struct stat st;
+        if (n < max && s && realpath(s, roots[n]) && stat(roots[n], &st) == 0 && S_ISDIR(st.st_mode)) n++;
+    }
+    return n;
+}
+
+/* A free TCP port on host for rank 0's MASTER_PORT: bind port 0 and keep the socket until just before
+ * the program starts.  Racy, as torchrun's own free-port helper is: between our close and the program's
+ * bind (after it imports torch, seconds) another process may take the port; the kernel hands out
+ * ephemeral ports at random, so that is rare, and the program's failure to bind is a non-zero exit the
+ * job reports.  Holding the socket shortens the window to the program's start-up. */
+static int reserve_port(const char *host, int *port, char *err, size_t errlen)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    int rc = getaddrinfo(host, "0", &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve the advertised host %s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd >= 0 && bind(fd, a->ai_addr, a->ai_addrlen) != 0) close(fd), fd = -1;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) != 0) { // NOLINT(bugprone-*): glibc's transparent union
+        snprintf(err, errlen, "cannot reserve a port on %s: %s", host, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* joins the gang: rank, world, local rank, MASTER_ADDR/PORT; 0, or -1 with err */
+static int form_gang(prun *p, char *err, size_t errlen)
+{
+    exec_ctx *ctx = p->ctx;
+    const char *host = ctx->advertise_host && ctx->advertise_host[0] ? ctx->advertise_host : "127.0.0.1";
+    int rdv_ms = p->set.rendezvous_timeout_s * 1000;
+    p->rank = 0, p->world = 1, p->local_rank = 0, p->local_world = 1;
+    snprintf(p->master_addr, sizeof(p->master_addr), "%s", host);
+    if (p->gang) {
+        rdv_members m;
+        ctx->progress(ctx, 0.0, "waiting for the other workers of the gang", NULL);
+        /* the elastic world (min != max) is the size the scheduler recorded at dispatch: 0 asks for it */
+        int want = p->set.min_workers == p->set.max_workers ? p->set.min_workers : 0;
+        if (ctx->rendezvous(ctx, want, host, rdv_ms, &m, err, errlen) != 0) return -1;
+        p->rank = m.rank, p->world = m.world;
+        snprintf(p->master_addr, sizeof(p->master_addr), "%s", m.addrs[0]);
+        p->local_world = 0;
+        for (int r = 0; r < m.world; r++)
+            if (strcmp(m.addrs[r], m.addrs[m.rank]) == 0) {
+                if (r < m.rank) p->local_rank++;
+                p->local_world++;
+            }
+    }
+    char port[16];
+    if (p->rank == 0) {
+        p->port_fd = reserve_port(host, &p->master_port, err, errlen);
+        if (p->port_fd < 0) return -1;
+        snprintf(port, sizeof(port), "%d", p->master_port);
+        if (p->gang && ctx->gang_put(ctx, "master_port", port) != 0) {
+            snprintf(err, errlen, "cannot share MASTER_PORT through the rendezvous (Redis unreachable)");
+            return -1;
+        }
+    } else {
+        if (ctx->gang_get(ctx, "master_port", rdv_ms, port, sizeof(port), err, errlen) != 0) return -1;
+        p->master_port = atoi(port);
+    }
+    p->ends = xcalloc((size_t)p->world, sizeof(*p->ends));
+    return 0;
+}
+
+/* --- the rank's environment --- */
+
+typedef struct {
+    char **v;
+    size_t n, cap;
+} strv;
+
+static void strv_add(strv *s, char *owned)
+{
+    if (s->n + 2 > s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 32;
+        s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
+    }
+    s->v[s->n++] = owned;
+    s->v[s->n] = NULL;
+}
+
+static void strv_free(strv *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+}
+
+extern char **environ;
+
+static void build_env(const prun *p, strv *env)
+{
+    const exec_ctx *ctx = p->ctx;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)p->set.env, k, v) strv_add(env, xasprintf("%s=%s", k, json_string_value(v)));
+    strv_add(env, xasprintf("RANK=%d", p->rank));
+    strv_add(env, xasprintf("WORLD_SIZE=%d", p->world));
+    strv_add(env, xasprintf("LOCAL_RANK=%d", p->local_rank));
+    strv_add(env, xasprintf("LOCAL_WORLD_SIZE=%d", p->local_world));
+    strv_add(env, xasprintf("MASTER_ADDR=%s", p->master_addr));
+    strv_add(env, xasprintf("MASTER_PORT=%d", p->master_port));
+    strv_add(env, xasprintf("GANTRY_JOB_ID=%s", ctx->task->job_id));
+    strv_add(env, xasprintf("GANTRY_GENERATION=%d", p->generation));
+    if (ctx->worker_kind && strcmp(ctx->worker_kind, "gpu") == 0) {
+        /* a GPU worker is started with its GPU in CUDA_VISIBLE_DEVICES (deploy/up, the systemd unit);
+         * the operator's NCCL_* settings (interfaces, transports) go to the program as they are */
+        const char *gpu = getenv("CUDA_VISIBLE_DEVICES");
+        strv_add(env, xasprintf("CUDA_VISIBLE_DEVICES=%s", gpu ? gpu : "0"));
+        for (char **e = environ; *e; e++)
+            if (strncmp(*e, "NCCL_", 5) == 0) strv_add(env, xstrdup(*e));
+    }
+}
+
+/* --- while it runs --- */
+
+/* ships whole lines of new output (everything left when final) to the job's log stream */
+static void ship_logs(prun *p, bool final)
+{
+    exec_ctx *ctx = p->ctx;
+    for (int rounds = 0; rounds < 64; rounds++) {
+        ssize_t n = plog_follow_read(&p->follow, p->pending + p->npending, sizeof(p->pending) - p->npending);
+        if (n > 0) p->npending += (size_t)n;
+        if (p->npending == 0) return;
+        size_t send = p->npending;
+        if (!final && p->npending < sizeof(p->pending)) { /* up to the last newline; a full buffer goes as it is */
+            while (send > 0 && p->pending[send - 1] != '\n')
+                send--;
+        }
+        if (send == 0) return;
+        /* not written (rs_command logged why): those lines are missing from the stream, the log file has them */
+        pio_log_chunk(ctx->redis, ctx->task->job_id, p->rank, p->generation, p->pending, send);
+        memmove(p->pending, p->pending + send, p->npending - send);
+        p->npending -= send;
+        if (n <= 0 && (!final || p->npending == 0)) return;
+    }
+}
+
+/* "epoch 2: loss=0.31 test_accuracy=0.88" from a metrics point */
+static void point_message(const json_t *pt, char *out, size_t outlen)
+{
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    out[0] = '\0';
+    if (json_is_number(json_object_get(pt, "epoch")))
+        n += (size_t)snprintf(out, outlen, "epoch %g:", json_number_value(json_object_get(pt, "epoch")));
+    json_object_foreach((json_t *)pt, k, v)
+    {
+        if (!json_is_number(v) || !strcmp(k, "epoch") || n + 1 >= outlen) continue;
+        n += (size_t)snprintf(out + n, outlen - n, "%s%s=%.6g", n ? " " : "", k, json_number_value(v));
+    }
+    if (n >= outlen) out[outlen - 1] = '\0';
+}
+
+/* rank 0's new metrics lines: progress points, merged into result.metrics */
+static void read_metrics(prun *p)
+{
+    if (p->rank != 0) return; /* rank 0's lines are the job's (the example writes them there only) */
+    json_t *points = json_array();
+    char why[256];
+    if (pmetrics_read(p->met, points, why, sizeof(why)) < 0) {
+        log_warn("job %s: metrics file: %s", p->ctx->task->job_id, why);
+    }
+    size_t i;
+    json_t *pt;
+    json_array_foreach(points, i, pt)
+    {
+        json_t *epoch = json_object_get(pt, "epoch"), *epochs = json_object_get(pt, "epochs");
+        if (json_is_number(epoch) && json_is_number(epochs) && json_number_value(epochs) > 0) {
+            double f = json_number_value(epoch) / json_number_value(epochs);
+            p->fraction = f < 0 ? 0 : f > 1 ? 1 : f;
+        }
+        json_object_update(p->merged, pt);
+        char msg[256];
+        point_message(pt, msg, sizeof(msg));
+        p->ctx->progress(p->ctx, p->fraction, msg, pt);
+    }
+    json_decref(points);
+}
+
+static void stop_rank(prun *p, const char *why)
+{
+    if (p->terminating) return;
+    p->terminating = true;
+    snprintf(p->stop_why, sizeof(p->stop_why), "%.*s", (int)sizeof(p->stop_why) - 1, why);
+    log_info("job %s rank %d: stopping its program: %s", p->ctx->task->job_id, p->rank, why);
+    prog_terminate(p->pr);
+}
+
+/* parses a published end "<end> <code> <reason>\n<tail>" */
+static void parse_end(const char *s, rank_end *e)
+{
+    int n = 0;
+    e->known = true;
+    if (sscanf(s, "%d %d %n", &e->end, &e->code, &n) < 2) {
+        e->end = -1, e->code = 0;
+        snprintf(e->reason, sizeof(e->reason), "reported an unreadable end");
+        return;
+    }
+    const char *nl = strchr(s + n, '\n');
+    snprintf(e->reason, sizeof(e->reason), "%.*s", nl ? (int)(nl - (s + n)) : (int)strlen(s + n), s + n);
+    free(e->tail);
+    e->tail = xstrdup(nl ? nl + 1 : "");
+}
+
+/* a gang's rank: whether another rank ended badly or the generation was aborted (stop_rank then) */
+static void watch_peers(prun *p)
+{
+    exec_ctx *ctx = p->ctx;
+    for (int r = 0; r < p->world && !p->terminating; r++) {
+        if (r == p->rank || p->ends[r].known) continue;
+        char field[32], val[8192], err[400];
+        snprintf(field, sizeof(field), "end:%d", r);
+        if (ctx->gang_get(ctx, field, 0, val, sizeof(val), err, sizeof(err)) == 0) {
+            parse_end(val, &p->ends[r]);
+            if (severity_of(p->ends[r].end, p->ends[r].code) != SEV_OK) {
+                char why[700];
+                snprintf(why, sizeof(why), "rank %d ended: %s", r, p->ends[r].reason);
+                stop_rank(p, why);
+            }
+        } else if (strstr(err, "aborted")) {
+            stop_rank(p, err);
+        }
+    }
+}
+
+/* runs the rank until its program ends; its status */
+static const prog_status *supervise(prun *p)
+{
+    exec_ctx *ctx = p->ctx;
+    double next_watch = 0;
+    for (;;) {
+        int ended = prog_poll(p->pr, POLL_MS);
+        ship_logs(p, false);
+        read_metrics(p);
+        if (ended) break;
+        if (p->terminating) continue; /* its grace period runs; prog_poll sends SIGKILL at its end */
+        if (ctx->cancelled(ctx)) {
+            p->by_worker = true;
+            stop_rank(p, "the job was cancelled, preempted, resized or ended elsewhere");
+        } else if (p->gang && mono_s() >= next_watch) {
+            next_watch = mono_s() + WATCH_MS / 1000.0;
+            watch_peers(p);
+        }
+    }
+    ship_logs(p, true);
+    return prog_status_of(p->pr);
+}
+
+/* --- the end --- */
+
+static char *encode_end(int end, int code, const char *reason, const char *tail)
+{
+    return xasprintf("%d %d %s\n%s", end, code, reason, tail ? tail : "");
+}
+
+/* rank 0: every rank's end, waiting for the others until the deadline; false when stopped meanwhile */
+static bool gather_ends(prun *p)
+{
+    exec_ctx *ctx = p->ctx;
+    double deadline = mono_s() + p->set.grace_s + GATHER_EXTRA_S;
+    for (int r = 1; r < p->world; r++) {
+        if (p->ends[r].known) continue;
+        char field[32], val[8192], err[400];
+        snprintf(field, sizeof(field), "end:%d", r);
+        int left_ms = (int)((deadline - mono_s()) * 1000);
+        if (ctx->gang_get(ctx, field, left_ms > 0 ? left_ms : 0, val, sizeof(val), err, sizeof(err)) == 0) {
+            parse_end(val, &p->ends[r]);
+            continue;
+        }
+        if (ctx->cancelled(ctx)) return false;
+        p->ends[r] = (rank_end){.known = true, .end = -1, .code = 0, .tail = xstrdup("")};
+        snprintf(p->ends[r].reason, sizeof(p->ends[r].reason), "did not report its end (%s): its worker was lost", err);
+    }
+    return true;
+}
+
+/* the rank whose end decides the generation: the worst cause, the lowest rank among equals */
+static int deciding_rank(const prun *p)
+{
+    int worst = 0;
+    for (int r = 1; r < p->world; r++)
+        if (severity_of(p->ends[r].end, p->ends[r].code) > severity_of(p->ends[worst].end, p->ends[worst].code)) worst = r;
+    return worst;
+}
+
+/* "rank 1 exited with code 3" + its last lines, the most recent kept when it does not fit */
+static void failure_reason(const prun *p, int r, char *out, size_t outlen)
+{
+    const rank_end *e = &p->ends[r];
+    severity sev = severity_of(e->end, e->code);
+    int n = snprintf(out, outlen, sev == SEV_EXIT || sev == SEV_LOST ? "rank %d %s" : "rank %d: %s", r, e->reason);
+    const char *tail = e->tail ? e->tail : "";
+    size_t room = n >= 0 && (size_t)n + 40 < outlen ? outlen - (size_t)n - 40 : 0, len = strlen(tail);
+    if (!len || !room) return;
+    if (len > room) { /* the last lines that fit, from a line's start */
+        const char *t = tail + len - room, *nl = strchr(t, '\n');
+        tail = nl && nl[1] ? nl + 1 : t;
+    }
+    snprintf(out + n, outlen - (size_t)n, "; its last lines:\n%s", tail);
+    size_t m = strlen(out);
+    while (m > 0 && out[m - 1] == '\n')
+        out[--m] = '\0';
+}
+
+/* --- the result --- */
+
+static int sha256_file(const char *path, char hex[65], long long *bytes)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    unsigned char buf[65536], dig[EVP_MAX_MD_SIZE];
+    unsigned dlen = 0;
+    ssize_t n;
+    int rc = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 ? 0 : -1;
+    *bytes = 0;
+    while (rc == 0 && (n = read(fd, buf, sizeof(buf))) > 0) {
+        *bytes += n;
+        if (EVP_DigestUpdate(md, buf, (size_t)n) != 1) rc = -1;
+    }
+    if (rc == 0 && (n < 0 || EVP_DigestFinal_ex(md, dig, &dlen) != 1)) rc = -1;
+    EVP_MD_CTX_free(md);
+    close(fd);
+    for (unsigned i = 0; rc == 0 && i < dlen && i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", dig[i]);
+    return rc;
+}
+
+/* nftw has no argument for its callback: the listing being made (one task at a time per worker) */
+static struct {
+    json_t *files;
+    size_t base;
+    bool truncated;
+} listing;
+
+static int list_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type != FTW_F || !S_ISREG(st->st_mode)) return 0; /* regular files only: links are not followed */
+    if (json_array_size(listing.files) >= MAX_OUTPUTS) {
+        listing.truncated = true;
+        return 1;
+    }
+    char hex[65] = "";
+    long long bytes = 0;
+    if (sha256_file(path, hex, &bytes) != 0) return 0;
+    json_array_append_new(listing.files,
+                          json_pack("{s:s, s:I, s:s}", "path", path + listing.base, "bytes", (json_int_t)bytes, "sha256", hex));
+    return 0;
+}
+
+/* {"dir": the output directory, "files": [{"path","bytes","sha256"}], "truncated"?} */
+static json_t *list_outputs(const char *dir)
+{
+    listing.files = json_array();
+    listing.base = strlen(dir) + 1;
+    listing.truncated = false;
+    nftw(dir, list_one, 16, FTW_PHYS);
+    json_t *o = json_pack("{s:s, s:o}", "dir", dir, "files", listing.files);
+    if (listing.truncated) json_object_set_new(o, "truncated", json_true());
+    listing.files = NULL;
+    return o;
+}
+
+/* result.model for register_model: the output file, which must be a regular file in the output directory */
+static json_t *model_of(const prun *p, char *err, size_t errlen)
+{
+    char path[PATH_MAX * 2], real[PATH_MAX], out_real[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", p->out, p->set.register_output);
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || !realpath(path, real) || !realpath(p->out, out_real) ||
+        !path_below(real, out_real)) {
+        snprintf(err, errlen, "register_model.output: the program did not write %s as a regular file in GANTRY_OUTPUT_DIR",
+                 p->set.register_output);
+        return NULL;
+    }
+    return json_pack("{s:s, s:{s:s, s:b}, s:s}", "artifact", real, "architecture", "format",
+                     p->set.register_format ? p->set.register_format : "torchscript", "program", 1, "output",
+                     p->set.register_output);
+}
+
+/* result.exit_codes: each rank's exit code, null for a rank that did not exit by itself */
+static json_t *exit_codes(const prun *p)
+{
+    json_t *codes = json_array();
+    for (int r = 0; r < p->world; r++)
+        json_array_append_new(codes, p->ends[r].end == PROG_EXITED ? json_integer(p->ends[r].code) : json_null());
+    return codes;
+}
+
+static json_t *make_result(prun *p, int restarts, char *err, size_t errlen)
+{
+    json_t *codes = exit_codes(p);
+    json_object_set_new(p->merged, "world_size", json_integer(p->world));
+    json_object_set_new(p->merged, "restarts", json_integer(restarts));
+    json_t *res = json_pack("{s:O, s:o, s:o}", "metrics", p->merged, "exit_codes", codes, "outputs", list_outputs(p->out));
+    if (p->set.register_output) {
+        json_t *model = model_of(p, err, errlen);
+        if (!model) {
+            json_decref(res);
+            return NULL;
+        }
+        json_object_set_new(res, "model", model);
+    }
+    return res;
+}
+
+/* --- the executor --- */
+
+static void prun_free(prun *p)
+{
+    if (p->pr) prog_free(p->pr);
+    if (p->port_fd >= 0) close(p->port_fd);
+    pmetrics_free(p->met);
+    json_decref(p->merged);
+    for (int r = 0; p->ends && r < p->world; r++)
+        free(p->ends[r].tail);
+    free(p->ends);
+}
+
+/* starts the rank's program; 0, or -1 with the launch failure as this rank's end */
+static int launch(prun *p, char (*roots)[PATH_MAX], int nroots, const char *init, char *err, size_t errlen)
+{
+    strv argv = {0}, env = {0};
+    size_t i;
+    json_t *a;
+    json_array_foreach(p->set.command, i, a) strv_add(&argv, xstrdup(json_string_value(a)));
+    build_env(p, &env);
+    const char *data_roots[MAX_ROOTS + 1];
+    for (int r = 0; r < nroots; r++)
+        data_roots[r] = roots[r];
+    data_roots[nroots] = NULL;
+    double runtime = (double)p->set.max_runtime_s;
+    if (p->ctx->task->max_runtime_s > 0 && (runtime <= 0 || (double)p->ctx->task->max_runtime_s < runtime))
+        runtime = (double)p->ctx->task->max_runtime_s; /* the tenant's; all generations together are the worker's check */
+    prog_spec spec = {.argv = (const char *const *)argv.v,
+                      .env = (const char *const *)env.v,
+                      .workdir = p->workdir,
+                      .data_roots = data_roots,
+                      .checkpoint_dir = p->ckpt,
+                      .output_dir = p->out,
+                      .metrics_dir = p->run,
+                      .log_dir = p->logs,
+                      .rank = p->rank,
+                      .memory_bytes = p->set.memory_bytes,
+                      .max_procs = p->set.processes,
+                      .max_open_files = p->set.open_files,
+                      .max_runtime_s = runtime,
+                      .grace_s = p->set.grace_s,
+                      .bwrap = BWRAP,
+                      .init = init};
+    if (p->port_fd >= 0) close(p->port_fd); /* MASTER_PORT is the program's to bind now (reserve_port) */
+    p->port_fd = -1;
+    p->pr = prog_start(&spec, err, errlen);
+    strv_free(&argv);
+    strv_free(&env);
+    if (!p->pr) return -1;
+    plog_follow_init(&p->follow, p->logs, p->rank);
+    char metrics[PATH_MAX + 32];
+    snprintf(metrics, sizeof(metrics), "%s/metrics.jsonl", p->run);
+    p->met = pmetrics_new(metrics, 0, 0);
+    log_info("job %s: rank %d of %d started (generation %d, memory limit by %s)", p->ctx->task->job_id, p->rank, p->world,
+             p->generation, prog_memory_mode(p->pr));
+    return 0;
+}
+
+int exec_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
+{
+    const task_msg *t = ctx->task;
+    char field[160], msg[300], init[PATH_MAX];
+    if (program_spec_validate(t->spec, field, sizeof(field), msg, sizeof(msg)) != 0) {
+        snprintf(err, errlen, "%s: %s", field, msg);
+        return EXEC_FAILED;
+    }
+    if (access(BWRAP, X_OK) != 0) {
+        snprintf(err, errlen, "this worker cannot run programs: %s (Debian's bubblewrap) is not installed", BWRAP);
+        return EXEC_FAILED;
+    }
+    if (find_init(init, sizeof(init)) != 0) {
+        snprintf(err, errlen, "this worker cannot run programs: gantry-rank-init is not installed beside gantry-worker");
+        return EXEC_FAILED;
+    }
+    prun p = {.ctx = ctx, .port_fd = -1, .generation = t->attempt, .fraction = -1};
+    program_settings_get(t->spec, t->max_memory_bytes, &p.set);
+    p.gang = p.set.max_workers > 1;
+    ctx->max_failures = p.set.max_restarts + 1; /* the requeue after EXEC_RETRY counts restarts against max_restarts */
+
+    static char roots[MAX_ROOTS][PATH_MAX];
+    int nroots = task_roots(t, roots, MAX_ROOTS);
+    const char *rootv[MAX_ROOTS];
+    for (int r = 0; r < nroots; r++)
+        rootv[r] = roots[r];
+    char why[600];
+    if (nroots == 0 || path_confine_dir(rootv, nroots, p.set.workdir, p.workdir, sizeof(p.workdir), why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "spec.program.workdir: %s", nroots ? why : "none of the tenant's roots exists on this worker");
+        return EXEC_FAILED;
+    }
+
+    if (form_gang(&p, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "could not form the gang: %s", why);
+        prun_free(&p);
+        return EXEC_RETRY;
+    }
+    p.merged = json_object();
+    if (p.rank == 0) {
+        snprintf(msg, sizeof(msg), "generation %d: %d rank%s, MASTER_ADDR %s:%d", p.generation, p.world, p.world == 1 ? "" : "s",
+                 p.master_addr, p.master_port);
+        ctx->progress(ctx, 0.0, msg, NULL);
+    }
+
+    /* run */
+    rank_end *mine = &p.ends[p.rank];
+    if (make_dirs(&p, why, sizeof(why)) != 0 || launch(&p, roots, nroots, init, why, sizeof(why)) != 0) {
+        *mine = (rank_end){.known = true, .end = PROG_LAUNCH_FAILED, .code = -1, .tail = xstrdup("")};
+        snprintf(mine->reason, sizeof(mine->reason), "%.*s", (int)sizeof(mine->reason) - 1, why);
+    } else {
+        const prog_status *st = supervise(&p);
+        *mine = (rank_end){
+            .known = true, .end = (int)st->end, .code = st->code, .tail = plog_tail(p.logs, p.rank, TAIL_LINES, TAIL_BYTES)};
+        snprintf(mine->reason, sizeof(mine->reason), "%s", st->reason);
+    }
+    log_info("job %s: rank %d ended: %s", t->job_id, p.rank, mine->reason);
+    /* not written (logged): the logs miss the end line; the job's result still says it */
+    pio_log_end(ctx->redis, t->job_id, p.rank, p.generation, mine->reason);
+    if (p.gang) {
+        char fieldname[32], *val = encode_end(mine->end, mine->code, mine->reason, mine->tail);
+        snprintf(fieldname, sizeof(fieldname), "end:%d", p.rank);
+        if (ctx->gang_put(ctx, fieldname, val) != 0)
+            log_warn("job %s: rank %d's end not published (Redis unreachable): rank 0 counts it lost", t->job_id, p.rank);
+        free(val);
+    }
+    /* stopped by the worker (cancel, preemption, resize, a limit): the worker says what follows */
+    if (p.by_worker) {
+        snprintf(err, errlen, "stopped: %s", mine->reason);
+        prun_free(&p);
+        return EXEC_RETRY;
+    }
+    if (p.rank != 0) { /* rank 0 decides for the generation */
+        prun_free(&p);
+        return EXEC_SILENT;
+    }
+    if (p.gang && !gather_ends(&p)) {
+        snprintf(err, errlen, "stopped while gathering the ranks' ends");
+        prun_free(&p);
+        return EXEC_RETRY;
+    }
+    int dr = deciding_rank(&p);
+    severity sev = severity_of(p.ends[dr].end, p.ends[dr].code);
+    int restarts = pio_restarts(ctx->redis, t->job_id);
+    if (restarts < 0) restarts = 0; /* Redis away: counted as none; the requeue's own count still stops it */
+    int rc = EXEC_FAILED;
+    if (sev == SEV_OK) {
+        *result = make_result(&p, restarts, err, errlen);
+        rc = *result ? EXEC_OK : EXEC_FAILED;
+    } else if (sev == SEV_LOST || sev == SEV_TERMINATED) {
+        char cause[700];
+        if (sev == SEV_LOST)
+            snprintf(cause, sizeof(cause), "rank %d %s", dr, p.ends[dr].reason);
+        else
+            snprintf(cause, sizeof(cause), "the generation was stopped (%s)", p.stop_why[0] ? p.stop_why : p.ends[dr].reason);
+        if (restarts < p.set.max_restarts) {
+            snprintf(err, errlen, "%s; restarting from the checkpoint (restart %d of %d)", cause, restarts + 1, p.set.max_restarts);
+            rc = EXEC_RETRY;
+        } else {
+            char why2[700];
+            failure_reason(&p, dr, why2, sizeof(why2));
+            snprintf(err, errlen, "%s (no restarts left: %d of %d used)", why2, restarts, p.set.max_restarts);
+        }
+    } else {
+        failure_reason(&p, dr, err, errlen);
+    }
+    if (rc != EXEC_OK) { /* the failure's details: every rank's end and the deciding rank's last lines */
+        *result = json_pack("{s:O, s:o, s:i, s:s}", "metrics", p.merged, "exit_codes", exit_codes(&p), "rank", dr, "log_tail",
+                            p.ends[dr].tail ? p.ends[dr].tail : "");
+        if (rc == EXEC_RETRY) json_decref(*result), *result = NULL;
+    }
+    prun_free(&p);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/* program_io.c - a program job's logs and restart count in Redis (program_io.h). */
+#include "workers/program_io.h"
+#include "common/keys.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* XADD key MAXLEN ~ N * r R g G FIELD value, then EXPIRE; 0 or -1 */
+static int append(rs_conn *r, const char *job_id, int rank, int generation, const char *field, const char *buf, size_t len)
+{
+    char key[160], maxlen[24], rk[16], gen[16];
+    snprintf(key, sizeof(key), "%s%s", K_LOGS_PREFIX, job_id);
+    snprintf(maxlen, sizeof(maxlen), "%d", K_LOGS_MAXLEN);
+    snprintf(rk, sizeof(rk), "%d", rank);
+    snprintf(gen, sizeof(gen), "%d", generation);
+    const char *argv[] = {"XADD", key, "MAXLEN", "~", maxlen, "*", "r", rk, "g", gen, field, buf};
+    size_t lens[] = {4, strlen(key), 6, 1, strlen(maxlen), 1, 1, strlen(rk), 1, strlen(gen), strlen(field), len};
+    redisReply *rep = rs_command_argv(r, 12, argv, lens);
+    int ok = rep && rep->type == REDIS_REPLY_STRING;
+    freeReplyObject(rep);
+    if (!ok) return -1;
+    /* not renewed: the stream expires K_LOGS_TTL_S after an earlier entry, the output stays on the worker's disk */
+    rs_do(r, "EXPIRE %s %d", key, K_LOGS_TTL_S);
+    return 0;
+}
+
+int pio_log_chunk(rs_conn *r, const char *job_id, int rank, int generation, const char *buf, size_t len)
+{
+    if (len > PIO_CHUNK_MAX) len = PIO_CHUNK_MAX;
+    return append(r, job_id, rank, generation, "t", buf, len);
+}
+
+int pio_log_end(rs_conn *r, const char *job_id, int rank, int generation, const char *reason)
+{
+    return append(r, job_id, rank, generation, "end", reason, strlen(reason));
+}
+
+int pio_restarts(rs_conn *r, const char *job_id)
+{
+    redisReply *rep = rs_command(r, "GET %s%s", K_FAILURES_PREFIX, job_id);
+    int n = !rep || rep->type == REDIS_REPLY_ERROR ? -1 : rep->type == REDIS_REPLY_STRING ? atoi(rep->str) : 0;
+    freeReplyObject(rep);
+    return n;
+}

@@ -5,7 +5,7 @@ import os
 import subprocess
 import urllib.request
 
-from harness import ROOT, Stack, placement_job, wait_until
+from harness import ADMIN, ROOT, Stack, placement_job, wait_until
 
 
 def test_openapi_document_is_valid_openapi_3_1():
@@ -14,7 +14,7 @@ def test_openapi_document_is_valid_openapi_3_1():
     import json
     from test_federated import fed_job
     with Stack(workers=1) as s:
-        _, tok = s.tenant("ops-openapi")
+        tid, tok = s.tenant("ops-openapi")
         with open(os.path.join(ROOT, "deploy", "examples", "training.json")) as f:
             training = json.load(f)
         training["spec"].update({"workers": {"min": 1, "max": 2}, "schedule": {"type": "step", "step_size": 10},
@@ -23,7 +23,9 @@ def test_openapi_document_is_valid_openapi_3_1():
                                             "params": {"optimizer.lr": {"min": 1e-4, "max": 1e-2, "log": True},
                                                        "batch_size": [32, 64]}}})
         training["spec"]["workers"] = 2  # model selection needs a fixed number of workers
-        jobs = [placement_job(), training, fed_job(3), fed_job(4, aggregation="fedavg", masking=False)]
+        program = _program_job()
+        program["spec"]["program"]["workdir"] = _program_root(s, tid)
+        jobs = [placement_job(), training, fed_job(3), fed_job(4, aggregation="fedavg", masking=False), program]
         for j in jobs:  # the server takes every one
             r = s.post("/v1/jobs", tok, j)
             assert r.status == 201, r
@@ -31,7 +33,27 @@ def test_openapi_document_is_valid_openapi_3_1():
         r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "openapi.test.mjs")], env=env, capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 0, r.stdout + r.stderr
-        assert "paths valid" in r.stdout and "ok job schemas: 8 jobs valid" in r.stdout, r.stdout
+        assert "paths valid" in r.stdout and "ok job schemas: 9 jobs valid" in r.stdout, r.stdout
+
+
+def _program_job():
+    """deploy/examples/pytorch/job.json with every member of the program variant given (docs/programs.md)"""
+    import json
+    with open(os.path.join(ROOT, "deploy", "examples", "pytorch", "job.json")) as f:
+        job = json.load(f)
+    job["spec"].update({"max_restarts": 2, "rendezvous_timeout_s": 60,
+                        "resources": {"memory_mb": 2048, "processes": 512, "open_files": 1024},
+                        "register_model": {"output": "model.pt", "format": "torchscript"}, "model_name": "fashion-cnn"})
+    return job
+
+
+def _program_root(s, tid):
+    """gives the tenant a root holding a 'pytorch' directory; returns that directory"""
+    import tempfile
+    root = tempfile.mkdtemp(prefix="gantry-ops-root-", dir=s.dir)
+    os.mkdir(os.path.join(root, "pytorch"))
+    assert s.request("PATCH", f"/v1/tenants/{tid}", ADMIN, {"roots": [root]}).status == 200
+    return os.path.join(root, "pytorch")
 
 
 def test_metrics_pass_promtool():
@@ -107,7 +129,8 @@ def test_grafana_dashboard_uses_real_metrics():
 def _mutations(schema, value, path, comps):
     """(path, new value or _UNKNOWN marker) pairs that break one rule of the schema at a time: a bound
     passed, a value not in an enumeration, a boolean given as text, an unknown member; plain objects
-    and the first item of arrays are walked, and of alternatives (oneOf) the one the value takes"""
+    and the first item of arrays are walked, and of alternatives (oneOf) the one the value takes (its type,
+    its constant tags, its required members)"""
     if "$ref" in schema:
         schema = comps[schema["$ref"].rsplit("/", 1)[1]]
     if "oneOf" in schema:
@@ -117,7 +140,7 @@ def _mutations(schema, value, path, comps):
             if alt.get("type") != kinds.get(type(value)):
                 return False
             tags = {k: p["const"] for k, p in alt.get("properties", {}).items() if "const" in p}
-            return all(value.get(k) == c for k, c in tags.items())
+            return all(value.get(k) == c for k, c in tags.items()) and all(k in value for k in alt.get("required", []))
         return next((_mutations(a, value, path, comps) for a in schema["oneOf"] if fits(a)), [])
     t = schema.get("type")
     t = t[0] if isinstance(t, list) else t
@@ -156,7 +179,8 @@ def _set(doc, path, value):
 def test_job_schemas_are_what_the_server_enforces():
     """The document's job spec schemas come from the shapes the server validates with: every bound,
     enumeration and closed object the document states, broken one at a time on a valid job of each
-    type, is refused with 400 naming exactly that field (hundreds of submissions)."""
+    type (and of each variant: training's program too), is refused with 400 naming exactly that field
+    (hundreds of submissions)."""
     import copy
     import json
     from test_federated import fed_job
@@ -170,9 +194,9 @@ def test_job_schemas_are_what_the_server_enforces():
         for kind in ("training", "inference"):
             with open(os.path.join(ROOT, "deploy", "examples", kind + ".json")) as f:
                 examples[kind] = json.load(f)
-        jobs = {"placement": placement_job(), "federated": fed_job(3), **examples}
+        jobs = {"placement": placement_job(), "federated": fed_job(3), "program": _program_job(), **examples}
         titles = {"placement": "PlacementSpec", "training": "TrainingSpec", "inference": "InferenceSpec",
-                  "federated": "FederatedSpec"}
+                  "federated": "FederatedSpec", "program": "TrainingSpec"}
         checked = 0
         for kind, job in jobs.items():
             for path, bad in _mutations(comps[titles[kind]], job["spec"], "spec", comps):
@@ -182,4 +206,4 @@ def test_job_schemas_are_what_the_server_enforces():
                 assert r.status == 400, (kind, path, bad, r)
                 assert r.json["error"]["field"] == path, (kind, path, bad, r.json)
                 checked += 1
-        assert checked >= 100, checked  # 110 when written
+        assert checked >= 120, checked  # 110 when written, 132 with the program variant

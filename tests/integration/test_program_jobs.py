@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import signal
+import subprocess
 import tempfile
 import time
 
@@ -160,15 +161,14 @@ def test_one_rank_runs_in_its_sandbox():
 
 
 def log_entries(s, jid):
-    """the job's log stream as [(rank, generation, field, text)]"""
-    out = s.redis("XRANGE", f"gantry:logs:{jid}", "-", "+").split("\n")
-    entries, i = [], 0
-    while i < len(out):  # redis-cli: id, then field/value lines (r, R, g, G, t|end, text)
-        if i + 6 < len(out) and out[i + 1] == "r" and out[i + 3] == "g":
-            entries.append((int(out[i + 2]), int(out[i + 4]), out[i + 5], out[i + 6]))
-            i += 7
-        else:
-            i += 1
+    """the job's log stream as [(rank, generation, "t" or "end", text)]"""
+    out = subprocess.run(["redis-cli", "-p", str(s.rport), "--json", "-2", "XRANGE", f"gantry:logs:{jid}", "-", "+"],
+                         capture_output=True, text=True, timeout=10).stdout
+    entries = []
+    for _, fields in json.loads(out) or []:
+        f = dict(zip(fields[::2], fields[1::2]))
+        kind = "end" if "end" in f else "t"
+        entries.append((int(f["r"]), int(f["g"]), kind, f[kind].rstrip("\n") if kind == "t" else f[kind]))
     return entries
 
 
@@ -212,3 +212,148 @@ def test_exit_code_fails_the_job_with_its_last_lines():
         assert "line 5\nTraceback: it broke" in job["error"], job["error"]
         assert job["result"]["exit_codes"] == [3] and "line 1" in job["result"]["log_tail"], job["result"]
         assert not [e for e in s.events(tok, jid) if e["state"] == "queued" and e["reason"] != "accepted"]
+
+
+def rank_pids(marker, rank):
+    """the program processes of one rank (its RANK in /proc/PID/environ), not its sandbox's bwrap and init
+    (whose command lines hold the program's)"""
+    found = []
+    for pid in marker_pids(marker):
+        if open_cmd(pid).split(" ")[0].endswith(("bwrap", "gantry-init")):
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"RANK={rank}".encode() in f.read().split(b"\0"):
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def last_step(s, tok, jid):
+    pts = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+    return pts[-1]["step"] if pts else 0
+
+
+def starts(s, jid, rank=0):
+    """[(generation, world, step it started from)] as the program recorded them"""
+    with open(os.path.join(job_dir(s, jid), "checkpoint", f"starts-{rank}")) as f:
+        return [tuple(map(int, line.split())) for line in f]
+
+
+def test_killed_rank_restarts_from_the_checkpoint():
+    """SIGKILL to rank 1's program mid-run: every rank stops, an event says the job restarts and why,
+    the next generation resumes from the checkpoint and finishes"""
+    with Stack(workers=2) as s:
+        tid, tok = s.tenant("prog-kill")
+        program_root(s, tid, {"loop.py": RESUMABLE})
+        jid = s.submit(tok, program_job(["python3", "loop.py", "mark-kill", "60"], workers=2, max_restarts=2))
+        wait_until("the program past step 15", lambda: last_step(s, tok, jid) >= 15, 60)
+        victims = wait_until("rank 1's program", lambda: rank_pids("mark-kill", 1), 10)
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        restart = wait_until("the restart event", lambda: [e for e in s.events(tok, jid) if e["state"] == "queued"
+                                                          and "restarting from the checkpoint" in e["reason"]], 60)
+        assert restart[0]["reason"].startswith("rank 1 killed by signal 9"), restart[0]
+        assert "(restart 1 of 2)" in restart[0]["reason"], restart[0]
+        job = s.wait_state(tok, jid, "succeeded", timeout=120)
+        assert job["result"]["metrics"]["restarts"] == 1 and job["result"]["exit_codes"] == [0, 0], job["result"]
+        gens = starts(s, jid)
+        assert [g[0] for g in gens] == [0, 1] and gens[0][2] == 0 and gens[1][2] >= 15, gens
+        assert not marker_pids("mark-kill")
+
+
+def test_restarts_run_out():
+    """max_restarts 0: a rank killed by a signal fails the job at once, saying so"""
+    with Stack(workers=1) as s:
+        tid, tok = s.tenant("prog-norestart")
+        program_root(s, tid, {"loop.py": RESUMABLE})
+        jid = s.submit(tok, program_job(["python3", "loop.py", "mark-norestart", "600"], max_restarts=0))
+        pids = wait_until("the program", lambda: rank_pids("mark-norestart", 0), 30)
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        job = s.wait_state(tok, jid, "failed", timeout=60)
+        assert job["error"].startswith("rank 0 killed by signal 9") and "no restarts left: 0 of 0 used" in job["error"], job
+
+
+def test_cancel_leaves_no_process():
+    """cancel a 2-rank job whose script ignores SIGTERM: after the grace period no process of the job
+    remains, and the job is cancelled"""
+    stubborn = "#!/bin/sh\ntrap '' TERM\n(trap '' TERM; sleep 600) &\nsleep 600 &\nwait\n"
+    with Stack(workers=2) as s:
+        tid, tok = s.tenant("prog-cancel")
+        program_root(s, tid, {"stubborn.sh": stubborn})
+        jid = s.submit(tok, program_job(["/bin/sh", "stubborn.sh", "mark-cancel"], workers=2, grace_s=2))
+        wait_until("both ranks running", lambda: rank_pids("mark-cancel", 0) and rank_pids("mark-cancel", 1), 30)
+        assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200
+        t0 = time.time()
+        wait_until("no process of the job", lambda: not marker_pids("mark-cancel"), 15)
+        assert time.time() - t0 >= 1.5, "killed before its grace period"
+        wait_until("both workers idle", lambda: [w["state"] for w in s.workers()] == ["idle", "idle"], 20)
+        assert s.job(tok, jid)["state"] == "cancelled"
+        sleeps = [p for p in os.listdir("/proc") if p.isdigit() and open_cmd(p).startswith("sleep 600")]
+        assert not sleeps, sleeps
+
+
+def open_cmd(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_memory_limit_fails_the_job():
+    """a script that allocates past resources.memory_mb fails the job with "memory limit" in the reason"""
+    hog = "import sys\nblocks = []\nwhile True:\n    blocks.append(bytearray(16 << 20))\n"
+    with Stack(workers=1) as s:
+        tid, tok = s.tenant("prog-mem")
+        program_root(s, tid, {"hog.py": hog})
+        jid = s.submit(tok, program_job(["python3", "hog.py", "mark-mem"], resources={"memory_mb": 64}))
+        job = s.wait_state(tok, jid, "failed", timeout=60)
+        assert "memory limit of 64 MiB exceeded" in job["error"], job["error"]
+        assert not [e for e in s.events(tok, jid) if e["state"] == "queued" and e["reason"] != "accepted"]
+
+
+# each attempt prints "DENIED what" or "ALLOWED what"; the program itself always succeeds
+SNOOP = """import os, sys
+state, other, jobs = sys.argv[2], sys.argv[3], sys.argv[4]
+def attempt(what, fn):
+    try:
+        fn()
+        print("ALLOWED", what, flush=True)
+    except OSError:
+        print("DENIED", what, flush=True)
+attempt("state-dir", lambda: os.listdir(state))
+attempt("admin-token", lambda: open(os.path.join(state, "gantry.db"), "rb").read(1))
+attempt("other-jobs", lambda: os.listdir(jobs))
+attempt("other-tenant", lambda: open(os.path.join(other, "secret.txt")).read())
+attempt("write-workdir", lambda: open("written.txt", "w").write("x"))
+attempt("write-tmp-outside", lambda: open("/var/tmp/x", "w").write("x"))
+attempt("write-output", lambda: open(os.path.join(os.environ["GANTRY_OUTPUT_DIR"], "ok.txt"), "w").write("x"))
+"""
+
+
+def test_sandbox_denies_what_is_not_the_jobs():
+    """the program cannot read the server's state directory (its database holds the tokens' hashes), the
+    worker's directories of other jobs, another tenant's root, nor write outside its output and checkpoint
+    directories; its output directory works"""
+    with Stack(workers=1) as s:
+        other_root = tempfile.mkdtemp(prefix="gantry-other-")
+        os.chmod(other_root, 0o755)
+        with open(os.path.join(other_root, "secret.txt"), "w") as f:
+            f.write("other tenant's data\n")
+        os.chmod(os.path.join(other_root, "secret.txt"), 0o644)
+        other_tid, _ = s.tenant("prog-other")
+        assert s.request("PATCH", f"/v1/tenants/{other_tid}", ADMIN, {"roots": [other_root]}).status == 200
+        tid, tok = s.tenant("prog-snoop")
+        program_root(s, tid, {"snoop.py": SNOOP})
+        state = os.path.join(s.dir, "state")
+        jobs = os.path.join(s.dir, "var", "worker", "jobs")  # every job's directories on the worker
+        jid = s.submit(tok, program_job(["python3", "snoop.py", "mark-snoop", state, other_root, jobs]))
+        job = s.wait_state(tok, jid, "succeeded", timeout=60)
+        lines = "\n".join(t for r, g, f, t in log_entries(s, jid) if f == "t").split("\n")
+        verdicts = dict(line.split(" ", 1)[::-1] for line in lines if line.startswith(("DENIED", "ALLOWED")))
+        assert verdicts == {"state-dir": "DENIED", "admin-token": "DENIED", "other-jobs": "DENIED", "other-tenant": "DENIED",
+                            "write-workdir": "DENIED", "write-tmp-outside": "DENIED", "write-output": "ALLOWED"}, verdicts
+        assert [f["path"] for f in job["result"]["outputs"]["files"]] == ["ok.txt"]

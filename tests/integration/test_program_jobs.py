@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import ADMIN, Stack, timeout, wait_until
+from harness import ADMIN, Stack, placement_job, timeout, wait_until
 
 # every script takes a marker argument (its job's own, unique) so the test finds its processes in /proc
 ENV_DUMP = """#!/bin/sh
@@ -357,3 +357,47 @@ def test_sandbox_denies_what_is_not_the_jobs():
         assert verdicts == {"state-dir": "DENIED", "admin-token": "DENIED", "other-jobs": "DENIED", "other-tenant": "DENIED",
                             "write-workdir": "DENIED", "write-tmp-outside": "DENIED", "write-output": "ALLOWED"}, verdicts
         assert [f["path"] for f in job["result"]["outputs"]["files"]] == ["ok.txt"]
+
+
+@timeout(600)
+def test_elastic_job_grows_and_the_program_sees_the_new_world():
+    """workers {min 1, max 3} on one worker: the job starts with 1 rank; a second worker joins, the
+    scheduler resizes the gang (SIGTERM, the program checkpoints), and the next generation runs 2 ranks
+    from the checkpoint, its program seeing WORLD_SIZE 2"""
+    with Stack(workers=1) as s:
+        tid, tok = s.tenant("prog-elastic")
+        program_root(s, tid, {"loop.py": RESUMABLE})
+        jid = s.submit(tok, program_job(["python3", "loop.py", "mark-elastic", "150"], workers={"min": 1, "max": 3}))
+        wait_until("one rank past step 10", lambda: last_step(s, tok, jid) >= 10, 60)
+        s.start_worker(1)
+        wait_until("a resize", lambda: [e for e in s.events(tok, jid) if e["reason"].startswith("resize:")], 60)
+        job = s.wait_state(tok, jid, "succeeded", timeout=120)
+        assert job["result"]["metrics"]["world_size"] == 2 and job["result"]["metrics"]["restarts"] == 0, job["result"]
+        gens = starts(s, jid)
+        assert gens[0][:2] == (0, 1) and gens[-1][1] == 2 and gens[-1][2] >= 10, gens
+        assert starts(s, jid, rank=1)[-1] == gens[-1], "both ranks of the last generation started from the checkpoint"
+        pts = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+        assert {p["world"] for p in pts} == {1, 2}, pts
+        assert not marker_pids("mark-elastic")
+
+
+def test_preempted_job_resumes_from_its_checkpoint():
+    """a low-priority preemptible program job on the only worker; a high-priority job arrives: the program
+    is stopped (SIGTERM, it checkpoints), the high-priority job runs, and the program job comes back and
+    continues from its checkpoint"""
+    with Stack(workers=1) as s:
+        tid, tok = s.tenant("prog-preempt")
+        program_root(s, tid, {"loop.py": RESUMABLE})
+        job = program_job(["python3", "loop.py", "mark-preempt", "80"])
+        job.update(priority="low", preemptible=True)
+        jid = s.submit(tok, job)
+        wait_until("the program past step 10", lambda: last_step(s, tok, jid) >= 10, 60)
+        urgent = placement_job("urgent")
+        urgent["priority"] = "high"
+        uid = s.submit(tok, urgent)
+        s.wait_state(tok, uid, "succeeded", timeout=60)
+        done = s.wait_state(tok, jid, "succeeded", timeout=120)
+        assert any(e["reason"].startswith("preempted by") for e in s.events(tok, jid)), s.events(tok, jid)
+        gens = starts(s, jid)
+        assert len(gens) == 2 and gens[1][2] >= 10, gens
+        assert done["result"]["metrics"]["restarts"] == 0

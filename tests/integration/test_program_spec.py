@@ -93,7 +93,7 @@ def test_program_spec_errors_name_the_field():
                 ({"grace_s": 0}, "spec.grace_s", "[1, 3600]"),
                 ({"resources": {"memory_mb": 2048}}, "spec.resources.memory_mb", "max_memory_bytes"),
                 ({"register_model": {"output": "../model.pt"}}, "spec.register_model.output", "relative"),
-                ({"model_name": "fashion"}, "spec.model_name", "register_model"),
+                ({"register_model": None, "model_name": "fashion"}, "spec.model_name", "register_model"),
             ]
             for changes, field, words in cases:
                 r = s.post("/v1/jobs", tok, with_spec(job, **changes))

@@ -200,14 +200,20 @@ static int reserve_port(const char *host, int *port, char *err, size_t errlen)
         if (fd >= 0 && bind(fd, a->ai_addr, a->ai_addrlen) != 0) close(fd), fd = -1;
     }
     freeaddrinfo(ai);
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) != 0) { // NOLINT(bugprone-*): glibc's transparent union
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+        struct sockaddr_storage ss;
+    } u;
+    memset(&u, 0, sizeof(u));
+    socklen_t len = sizeof(u);
+    if (fd < 0 || getsockname(fd, &u.sa, &len) != 0) {
         snprintf(err, errlen, "cannot reserve a port on %s: %s", host, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
-    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+    *port = ntohs(u.sa.sa_family == AF_INET6 ? u.in6.sin6_port : u.in.sin_port);
     return fd;
 }
 

@@ -6,12 +6,13 @@ directory), what the job's result says, and that no process of the job is left (
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
 import time
 
-from harness import ADMIN, Stack, placement_job, timeout, wait_until
+from harness import ADMIN, ROOT, Stack, placement_job, timeout, wait_until
 
 # every script takes a marker argument (its job's own, unique) so the test finds its processes in /proc
 ENV_DUMP = """#!/bin/sh
@@ -401,3 +402,31 @@ def test_preempted_job_resumes_from_its_checkpoint():
         gens = starts(s, jid)
         assert len(gens) == 2 and gens[1][2] >= 10, gens
         assert done["result"]["metrics"]["restarts"] == 0
+
+
+@timeout(900)
+def test_pytorch_example_trains_and_registers_its_model():
+    """deploy/examples/pytorch as a user runs it: the folder copied to the tenant's first root as
+    'pytorch', job.json submitted; 2 workers run DDP over gloo, the job reaches 88% test accuracy in
+    result.metrics and registers its TorchScript model"""
+    example = os.path.join(ROOT, "deploy", "examples", "pytorch")
+    with Stack(workers=2) as s:
+        tid, tok = s.tenant("prog-pytorch")
+        root = program_root(s, tid, {})
+        shutil.copytree(example, os.path.join(root, "pytorch"))
+        for d, _, files in os.walk(os.path.join(root, "pytorch")):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o644)
+        with open(os.path.join(example, "job.json")) as f:
+            job = json.load(f)
+        jid = s.submit(tok, job)
+        done = s.wait_state(tok, jid, "succeeded", timeout=840)
+        m = done["result"]["metrics"]
+        assert m["test_accuracy"] >= 0.88 and m["world_size"] == 2 and m["epoch"] == 3, m
+        assert "model.pt" in [f["path"] for f in done["result"]["outputs"]["files"]], done["result"]["outputs"]
+        model = s.get("/v1/models/fashion-cnn", tok).json
+        v = model["versions"][0]
+        assert v["job_id"] == jid and v["metrics"]["test_accuracy"] == m["test_accuracy"], model
+        assert v["architecture"] == {"format": "torchscript", "program": True}, v
+        assert [p["epoch"] for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]] == [1, 2, 3]

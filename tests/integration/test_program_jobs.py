@@ -430,3 +430,33 @@ def test_pytorch_example_trains_and_registers_its_model():
         assert v["job_id"] == jid and v["metrics"]["test_accuracy"] == m["test_accuracy"], model
         assert v["architecture"] == {"format": "torchscript", "program": True}, v
         assert [p["epoch"] for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]] == [1, 2, 3]
+
+
+@timeout(600)
+def test_elastic_job_shrinks_when_a_worker_is_lost():
+    """workers {min 1, max 3} on 2 workers; one worker dies (SIGKILL: its rank dies with it): the scheduler
+    requeues the job when the worker's heartbeat stops, the survivor's rank is stopped, and the next
+    generation runs 1 rank from the checkpoint, its program seeing WORLD_SIZE 1"""
+    with Stack(workers=2) as s:
+        tid, tok = s.tenant("prog-shrink")
+        program_root(s, tid, {"loop.py": RESUMABLE})
+        jid = s.submit(tok, program_job(["python3", "loop.py", "mark-shrink", "120"], workers={"min": 1, "max": 3}))
+        wait_until("two ranks past step 10", lambda: last_step(s, tok, jid) >= 10 and rank_pids("mark-shrink", 1), 60)
+        s.kill("worker1")  # both workers run a rank
+        job = s.wait_state(tok, jid, "succeeded", timeout=180)
+        assert job["result"]["metrics"]["world_size"] == 1, job["result"]
+        gens = starts(s, jid)
+        assert gens[0][:2] == (0, 2) and gens[-1][1] == 1 and gens[-1][2] >= 10, gens
+        assert not marker_pids("mark-shrink")
+
+
+def test_wall_clock_limit_fails_the_job():
+    """max_runtime_s 1 on a script that sleeps: SIGTERM, then SIGKILL after grace_s; the job fails with the
+    wall-clock limit"""
+    with Stack(workers=1) as s:
+        tid, tok = s.tenant("prog-clock")
+        program_root(s, tid, {"sleep.sh": "#!/bin/sh\ntrap '' TERM\nsleep 60\n"})
+        jid = s.submit(tok, program_job(["/bin/sh", "sleep.sh", "mark-clock"], max_runtime_s=1, grace_s=1))
+        job = s.wait_state(tok, jid, "failed", timeout=30)
+        assert job["error"].startswith("rank 0: wall-clock limit of 1 s exceeded"), job["error"]
+        assert not marker_pids("mark-clock")

@@ -28,6 +28,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "workers/comm/sock.h"
 #include "workers/executor.h"
 #include "workers/program/logcap.h"
 #include "workers/program/metrics.h"
@@ -39,12 +40,10 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <netdb.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -188,33 +187,7 @@ static int task_roots(const task_msg *t, char (*roots)[PATH_MAX], int max)
  * job reports.  Holding the socket shortens the window to the program's start-up. */
 static int reserve_port(const char *host, int *port, char *err, size_t errlen)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
-    int rc = getaddrinfo(host, "0", &hints, &ai);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot resolve the advertised host %s: %s", host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = -1;
-    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd >= 0 && bind(fd, a->ai_addr, a->ai_addrlen) != 0) close(fd), fd = -1;
-    }
-    freeaddrinfo(ai);
-    union {
-        struct sockaddr sa;
-        struct sockaddr_in in;
-        struct sockaddr_in6 in6;
-        struct sockaddr_storage ss;
-    } u;
-    memset(&u, 0, sizeof(u));
-    socklen_t len = sizeof(u);
-    if (fd < 0 || getsockname(fd, &u.sa, &len) != 0) {
-        snprintf(err, errlen, "cannot reserve a port on %s: %s", host, strerror(errno));
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    *port = ntohs(u.sa.sa_family == AF_INET6 ? u.in6.sin6_port : u.in.sin_port);
-    return fd;
+    return sock_listen(host, port, err, errlen); /* workers/comm/sock.h: a listening socket on port 0 */
 }
 
 /* joins the gang: rank, world, local rank, MASTER_ADDR/PORT; 0, or -1 with err */

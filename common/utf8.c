@@ -50,7 +50,8 @@ bool utf8_has_control(const char *s)
     return false;
 }
 
-char *utf8_escape_control(const char *s)
+/* utf8_escape_control, a tab kept as it is when keep_tab */
+static char *escape(const char *s, bool keep_tab)
 {
     if (!s) s = "";
     size_t n = 0;
@@ -59,7 +60,7 @@ char *utf8_escape_control(const char *s)
     char *out = xmalloc(n + 1), *o = out;
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         size_t k = control_at(p);
-        if (!k) {
+        if (!k || (keep_tab && *p == '\t')) {
             *o++ = (char)*p++;
         } else if (k == 2) {
             o += sprintf(o, "\\u%04x", p[1]);
@@ -72,6 +73,16 @@ char *utf8_escape_control(const char *s)
     }
     *o = '\0';
     return out;
+}
+
+char *utf8_escape_control(const char *s)
+{
+    return escape(s, false);
+}
+
+char *utf8_escape_line(const char *s)
+{
+    return escape(s, true);
 }
 
 /* the length of the valid UTF-8 sequence at p (at most n bytes), 0 when it is not one */

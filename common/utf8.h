@@ -22,6 +22,9 @@ bool utf8_has_control(const char *s);
 /* s (UTF-8) with each control character written as an escape: \n \r \t, \xHH for the other C0
  * and DEL, \uHHHH for C1; every other byte as it is.  A new string (free it) */
 char *utf8_escape_control(const char *s);
+/* utf8_escape_control for a line of a program's output: a tab stays a tab (it cannot move the cursor
+ * anywhere a line's text could not) */
+char *utf8_escape_line(const char *s);
 
 /* replaces, in place, each byte that does not belong to a well-formed UTF-8 sequence with '?'
  * (a parser's message may quote the broken input it stopped at); returns s */

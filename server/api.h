@@ -29,6 +29,12 @@ void api_job_get(http_ctx *c);
 void api_job_cancel(http_ctx *c);
 void api_job_events(http_ctx *c);
 void api_job_metrics(http_ctx *c);
+void api_job_logs(http_ctx *c);         /* server/logs.c */
+void api_job_outputs(http_ctx *c);      /* server/outputs.c */
+void api_job_output_get(http_ctx *c);   /* server/outputs.c */
+/* the job of the path ({id}) when the caller may see it (its tenant's, or any for an admin), with its spec and
+ * result when full; else NULL with the 404 sent */
+json_t *api_job_visible(http_ctx *c, bool full);
 void api_infer_ready(http_ctx *c);
 void api_infer_metadata(http_ctx *c);
 void api_infer(http_ctx *c);

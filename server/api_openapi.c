@@ -6,6 +6,7 @@
 #include "server/api.h"
 #include "server/spec.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,8 +44,11 @@ static json_t *operation(const route *r)
     json_t *params = json_array();
     for (const char *p = strchr(r->pattern, '{'); p; p = strchr(p + 1, '{')) {
         const char *end = strchr(p, '}');
-        json_array_append_new(params, json_pack("{s:s%, s:s, s:b, s:{s:s}}", "name", p + 1, (size_t)(end - p - 1), "in", "path",
-                                                "required", 1, "schema", "type", "string"));
+        bool rest = end[-1] == '*'; /* {name*}: the rest of the path (http.h) */
+        json_t *param = json_pack("{s:s%, s:s, s:b, s:{s:s}}", "name", p + 1, (size_t)(end - p - 1 - rest), "in", "path",
+                                  "required", 1, "schema", "type", "string");
+        if (rest) json_object_set_new(param, "description", json_string("the rest of the path: may hold '/'"));
+        json_array_append_new(params, param);
     }
     if (json_array_size(params))
         json_object_set_new(op, "parameters", params);
@@ -62,10 +66,15 @@ void api_openapi(http_ctx *c)
 {
     json_t *paths = json_object();
     for (int i = 0; i < routes_count; i++) {
-        json_t *item = json_object_get(paths, routes[i].pattern);
+        char path[256];
+        size_t k = 0;
+        for (const char *p = routes[i].pattern; *p && k + 1 < sizeof(path); p++)
+            if (!(p[0] == '*' && p[1] == '}')) path[k++] = *p; /* {name*} is {name} in OpenAPI's templates */
+        path[k] = '\0';
+        json_t *item = json_object_get(paths, path);
         if (!item) {
             item = json_object();
-            json_object_set_new(paths, routes[i].pattern, item);
+            json_object_set_new(paths, path, item);
         }
         char method[16];
         size_t n = strlen(routes[i].method);

@@ -193,6 +193,11 @@ bool bus_ready(const bus *b)
     return b->cmd_ready && b->rd_ready;
 }
 
+redisAsyncContext *bus_redis(bus *b)
+{
+    return b->cmd_ready ? b->cmd : NULL;
+}
+
 /* ---- outbox ---- */
 
 typedef struct {

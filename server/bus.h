@@ -25,6 +25,9 @@ void bus_cancel(bus *b, const char *job_id);
 /* writes every tenant's weight and quota to gantry:tenants (the scheduler reads them) */
 void bus_sync_tenants(bus *b);
 bool bus_ready(const bus *b);
+/* the command connection while it is up, else NULL: for the server's other readers of Redis (a job's
+ * logs: server/logs.c).  Non-blocking commands only (the outbox and the cancel keys share it). */
+struct redisAsyncContext *bus_redis(bus *b);
 
 /* reads the worker registry; cb gets {"workers":[...]} or NULL when Redis is unreachable */
 typedef void (*bus_workers_cb)(void *arg, json_t *workers);

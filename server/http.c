@@ -271,7 +271,8 @@ int http_route_match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params)
         if (*p == '{') {
             const char *close = strchr(p, '}');
             const char *seg = s;
-            while (s < end && *s != '/')
+            bool rest = close[-1] == '*' && close[1] == '\0'; /* "{path*}" at the end: the rest of the path, '/' too */
+            while (s < end && (rest || *s != '/'))
                 s++;
             if (s == seg || n >= 2) return 0;
             for (const char *q = seg; q < s; q++)

@@ -59,7 +59,7 @@ http_ctx *http_defer_ctx(http_defer *d);
 void http_defer_end(http_defer *d);
 
 /* 1 when path matches pattern ("/v1/jobs/{id}"), capturing up to two {params}: a param is one
- * non-empty path segment */
+ * non-empty path segment; the last one, when written {name*}, is the non-empty rest of the path */
 int http_route_match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params);
 
 /* The route for method and (normalized) path, as an index into routes (HEAD finds the GET route), or -1

@@ -8,6 +8,7 @@
 #include "server/db.h"
 #include "server/gate.h"
 #include "server/http.h"
+#include "server/logs.h"
 #include "server/metrics.h"
 #include "server/ratelimit.h"
 #include "server/server.h"
@@ -124,6 +125,7 @@ static void on_signal(uv_signal_t *h, int signum)
     store_close(srv.store);
     bus_close(srv.bus);
     infer_close(srv.infer);
+    logs_close(srv.logs);
     sse_close(srv.sse);
     uv_signal_stop(&sigterm);
     uv_signal_stop(&sigint);
@@ -263,6 +265,7 @@ int main(int argc, char **argv)
     srv.infer_ratelimit = ratelimit_create(strtod(OPT("infer-rate-limit"), NULL), strtod(OPT("infer-rate-burst"), NULL));
     srv.bus = bus_create(&srv, rhost, rport, OPT("redis-password"), OPT("consumer"));
     srv.infer = infer_create(&srv, rhost, rport, OPT("redis-password"));
+    srv.logs = logs_create(&srv);
     body_gate = gate_create(&srv, strtoull(OPT("body-memory"), NULL, 10), strtoull(OPT("token-body-memory"), NULL, 10));
     if (setup_tls(OPT("tls-cert"), OPT("tls-key")) != 0 || setup_http(OPT("listen")) != 0) return 1;
 

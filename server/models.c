@@ -66,6 +66,7 @@ void models_public_job(json_t *job)
 {
     publish_artifact(json_object_get(json_object_get(job, "spec"), "resolved"), "artifact");
     publish_artifact(json_object_get(json_object_get(job, "result"), "model"), "artifact");
+    json_object_del(json_object_get(json_object_get(job, "result"), "outputs"), "dir"); /* a program job's (server/outputs.h) */
 }
 
 static json_t *iso(int64_t ms)

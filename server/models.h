@@ -29,7 +29,7 @@ int models_resolve(sqlite3 *db, const char *tenant_id, const char *name, int ver
 /* an artifact's path as the API shows it: relative to the model store (a pointer into artifact) */
 const char *models_public_artifact(const char *artifact);
 /* rewrites a job's API JSON in place: spec.resolved.artifact and result.model.artifact as
- * models_public_artifact has them */
+ * models_public_artifact has them; result.outputs.dir (a program job's output directory) dropped */
 void models_public_job(json_t *job);
 
 #endif

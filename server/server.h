@@ -18,6 +18,7 @@ typedef struct sse_hub sse_hub;
 typedef struct metrics metrics;
 typedef struct ratelimit ratelimit;
 typedef struct infer_gw infer_gw;
+typedef struct logs_hub logs_hub;
 
 typedef struct server {
     uv_loop_t *loop;
@@ -29,6 +30,7 @@ typedef struct server {
     ratelimit *ratelimit;       /* per token */
     ratelimit *infer_ratelimit; /* per token, predictions (POST /v2/models/{name}/infer) */
     infer_gw *infer;            /* inference requests and replies (server/infer.h) */
+    logs_hub *logs;             /* program jobs' logs and their followers (server/logs.h) */
 
     /* settings */
     const char *web_dir;

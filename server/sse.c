@@ -8,7 +8,7 @@
 #define SSE_MAX_PENDING (4u << 20) /* a stream that falls this far behind misses events (the client refetches) */
 #define SSE_KEEPALIVE_MS 15000
 
-typedef struct stream {
+typedef struct sse_stream {
     h2o_generator_t gen; /* first: h2o hands it back to proceed */
     h2o_req_t *req;
     sse_hub *hub;
@@ -16,7 +16,12 @@ typedef struct stream {
     char *pending, *inflight;
     size_t pending_len, pending_cap;
     int sending;
-    struct stream *prev, *next;
+    int own;       /* a request's own stream (sse_open): sse_publish passes it by */
+    int finishing; /* sse_finish: the response ends with what is pending */
+    int finished;  /* the final part was handed to h2o: nothing more is sent */
+    void (*on_close)(void *arg);
+    void *close_arg;
+    struct sse_stream *prev, *next;
 } stream;
 
 struct sse_hub {
@@ -27,14 +32,15 @@ struct sse_hub {
 
 static void send_pending(stream *s)
 {
-    if (s->sending || s->pending_len == 0) return;
+    if (s->sending || s->finished || (s->pending_len == 0 && !s->finishing)) return;
     free(s->inflight);
     s->inflight = s->pending;
     h2o_iovec_t buf = h2o_iovec_init(s->inflight, s->pending_len);
     s->pending = NULL;
     s->pending_len = s->pending_cap = 0;
     s->sending = 1;
-    h2o_send(s->req, &buf, 1, H2O_SEND_STATE_IN_PROGRESS);
+    s->finished = s->finishing;
+    h2o_send(s->req, &buf, buf.len ? 1 : 0, s->finished ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
 }
 
 static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
@@ -62,11 +68,12 @@ static void on_dispose(void *p)
     s->hub->count--;
     free(s->pending);
     free(s->inflight);
+    if (s->on_close) s->on_close(s->close_arg);
 }
 
 static void append(stream *s, const char *data, size_t len)
 {
-    if (s->pending_len + len > SSE_MAX_PENDING) return;
+    if (s->finishing || s->pending_len + len > SSE_MAX_PENDING) return;
     if (s->pending_len + len > s->pending_cap) {
         size_t cap = s->pending_cap ? s->pending_cap * 2 : 4096;
         while (cap < s->pending_len + len)
@@ -97,7 +104,8 @@ sse_hub *sse_create(uv_loop_t *loop)
     return hub;
 }
 
-void sse_attach(sse_hub *hub, h2o_req_t *req, const char *tenant_id)
+/* the stream of req, linked into the hub, its response started with ":connected" */
+static stream *start(sse_hub *hub, h2o_req_t *req)
 {
     stream *s = h2o_mem_alloc_shared(&req->pool, sizeof(*s), on_dispose);
     memset(s, 0, sizeof(*s));
@@ -105,7 +113,6 @@ void sse_attach(sse_hub *hub, h2o_req_t *req, const char *tenant_id)
     s->gen.stop = on_stop;
     s->req = req;
     s->hub = hub;
-    if (tenant_id) snprintf(s->tenant, sizeof(s->tenant), "%s", tenant_id);
     s->next = hub->head;
     if (hub->head) hub->head->prev = s;
     hub->head = s;
@@ -117,6 +124,45 @@ void sse_attach(sse_hub *hub, h2o_req_t *req, const char *tenant_id)
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-store"));
     h2o_start_response(req, &s->gen);
     append(s, ":connected\n\n", 12);
+    send_pending(s);
+    return s;
+}
+
+void sse_attach(sse_hub *hub, h2o_req_t *req, const char *tenant_id)
+{
+    stream *s = start(hub, req);
+    if (tenant_id) snprintf(s->tenant, sizeof(s->tenant), "%s", tenant_id);
+}
+
+sse_stream *sse_open(sse_hub *hub, h2o_req_t *req, void (*on_close)(void *arg), void *arg)
+{
+    stream *s = start(hub, req);
+    s->own = 1;
+    s->on_close = on_close;
+    s->close_arg = arg;
+    return s;
+}
+
+void sse_send(sse_stream *s, const char *name, const char *data)
+{
+    size_t nlen = strlen(name), dlen = strlen(data);
+    char *msg = xmalloc(nlen + dlen + 20);
+    int n = snprintf(msg, nlen + 20, "event: %s\ndata: ", name);
+    memcpy(msg + n, data, dlen);
+    memcpy(msg + n + dlen, "\n\n", 2);
+    append(s, msg, (size_t)n + dlen + 2);
+    free(msg);
+    send_pending(s);
+}
+
+size_t sse_pending(const sse_stream *s)
+{
+    return s->pending_len;
+}
+
+void sse_finish(sse_stream *s)
+{
+    s->finishing = 1;
     send_pending(s);
 }
 
@@ -131,7 +177,7 @@ void sse_publish(sse_hub *hub, const char *tenant_id, const char *name, const ch
     memcpy(msg + n, "\n\n", 3);
     n += 2;
     for (stream *s = hub->head; s; s = s->next) {
-        if (s->tenant[0] && strcmp(s->tenant, tenant_id) != 0) continue;
+        if (s->own || (s->tenant[0] && strcmp(s->tenant, tenant_id) != 0)) continue;
         append(s, msg, n);
         send_pending(s);
     }

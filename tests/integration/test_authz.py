@@ -17,6 +17,8 @@ SUCCESS = {
     ("POST", "/v1/jobs"): 201, ("GET", "/v1/jobs"): 200, ("GET", "/v1/jobs/{id}"): 200,
     ("POST", "/v1/jobs/{id}/cancel"): 200, ("GET", "/v1/jobs/{id}/events"): 200,
     ("GET", "/v1/jobs/{id}/metrics"): 200,
+    # placement jobs: no logs, no outputs (a program job's: test_program_logs.py, tenants included)
+    ("GET", "/v1/jobs/{id}/logs"): 404, ("GET", "/v1/jobs/{id}/outputs"): 404, ("GET", "/v1/jobs/{id}/outputs/{path}"): 404,
     ("GET", "/v1/events"): 200, ("GET", "/v1/workers"): 200, ("GET", "/v1/models"): 200, ("GET", "/v1/models/{name}"): 404,
     ("GET", "/v2/models/{name}"): 404, ("GET", "/v2/models/{name}/ready"): 404,
     ("POST", "/v2/models/{name}/infer"): 404,

@@ -38,6 +38,23 @@ static void test_params(void **state)
     assert_memory_equal(p[0].base, "t_1", 3);
 }
 
+/* {name*} at the end of a pattern: the rest of the path, '/' included, never empty */
+static void test_rest_param(void **state)
+{
+    (void)state;
+    h2o_iovec_t p[2] = {{0}};
+    const char *pat = "/v1/jobs/{id}/outputs/{path*}";
+    assert_true(matches(pat, "/v1/jobs/j_1/outputs/sub/dir/model.pt", p));
+    assert_memory_equal(p[0].base, "j_1", 3);
+    assert_int_equal(p[1].len, strlen("sub/dir/model.pt"));
+    assert_memory_equal(p[1].base, "sub/dir/model.pt", p[1].len);
+    assert_true(matches(pat, "/v1/jobs/j_1/outputs/a", p));
+    assert_false(matches(pat, "/v1/jobs/j_1/outputs/", p));
+    assert_false(matches(pat, "/v1/jobs/j_1/outputs", p));
+    assert_false(matches(pat, "/v1/jobs/j_1/outputs/a\x01b", p)); /* a control byte */
+    assert_false(matches("/v1/jobs/{id}/outputs", "/v1/jobs/j_1/outputs/a", p));
+}
+
 static void test_route_table(void **state)
 {
     (void)state;
@@ -65,10 +82,8 @@ static void test_json_depth(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_literal_paths),
-        cmocka_unit_test(test_params),
-        cmocka_unit_test(test_route_table),
-        cmocka_unit_test(test_json_depth),
+        cmocka_unit_test(test_literal_paths), cmocka_unit_test(test_params),     cmocka_unit_test(test_rest_param),
+        cmocka_unit_test(test_route_table),   cmocka_unit_test(test_json_depth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,15 @@ static void test_escape_control(void **state)
     free(out);
 }
 
+/* a line of a program's output: a tab stays, every other control character is escaped */
+static void test_escape_line(void **state)
+{
+    (void)state;
+    char *out = utf8_escape_line("a\tb\x1b[2J\r\xc2\x9b caf\xc3\xa9");
+    assert_string_equal(out, "a\tb\\x1b[2J\\r\\u009b caf\xc3\xa9");
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -127,6 +136,7 @@ int main(void)
         cmocka_unit_test(test_event_with_cut_reason_encodes),
         cmocka_unit_test(test_has_control),
         cmocka_unit_test(test_escape_control),
+        cmocka_unit_test(test_escape_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
  *   gantry submit FILE|-          gantry list [--state S] [--type T] [--limit N]
  *   gantry get ID                 gantry cancel ID
  *   gantry follow ID              (the job's state, why it waits, then live events over SSE until it ends)
+ *   gantry logs ID [-f] [--rank R] [--tail N]       gantry outputs ID [PATH [-o FILE]]   (program jobs)
  *   gantry workers                gantry models
  *   gantry tenants                gantry tokens create TENANT_ID --role ROLE [--name NAME]   (admins)
  *   gantry help [COMMAND]         gantry COMMAND --help          gantry --version
@@ -22,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,7 +144,7 @@ static void print_json(const json_t *j)
 
 /* a command's handler, git's way: argv[0] is the command, argc counts it; arity_ok has checked the words */
 typedef int command_fn(int argc, char **argv);
-static command_fn cmd_login, cmd_submit, cmd_list, cmd_get, cmd_cancel, cmd_follow, cmd_table, cmd_tokens;
+static command_fn cmd_login, cmd_submit, cmd_list, cmd_get, cmd_cancel, cmd_follow, cmd_logs, cmd_outputs, cmd_table, cmd_tokens;
 
 typedef struct {
     const char *name, *args, *about, *details;
@@ -190,6 +192,24 @@ static const command commands[] = {
      "example:\n"
      "  gantry follow j_0123456789abcdef\n",
      cmd_follow},
+    {"logs", "ID [-f] [--rank R] [--tail N]", "a program job's output: its last lines, or followed live",
+     "  -f, --follow  print new lines as the program writes them, until the job ends (exit status 0\n"
+     "                when it succeeded, 1 otherwise)\n"
+     "  --rank R      rank R's lines only (else every rank's, \"[rank R] \" before each when there are several)\n"
+     "  --tail N      the last N lines (default 100, at most 10000; 0: none, with -f only new ones)\n"
+     "Control characters the program printed are shown escaped (\\x1b), invalid UTF-8 as '?'.\n"
+     "A job that is not a program job has no logs (HTTP 404, exit status 1).\n"
+     "example:\n"
+     "  gantry logs j_0123456789abcdef --tail 20\n"
+     "  gantry logs j_0123456789abcdef -f --rank 0\n",
+     cmd_logs},
+    {"outputs", "ID [PATH [-o FILE]]", "a program job's output files, or one of them",
+     "Without PATH: the files the job wrote to its output directory (path, bytes, sha256).\n"
+     "With PATH (as listed): that file, to stdout or to FILE (-o; the sha256 is checked).\n"
+     "example:\n"
+     "  gantry outputs j_0123456789abcdef\n"
+     "  gantry outputs j_0123456789abcdef model.pt -o model.pt\n",
+     cmd_outputs},
     {"workers", "", "the workers: kind, idle or busy, what runs, labels", "example:\n  gantry workers\n", cmd_table},
     {"models", "", "the tenant's registered models and their latest versions", "example:\n  gantry models\n", cmd_table},
     {"tenants", "", "every tenant (admins)", "example:\n  GANTRY_TOKEN=$(cat var/admin.token) gantry tenants\n", cmd_table},
@@ -366,6 +386,115 @@ static int get(const char *path, json_t **out)
     return rc;
 }
 
+/* ---- streamed answers: SSE, text, downloads ---- */
+
+/* GET path with its body handed to sink as it comes when the answer is 200; another answer's body
+ * (the API's error) is kept and printed.  sink returns the bytes it took (fewer ends the transfer:
+ * the caller knows why).  timeout_s 0: none (a stream). */
+typedef size_t sink_fn(const char *p, size_t n, void *arg);
+typedef struct {
+    CURL *h;
+    sink_fn *sink;
+    void *arg;
+    long status;
+    buf err;
+} streamed;
+
+static size_t on_streamed(char *data, size_t size, size_t nmemb, void *arg)
+{
+    streamed *g = arg;
+    size_t k = size * nmemb;
+    if (!g->status) curl_easy_getinfo(g->h, CURLINFO_RESPONSE_CODE, &g->status);
+    if (g->status == 200) return g->sink(data, k, g->arg);
+    if (g->err.n < 1 << 20) collect(data, 1, k, &g->err);
+    return k;
+}
+
+/* 0 when the answer was 200 (its body went to sink; *cut when sink ended it), else 1 with the error printed */
+static int get_streamed(const char *path, long timeout_s, sink_fn *sink, void *arg, bool *cut)
+{
+    char full[2048], auth[600];
+    snprintf(full, sizeof full, "%s%s", url, path);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    streamed g = {curl_easy_init(), sink, arg, 0, {0}};
+    struct curl_slist *hd = curl_slist_append(NULL, auth);
+    curl_easy_setopt(g.h, CURLOPT_URL, full);
+    curl_easy_setopt(g.h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(g.h, CURLOPT_WRITEFUNCTION, on_streamed);
+    curl_easy_setopt(g.h, CURLOPT_WRITEDATA, &g);
+    curl_easy_setopt(g.h, CURLOPT_TIMEOUT, timeout_s);
+    CURLcode rc = curl_easy_perform(g.h);
+    if (!g.status) curl_easy_getinfo(g.h, CURLINFO_RESPONSE_CODE, &g.status);
+    *cut = rc == CURLE_WRITE_ERROR && g.status == 200;
+    int out = 0;
+    if (g.status != 200 && g.status > 0) {
+        json_t *j = g.err.p ? json_loads(g.err.p, 0, NULL) : NULL;
+        out = api_error(g.status, j);
+        json_decref(j);
+    } else if (rc != CURLE_OK && !*cut) {
+        fprintf(stderr, "gantry: %s: %s\n", full, curl_easy_strerror(rc));
+        out = 1;
+    }
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(g.h);
+    free(g.err.p);
+    return out;
+}
+
+/* Server-Sent Events as they come: each event's name and data (its data lines joined by LF) to
+ * on_event, each comment (":connected", ":keepalive") to on_comment; either returns false to end
+ * the stream. */
+typedef struct sse_reader {
+    buf line, data;
+    char event[32];
+    bool (*on_event)(struct sse_reader *r, const char *event, const char *data);
+    bool (*on_comment)(struct sse_reader *r, const char *text);
+    void *arg;
+} sse_reader;
+
+/* one line of the stream; false to end it */
+static bool sse_line(sse_reader *r, const char *line)
+{
+    if (!*line) { /* the end of an event */
+        bool go = !r->data.p || r->on_event(r, r->event[0] ? r->event : "message", r->data.p);
+        r->event[0] = '\0';
+        r->data.n = 0;
+        if (r->data.p) free(r->data.p), r->data.p = NULL;
+        return go;
+    }
+    if (line[0] == ':') return !r->on_comment || r->on_comment(r, line);
+    if (!strncmp(line, "event: ", 7)) {
+        snprintf(r->event, sizeof r->event, "%s", line + 7);
+    } else if (!strncmp(line, "data: ", 6)) {
+        if (r->data.p) collect((char *)"\n", 1, 1, &r->data);
+        collect((char *)line + 6, 1, strlen(line + 6), &r->data);
+    }
+    return true;
+}
+
+static size_t on_sse(const char *data, size_t k, void *arg)
+{
+    sse_reader *r = arg;
+    for (size_t i = 0; i < k; i++) {
+        if (data[i] != '\n') {
+            if (r->line.n < 1 << 20) collect((char *)&data[i], 1, 1, &r->line);
+            continue;
+        }
+        if (r->line.n && r->line.p[r->line.n - 1] == '\r') r->line.p[--r->line.n] = '\0';
+        bool go = sse_line(r, r->line.p ? r->line.p : "");
+        r->line.n = 0;
+        if (r->line.p) r->line.p[0] = '\0';
+        if (!go) return 0; /* ends the transfer */
+    }
+    return k;
+}
+
+static void sse_reader_free(sse_reader *r)
+{
+    free(r->line.p);
+    free(r->data.p);
+}
+
 static int cmd_login(int argc, char **argv)
 {
     for (int i = 1; i + 1 < argc; i++) {
@@ -530,7 +659,6 @@ static int cmd_cancel(int argc, char **argv)
 /* follow: the job's state first (and why it waits), then the SSE stream, lines parsed as they come;
  * ends when the job reaches a final state */
 typedef struct {
-    buf line;
     const char *id;
     char state[32]; /* the job's last state shown */
     int done;
@@ -632,29 +760,20 @@ static void recheck(follow_state *f)
     json_decref(j);
 }
 
-static size_t on_sse(char *data, size_t size, size_t nmemb, void *arg)
+static bool follow_comment(sse_reader *r, const char *text)
 {
-    follow_state *f = arg;
-    size_t k = size * nmemb;
-    for (size_t i = 0; i < k; i++) {
-        if (data[i] != '\n') {
-            char c = data[i];
-            if (f->line.n < 1 << 20) collect(&c, 1, 1, &f->line);
-            continue;
-        }
-        if (f->line.n && f->line.p[f->line.n - 1] == '\r') f->line.p[--f->line.n] = '\0';
-        if (f->line.p && !strcmp(f->line.p, ":connected")) {
-            recheck(f);
-        } else if (f->line.p && !strncmp(f->line.p, "data: ", 6)) {
-            json_t *e = json_loads(f->line.p + 6, 0, NULL);
-            if (e && !strcmp(raw(e, "job_id"), f->id)) show_event(f, e);
-            json_decref(e);
-        }
-        f->line.n = 0;
-        if (f->line.p) f->line.p[0] = '\0';
-        if (f->done) return 0; /* ends the transfer */
-    }
-    return k;
+    if (!strcmp(text, ":connected")) recheck(r->arg);
+    return true;
+}
+
+static bool follow_event(sse_reader *r, const char *event, const char *data)
+{
+    (void)event;
+    follow_state *f = r->arg;
+    json_t *e = json_loads(data, 0, NULL);
+    if (e && !strcmp(raw(e, "job_id"), f->id)) show_event(f, e);
+    json_decref(e);
+    return !f->done;
 }
 
 static int cmd_follow(int argc, char **argv)
@@ -665,27 +784,234 @@ static int cmd_follow(int argc, char **argv)
     job_path(path, sizeof path, id, "");
     json_t *j;
     if (get(path, &j)) return 1; /* exists, and ours */
-    follow_state f = {{0}, id, "", 0};
+    follow_state f = {id, "", 0};
     show_job(&f, j);
     json_decref(j);
     if (f.done) return final_status(f.state); /* it had already finished */
     if (!strcmp(f.state, "queued")) show_waiting(id);
-    CURL *h = curl_easy_init();
-    char full[2048], auth[600];
-    snprintf(full, sizeof full, "%s/v1/events", url);
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-    struct curl_slist *hd = curl_slist_append(NULL, auth);
-    curl_easy_setopt(h, CURLOPT_URL, full);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_sse);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &f);
-    CURLcode rc = curl_easy_perform(h);
-    curl_slist_free_all(hd);
-    curl_easy_cleanup(h);
-    free(f.line.p);
+    sse_reader r = {.on_event = follow_event, .on_comment = follow_comment, .arg = &f};
+    bool cut;
+    int rc = get_streamed("/v1/events", 0, on_sse, &r, &cut);
+    sse_reader_free(&r);
     if (f.done) return final_status(f.state);
-    fprintf(stderr, "gantry: the event stream ended: %s\n", curl_easy_strerror(rc));
+    if (!rc) fprintf(stderr, "gantry: the event stream ended before the job did\n");
     return 1;
+}
+
+/* ---- a program job's logs and outputs ---- */
+
+/* a line of a program's output for a terminal: its control characters escaped (the server did; a
+ * server is not trusted with the reader's terminal either), a tab kept */
+static void put_line(const char *line)
+{
+    if (as_json) {
+        json_t *o = json_pack("{s:s, s:s}", "event", "log", "line", line);
+        print_json_flags(o, JSON_COMPACT);
+        json_decref(o);
+    } else {
+        char *e = utf8_escape_line(line);
+        fputs(e ? e : "", stdout);
+        putchar('\n');
+        free(e);
+    }
+}
+
+static size_t to_buf(const char *p, size_t n, void *arg)
+{
+    return collect((char *)p, 1, n, arg);
+}
+
+typedef struct {
+    char state[32]; /* the job's final state, from the "done" event */
+    bool done;
+} logs_follow;
+
+static bool logs_event(sse_reader *r, const char *event, const char *data)
+{
+    logs_follow *lf = r->arg;
+    json_t *e = strcmp(event, "log") ? json_loads(data, 0, NULL) : NULL;
+    if (!strcmp(event, "log")) {
+        put_line(data);
+    } else if (!strcmp(event, "end") && as_json) {
+        json_object_set_new(e, "event", json_string("end"));
+        print_json_flags(e, JSON_COMPACT | JSON_SORT_KEYS);
+    } else if (!strcmp(event, "end")) {
+        fprintf(stderr, "gantry: rank %lld (generation %lld) ended: %s\n",
+                (long long)json_integer_value(json_object_get(e, "rank")),
+                (long long)json_integer_value(json_object_get(e, "generation")), str(e, "reason"));
+    } else if (!strcmp(event, "done")) {
+        snprintf(lf->state, sizeof lf->state, "%s", raw(e, "state"));
+        lf->done = true;
+        if (as_json) {
+            json_object_set_new(e, "event", json_string("done"));
+            print_json_flags(e, JSON_COMPACT | JSON_SORT_KEYS);
+        } else {
+            fprintf(stderr, "gantry: the job %s\n", esc(lf->state));
+        }
+    }
+    fflush(stdout);
+    json_decref(e);
+    return !lf->done;
+}
+
+/* appends &name=value (escaped) to a path */
+static void add_query(char *path, size_t len, const char *name, const char *value)
+{
+    char *e = curl_easy_escape(NULL, value, 0);
+    size_t n = strlen(path);
+    snprintf(path + n, len - n, "%s%s=%s", strchr(path, '?') ? "&" : "?", name, e ? e : "");
+    curl_free(e);
+}
+
+static int cmd_logs(int argc, char **argv)
+{
+    const char *id = argv[1], *rank = NULL, *tail = NULL;
+    bool follow = false;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--follow"))
+            follow = true;
+        else if (!strcmp(argv[i], "--rank") && i + 1 < argc)
+            rank = argv[++i];
+        else if (!strcmp(argv[i], "--tail") && i + 1 < argc)
+            tail = argv[++i];
+        else
+            return usage_of("logs");
+    }
+    char path[1024];
+    job_path(path, sizeof path, id, "/logs");
+    if (rank) add_query(path, sizeof path, "rank", rank);
+    if (tail) add_query(path, sizeof path, "tail", tail);
+    bool cut;
+    if (!follow) {
+        buf b = {0};
+        int rc = get_streamed(path, 60, to_buf, &b, &cut);
+        for (char *line = b.p, *nl; !rc && line && *line; line = nl + 1) {
+            nl = strchr(line, '\n');
+            if (nl) *nl = '\0';
+            put_line(line);
+            if (!nl) break;
+        }
+        free(b.p);
+        return rc;
+    }
+    add_query(path, sizeof path, "follow", "1");
+    logs_follow lf = {"", false};
+    sse_reader r = {.on_event = logs_event, .arg = &lf};
+    int rc = get_streamed(path, 0, on_sse, &r, &cut);
+    sse_reader_free(&r);
+    if (lf.done) return final_status(lf.state);
+    if (!rc) fprintf(stderr, "gantry: the log stream ended before the job did\n");
+    return 1;
+}
+
+/* a download: to a file (its SHA-256 computed on the way) or to stdout */
+typedef struct {
+    FILE *out;
+    EVP_MD_CTX *sha;
+    unsigned long long bytes;
+} download;
+
+static size_t to_file(const char *p, size_t n, void *arg)
+{
+    download *d = arg;
+    if (d->sha) EVP_DigestUpdate(d->sha, p, n);
+    d->bytes += n;
+    return fwrite(p, 1, n, d->out);
+}
+
+/* /v1/jobs/ID/outputs/PATH, both escaped (a '/' of PATH as %2F, which the server reads as '/') */
+static void output_path(char *out, size_t len, const char *id, const char *file_path)
+{
+    job_path(out, len, id, "/outputs/");
+    char *e = curl_easy_escape(NULL, file_path, 0);
+    snprintf(out + strlen(out), len - strlen(out), "%s", e ? e : "");
+    curl_free(e);
+}
+
+/* outputs ID PATH -o FILE: written to FILE.part, checked against the listing, then renamed */
+static int save_output(const char *id, const char *file_path, const json_t *listed, const char *target)
+{
+    char path[2048], part[4096], hex[65] = "";
+    output_path(path, sizeof path, id, file_path);
+    snprintf(part, sizeof part, "%s.part", target);
+    download d = {fopen(part, "wb"), EVP_MD_CTX_new(), 0};
+    if (!d.out) {
+        fprintf(stderr, "gantry: cannot write %s: %s\n", esc(part), strerror(errno));
+        EVP_MD_CTX_free(d.sha);
+        return 1;
+    }
+    EVP_DigestInit_ex(d.sha, EVP_sha256(), NULL);
+    bool cut;
+    int rc = get_streamed(path, 0, to_file, &d, &cut);
+    unsigned char md[32];
+    EVP_DigestFinal_ex(d.sha, md, NULL);
+    EVP_MD_CTX_free(d.sha);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    if (fclose(d.out) != 0 || cut) rc = rc ? rc : (fprintf(stderr, "gantry: cannot write %s\n", esc(part)), 1);
+    if (!rc && strcmp(hex, raw(listed, "sha256")) != 0) {
+        fprintf(stderr, "gantry: %s: sha256 %s, the job listed %s: not saved\n", esc(file_path), hex, str(listed, "sha256"));
+        rc = 1;
+    }
+    if (!rc && rename(part, target) != 0) {
+        fprintf(stderr, "gantry: cannot rename %s to %s: %s\n", esc(part), esc(target), strerror(errno));
+        rc = 1;
+    }
+    if (rc) {
+        unlink(part);
+        return rc;
+    }
+    if (as_json) {
+        json_t *o =
+            json_pack("{s:s, s:s, s:I, s:s}", "path", file_path, "saved", target, "bytes", (json_int_t)d.bytes, "sha256", hex);
+        print_json(o);
+        json_decref(o);
+    } else {
+        printf("%s: %llu bytes, sha256 %s (as listed)\n", esc(target), d.bytes, hex);
+    }
+    return 0;
+}
+
+static int cmd_outputs(int argc, char **argv)
+{
+    const char *id = argv[1], *want = argc >= 3 ? argv[2] : NULL, *target = argc == 5 ? argv[4] : NULL;
+    char path[1024];
+    job_path(path, sizeof path, id, "/outputs");
+    json_t *r;
+    if (get(path, &r)) return 1;
+    const json_t *listed = NULL, *f;
+    size_t i;
+    json_array_foreach(json_object_get(r, "files"), i, f)
+    {
+        if (want && !strcmp(raw(f, "path"), want)) listed = f;
+    }
+    int rc = 0;
+    if (!want && as_json) {
+        print_json(r);
+    } else if (!want) {
+        printf("%-12s %-64s %s\n", "BYTES", "SHA256", "PATH");
+        json_array_foreach(json_object_get(r, "files"), i, f)
+        {
+            printf("%-12lld %-64s %s\n", (long long)json_integer_value(json_object_get(f, "bytes")), str(f, "sha256"),
+                   str(f, "path"));
+        }
+    } else if (!listed) {
+        fprintf(stderr, "gantry: job %s has no output file %s (gantry outputs %s lists them)\n", esc(id), esc(want), esc(id));
+        rc = 1;
+    } else if (target) {
+        rc = save_output(id, want, listed, target);
+    } else if (isatty(1)) { /* a file's bytes would drive the terminal */
+        fprintf(stderr, "gantry: not writing %s to a terminal: use -o FILE, or a pipe\n", esc(want));
+        rc = 2;
+    } else {
+        output_path(path, sizeof path, id, want);
+        download d = {stdout, NULL, 0};
+        bool cut;
+        rc = get_streamed(path, 0, to_file, &d, &cut);
+        if (cut || fflush(stdout) != 0) rc = rc ? rc : (fprintf(stderr, "gantry: cannot write to stdout\n"), 1);
+    }
+    json_decref(r);
+    return rc;
 }
 
 /* what a worker runs, for people: a job id, another tenant's work, or "-" */
@@ -784,6 +1110,8 @@ static bool arity_ok(const char *cmd, int n, char **args)
     if (!strcmp(cmd, "login")) return true;
     if (!strcmp(cmd, "list")) return n % 2 == 1; /* --flag value pairs */
     if (!strcmp(cmd, "submit") || !strcmp(cmd, "get") || !strcmp(cmd, "cancel") || !strcmp(cmd, "follow")) return n == 2;
+    if (!strcmp(cmd, "logs")) return n >= 2; /* its options are checked by cmd_logs */
+    if (!strcmp(cmd, "outputs")) return n == 2 || n == 3 || (n == 5 && !strcmp(args[3], "-o"));
     if (!strcmp(cmd, "tokens")) return n >= 3 && !strcmp(args[1], "create");
     return n == 1;
 }

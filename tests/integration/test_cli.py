@@ -205,3 +205,73 @@ def follow_lines(env, jid, enough, timeout):
     lines = out.decode(errors="replace").splitlines()
     assert enough(lines), f"follow printed within {timeout}s: {lines!r}"
     return lines
+
+
+def test_cli_logs_and_outputs():
+    """gantry logs (tail, --rank, --tail, -f until the job ends) and gantry outputs (the listing, a file to a
+    pipe, -o FILE checked against the listed sha256), written here in the worker's format
+    (test_program_logs.py has the helpers); what the program printed reaches the terminal escaped"""
+    import hashlib
+    from test_program_logs import _write, finish_job, xadd
+    home = tempfile.mkdtemp(prefix="gantry-cli-")
+    with Stack(workers=0) as s:
+        _, tok = s.tenant("cli-logs")
+        env = {"HOME": home, "PATH": os.environ.get("PATH", ""), "GANTRY_URL": f"http://127.0.0.1:{s.port}",
+               "GANTRY_TOKEN": tok}
+        jid = s.submit(tok, placement_job("printed"))
+        xadd(s, jid, 0, text="zero 1\nzero 2\n")
+        xadd(s, jid, 1, text="one \x1b[2J\tcleared\n")
+        out = run(["logs", jid], env).stdout
+        assert out == "[rank 0] zero 1\n[rank 0] zero 2\n[rank 1] one \\x1b[2J\tcleared\n", out
+        assert run(["logs", jid, "--rank", "0", "--tail", "1"], env).stdout == "zero 2\n"
+        assert json.loads(run(["--json", "logs", jid, "--rank", "0", "--tail", "1"], env).stdout) == \
+            {"event": "log", "line": "zero 2"}
+        bad = run(["logs", jid, "--tail", "x"], env, check=False)
+        assert bad.returncode == 1 and "(field tail)" in bad.stderr, bad.stderr
+        assert run(["logs", jid, "--bogus"], env, check=False).returncode == 2
+        plain = s.submit(tok, placement_job("silent"))
+        none = run(["logs", plain], env, check=False)
+        assert none.returncode == 1 and "HTTP 404" in none.stderr and "program" in none.stderr, none.stderr
+
+        # -f: the tail, a line written while it runs, then the end of the job (cancelled: status 1)
+        p = subprocess.Popen([CLI, "logs", jid, "-f", "--tail", "1"], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            assert p.stdout.readline() == b"[rank 1] one \\x1b[2J\tcleared\n"
+            xadd(s, jid, 0, text="live\n")
+            assert p.stdout.readline() == b"[rank 0] live\n"
+            assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200
+            assert p.wait(timeout=30) == 1  # no end entries: the follow waits a few seconds for them, then ends
+            assert b"the job cancelled" in p.stderr.read()
+        finally:
+            p.kill()
+            p.wait(timeout=10)
+            p.stdout.close()
+            p.stderr.close()
+
+        # outputs
+        made = s.submit(tok, placement_job("made"))
+        outdir = os.path.join(s.dir, "out-" + made)
+        model = os.urandom(300000)
+        _write(os.path.join(outdir, "model.pt"), model)
+        _write(os.path.join(outdir, "sub", "notes.txt"), b"hello\n")
+        files = [{"path": "model.pt", "bytes": len(model), "sha256": hashlib.sha256(model).hexdigest()},
+                 {"path": "sub/notes.txt", "bytes": 6, "sha256": "0" * 64}]  # a listing that does not match the file
+        finish_job(s, made, "succeeded", {"outputs": {"dir": outdir, "files": files}})
+        s.wait_state(tok, made, "succeeded")
+        table = run(["outputs", made], env).stdout.splitlines()
+        assert table[0].split() == ["BYTES", "SHA256", "PATH"] and table[1].split() == [str(len(model)), files[0]["sha256"],
+                                                                                       "model.pt"], table
+        assert json.loads(run(["--json", "outputs", made], env).stdout)["files"] == files
+        piped = subprocess.run([CLI, "outputs", made, "model.pt"], env=env, capture_output=True, timeout=60)
+        assert piped.returncode == 0 and piped.stdout == model, (piped.returncode, piped.stderr)
+        target = os.path.join(home, "model.pt")
+        saved = run(["outputs", made, "model.pt", "-o", target], env).stdout
+        assert open(target, "rb").read() == model and files[0]["sha256"] in saved, saved
+        notes = os.path.join(home, "notes.txt")
+        wrong = run(["outputs", made, "sub/notes.txt", "-o", notes], env, check=False)
+        assert wrong.returncode == 1 and "sha256" in wrong.stderr, wrong.stderr
+        assert not os.path.exists(notes) and not os.path.exists(notes + ".part")
+        missing = run(["outputs", made, "nothere"], env, check=False)
+        assert missing.returncode == 1 and "no output file" in missing.stderr, missing.stderr
+        assert run(["outputs", made, "model.pt", "-x", "f"], env, check=False).returncode == 2

@@ -1,10 +1,13 @@
 // Job detail: summary, spec, event timeline, result (placement rendered in
-// full), cancel. Refetches job and events when the stream reports an event
-// for this job and after every stream (re)connect.
+// full; a program job's output files with downloads), a program job's logs
+// followed live (logs.js), cancel. Refetches job and events when the stream
+// reports an event for this job and after every stream (re)connect.
 import { api, ApiError, jobPath } from './api.js';
 import { h, replace, notice } from './dom.js';
 import { candidatesTable, devicesTable } from './placement.js';
 import { mountCurves, designRows } from './curves.js';
+import { mountLogs, specRanks } from './logs.js';
+import { outputsTable } from './outputs.js';
 import {
     badge, timeEl, fmtMicros, fmtSeconds, fmtPct, fmtMetric, progressCell,
     prettyJson, isTerminal,
@@ -32,9 +35,14 @@ export function mount(root, { me, live, params, signal }) {
     const curvesBox = h('div', { 'data-testid': 'curves' });
     const curvesSec = h('section', { 'aria-labelledby': 'sec-curves', hidden: true }, h('h2', { id: 'sec-curves' }, 'Curves'), curvesBox);
     let curves = null;
+    // a program job's output (spec.program): its log pane, followed live
+    const logsBox = h('div', { 'data-testid': 'logs-pane' });
+    const logsSec = h('section', { 'aria-labelledby': 'sec-logs', hidden: true }, h('h2', { id: 'sec-logs' }, 'Logs'), logsBox);
+    let logs = null;
     const body = h('div', { hidden: true },
         h('section', { 'aria-labelledby': 'sec-summary' }, h('h2', { id: 'sec-summary', class: 'visually-hidden' }, 'Summary'), summary),
         curvesSec,
+        logsSec,
         h('section', { 'aria-labelledby': 'sec-timeline' }, h('h2', { id: 'sec-timeline' }, 'Timeline'), timelineBox),
         h('section', { 'aria-labelledby': 'sec-result' }, h('h2', { id: 'sec-result' }, 'Result'), resultBox),
         h('section', { 'aria-labelledby': 'sec-spec' }, h('h2', { id: 'sec-spec' }, 'Spec'), specBox));
@@ -91,6 +99,10 @@ export function mount(root, { me, live, params, signal }) {
             curves = mountCurves(curvesBox, { id, type: j.type, signal });
         } else if (curves) {
             curves.update();
+        }
+        if (!logs && j.spec && typeof j.spec.program === 'object' && j.spec.program !== null) {
+            logsSec.hidden = false;
+            logs = mountLogs(logsBox, { id, ranks: specRanks(j.spec), signal });
         }
         title.textContent = j.name || j.id;
         document.title = `${j.name || j.id} · gantry`;
@@ -211,6 +223,7 @@ export function mount(root, { me, live, params, signal }) {
         if (j.type === 'placement' && typeof r === 'object') parts.push(placement(r, j.spec, j.id || id));
         if (r.metrics && typeof r.metrics === 'object') parts.push(metrics(r.metrics));
         if (j.type === 'federated' && r.design) parts.push(designView(r.design));
+        if (r.outputs && typeof r.outputs === 'object' && Array.isArray(r.outputs.files)) parts.push(outputsTable(j.id || id, r.outputs.files));
         parts.push(rawJson(r));
         replace(resultBox, parts);
     }

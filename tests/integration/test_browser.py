@@ -86,3 +86,17 @@ def test_dashboard_sse_parser():
                        text=True, timeout=60)
     print(r.stdout[-2000:], r.stderr[-2000:])
     assert r.returncode == 0 and "ok" in r.stdout
+
+
+def test_program_logs_pane_in_chromium():
+    """a program job's page: the log pane's tail and live lines, the rank selector, auto-scroll, the output download"""
+    out = os.path.join(ROOT, "tests", "out", "browser")
+    os.makedirs(out, exist_ok=True)
+    with Stack(workers=0) as s:  # the test writes the job's log entries and its result itself
+        env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}", GANTRY_ADMIN_TOKEN=ADMIN, GANTRY_TEST_OUT=out,
+                   GANTRY_REDIS_PORT=str(s.rport))
+        r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "logs.mjs")], env=env, capture_output=True,
+                           text=True, timeout=180)
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        assert r.returncode == 0, "logs.mjs failed"
+        assert os.path.exists(os.path.join(out, "logs.png"))

@@ -320,3 +320,43 @@ def test_openapi_lists_the_routes():
             assert "get" in paths[p], p
         names = [q["name"] for q in paths["/v1/jobs/{id}/outputs/{path}"]["get"]["parameters"]]
         assert names == ["id", "path"], names
+
+
+# a 1-rank program: says it started, waits for the test's go (a file the test creates in its read-only
+# workdir), then prints more, writes an output file and exits 0
+GATED = """#!/bin/sh
+echo "started $1"
+i=0
+while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+echo "after go"
+printf 'tab\\there \\033[2J\\n'
+head -c 300000 /dev/urandom > "$GANTRY_OUTPUT_DIR/model.bin"
+"""
+
+
+def test_real_program_job_logs_live_and_its_output_downloads():
+    """end to end with a real worker and sandbox (workers/exec_program.c writes the stream and the
+    result): the follow shows the program's first line while it runs, a later line as it is printed,
+    the end, and ends with the job; its output downloads with the listed sha256"""
+    from test_program_jobs import job_dir, program_job, program_root
+    with Stack(workers=1) as s:
+        tid, tok = s.tenant("logs-real")
+        root = program_root(s, tid, {"gated.sh": GATED})
+        jid = s.submit(tok, program_job(["/bin/sh", "gated.sh", "mark-logs"]))
+        f = wait_until("a follow of the running job", lambda: (x := Follow(s, jid, tok)).status == 200 and x, 60)
+        wait_until("the program's first line, live", lambda: f.lines()[:1] == ["started mark-logs"], 60)
+        assert not f.done.is_set()
+        with open(os.path.join(root, "code", "go"), "w"):
+            pass
+        assert f.done.wait(60), f"the follow did not end with the job: {f.events}"
+        assert f.lines() == ["started mark-logs", "after go", "tab\there \\x1b[2J"], f.events
+        assert [n for n, _ in f.events][-2:] == ["end", "done"] and f.events[-1][1] == '{"state":"succeeded"}', f.events
+        f.close()
+        assert s.get(f"/v1/jobs/{jid}/logs", tok).raw == "started mark-logs\nafter go\ntab\there \\x1b[2J\n"
+        listed = {x["path"]: x for x in s.get(f"/v1/jobs/{jid}/outputs", tok).json["files"]}
+        st, _, body = raw_get(s, f"/v1/jobs/{jid}/outputs/model.bin", tok)
+        assert st == 200 and len(body) == 300000 == listed["model.bin"]["bytes"], (st, len(body))
+        assert hashlib.sha256(body).hexdigest() == listed["model.bin"]["sha256"]
+        with open(os.path.join(job_dir(s, jid), "output", "model.bin"), "rb") as fh:
+            assert fh.read() == body
+        assert job_dir(s, jid) not in s.get(f"/v1/jobs/{jid}", tok).raw

@@ -145,12 +145,8 @@ sse_stream *sse_open(sse_hub *hub, h2o_req_t *req, void (*on_close)(void *arg), 
 
 void sse_send(sse_stream *s, const char *name, const char *data)
 {
-    size_t nlen = strlen(name), dlen = strlen(data);
-    char *msg = xmalloc(nlen + dlen + 20);
-    int n = snprintf(msg, nlen + 20, "event: %s\ndata: ", name);
-    memcpy(msg + n, data, dlen);
-    memcpy(msg + n + dlen, "\n\n", 2);
-    append(s, msg, (size_t)n + dlen + 2);
+    char *msg = xasprintf("event: %s\ndata: %s\n\n", name, data);
+    append(s, msg, strlen(msg));
     free(msg);
     send_pending(s);
 }

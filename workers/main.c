@@ -470,7 +470,7 @@ static bool run_task(rs_conn *r, const char *raw)
                     .fed_secret = fed_secret_len ? fed_secret : NULL,
                     .fed_secret_len = fed_secret_len};
     json_t *result = NULL;
-    char err[512] = "";
+    char err[4096] = "";
     int rc = -1;
     int64_t t0 = clock_mono_us();
     if (!on_cancelled(&ctx)) {

@@ -280,6 +280,31 @@ static void build_env(const prun *p, strv *env)
     }
 }
 
+/* The device nodes a GPU worker's rank uses (NVIDIA's driver): the control nodes and the worker's GPU
+ * (CUDA_VISIBLE_DEVICES as an index; a UUID or a list binds every GPU node and CUDA_VISIBLE_DEVICES
+ * still chooses).  Nodes that do not exist are skipped (--dev-bind-try).  A CPU worker: none.  Not
+ * yet run on a GPU machine (docs/programs.md). */
+#define MAX_DEVICES 20
+static void gpu_devices(const exec_ctx *ctx, char (*names)[32], const char **out)
+{
+    int n = 0;
+    if (ctx->worker_kind && strcmp(ctx->worker_kind, "gpu") == 0) {
+        static const char *const control[] = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"};
+        for (size_t i = 0; i < sizeof(control) / sizeof(control[0]); i++)
+            snprintf(names[n++], 32, "/dev/%s", control[i]);
+        const char *gpu = getenv("CUDA_VISIBLE_DEVICES");
+        bool index = gpu && gpu[0] && strspn(gpu, "0123456789") == strlen(gpu) && strlen(gpu) < 8;
+        if (index)
+            snprintf(names[n++], 32, "/dev/nvidia%s", gpu);
+        else
+            for (int g = 0; n < MAX_DEVICES; g++)
+                snprintf(names[n++], 32, "/dev/nvidia%d", g);
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = names[i];
+    out[n] = NULL;
+}
+
 /* --- while it runs --- */
 
 /* ships whole lines of new output (everything left when final) to the job's log stream */
@@ -603,6 +628,9 @@ static int launch(prun *p, char (*roots)[PATH_MAX], int nroots, const char *init
     double runtime = (double)p->set.max_runtime_s;
     if (p->ctx->task->max_runtime_s > 0 && (runtime <= 0 || (double)p->ctx->task->max_runtime_s < runtime))
         runtime = (double)p->ctx->task->max_runtime_s; /* the tenant's; all generations together are the worker's check */
+    char device_names[MAX_DEVICES][32];
+    const char *devices[MAX_DEVICES + 1];
+    gpu_devices(p->ctx, device_names, devices);
     prog_spec spec = {.argv = (const char *const *)argv.v,
                       .env = (const char *const *)env.v,
                       .workdir = p->workdir,
@@ -618,6 +646,7 @@ static int launch(prun *p, char (*roots)[PATH_MAX], int nroots, const char *init
                       .max_runtime_s = runtime,
                       .grace_s = p->set.grace_s,
                       .bwrap = BWRAP,
+                      .devices = devices,
                       .init = init};
     if (p->port_fd >= 0) close(p->port_fd); /* MASTER_PORT is the program's to bind now (reserve_port) */
     p->port_fd = -1;

@@ -271,6 +271,28 @@ static void test_argv(void **state_)
     d.argv = (const char *[]){NULL};
     assert_null(sbx_argv(&d, err, sizeof(err)));
     assert_non_null(strstr(err, "argv"));
+    d.argv = prog;
+
+    /* a GPU worker's device nodes: bound inside the new /dev (after --dev), skipped when missing; only
+     * nodes directly in /dev */
+    d.devices = (const char *[]){"/dev/nvidiactl", "/dev/nvidia0", NULL};
+    a = sbx_argv(&d, err, sizeof(err));
+    assert_non_null(a);
+    int dev = -1, gpu = -1;
+    for (int i = 0; a[i]; i++) {
+        if (strcmp(a[i], "--dev") == 0) dev = i;
+        if (strcmp(a[i], "--dev-bind-try") == 0 && strcmp(a[i + 1], "/dev/nvidia0") == 0) gpu = i;
+    }
+    assert_true(dev >= 0 && gpu > dev);
+    assert_string_equal(a[gpu + 2], "/dev/nvidia0");
+    assert_true(has_arg(a, "--dev-bind-try", "/dev/nvidiactl"));
+    sbx_argv_free(a);
+    const char *bad_devices[] = {"/etc/shadow", "/dev/../etc/shadow", "/dev/dri/card0", "dev/nvidia0", "/dev/"};
+    for (size_t i = 0; i < sizeof(bad_devices) / sizeof(bad_devices[0]); i++) {
+        d.devices = (const char *[]){"/dev/nvidiactl", bad_devices[i], NULL};
+        assert_null(sbx_argv(&d, err, sizeof(err)));
+        assert_non_null(strstr(err, "devices[1]"));
+    }
 }
 
 static void test_log_rotation_and_follow(void **state_)

@@ -295,6 +295,7 @@ static char **make_argv(const prog_spec *s, const char **system, sbx_bind *links
         .n_ro = nro,
         .rw = rw,
         .n_rw = 3,
+        .devices = s->devices,
         .init = s->init,
         .cwd = s->workdir,
         .tmp_bytes = s->tmp_bytes > 0 ? s->tmp_bytes : s->memory_bytes,

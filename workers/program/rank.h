@@ -41,16 +41,17 @@ typedef struct {
     const char *metrics_dir;       /* (the rank's own; its metrics file is metrics.jsonl there) */
     const char *log_dir;           /* rank-R.log and .1 (logcap.h); never visible inside */
     int rank;
-    long long memory_bytes; /* 0: none */
-    int max_procs;          /* processes (and threads) of the rank; 0: none */
-    int max_open_files;     /* 0: PROG_DEFAULT_NOFILE */
-    double max_runtime_s;   /* wall clock; 0: none */
-    double grace_s;         /* SIGTERM -> SIGKILL; 0: PROG_DEFAULT_GRACE_S */
-    long long log_cap;      /* bytes per log file; 0: PLOG_DEFAULT_CAP */
-    long long tmp_bytes;    /* the private /tmp and /dev/shm each; 0: memory_bytes (0: not capped) */
-    unsigned uid, gid;      /* 0: PROG_NOBODY */
-    const char *bwrap;      /* NULL: /usr/bin/bwrap */
-    const char *init;       /* the gantry-rank-init binary (required) */
+    long long memory_bytes;     /* 0: none */
+    int max_procs;              /* processes (and threads) of the rank; 0: none */
+    int max_open_files;         /* 0: PROG_DEFAULT_NOFILE */
+    double max_runtime_s;       /* wall clock; 0: none */
+    double grace_s;             /* SIGTERM -> SIGKILL; 0: PROG_DEFAULT_GRACE_S */
+    long long log_cap;          /* bytes per log file; 0: PLOG_DEFAULT_CAP */
+    long long tmp_bytes;        /* the private /tmp and /dev/shm each; 0: memory_bytes (0: not capped) */
+    unsigned uid, gid;          /* 0: PROG_NOBODY */
+    const char *bwrap;          /* NULL: /usr/bin/bwrap */
+    const char *init;           /* the gantry-rank-init binary (required) */
+    const char *const *devices; /* NULL-terminated device nodes the rank may use (a GPU worker's /dev/nvidia*); NULL: none */
 } prog_spec;
 
 typedef enum {

@@ -140,6 +140,9 @@ static int check(const sbx_desc *d, char *err, size_t errlen)
     if (d->tmp_bytes < 0) return fail(err, errlen, "tmp_bytes: must not be negative");
     for (const char *const *s = d->system; s && *s; s++)
         if (!clean_abs(*s)) return fail(err, errlen, "system: %s is not an absolute path", *s);
+    for (size_t i = 0; d->devices && d->devices[i]; i++) /* device nodes only: never a directory of the host */
+        if (!clean_abs(d->devices[i]) || strncmp(d->devices[i], "/dev/", 5) != 0 || strchr(d->devices[i] + 5, '/'))
+            return fail(err, errlen, "devices[%zu]: must be a node directly in /dev", i);
     for (size_t i = 0; i < d->n_links; i++) {
         if (!d->links[i].src || !d->links[i].src[0]) return fail(err, errlen, "links[%zu].src: the target is missing", i);
         if (!clean_abs(d->links[i].dst)) return fail(err, errlen, "links[%zu].dst: must be an absolute path", i);
@@ -184,6 +187,11 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
     push(&a, "/proc");
     push(&a, "--dev");
     push(&a, "/dev");
+    for (const char *const *dev = d->devices; dev && *dev; dev++) { /* after --dev: inside the new /dev */
+        push(&a, "--dev-bind-try");
+        push(&a, *dev);
+        push(&a, *dev);
+    }
     const char *tmps[] = {"/tmp", "/dev/shm"};
     for (size_t i = 0; i < 2; i++) {
         if (d->tmp_bytes > 0) {

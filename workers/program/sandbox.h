@@ -9,8 +9,9 @@
  *     job's workdir, the tenant's data roots) and the writable ones (checkpoint,
  *     output and metrics directories), each at its own path;
  *   - a fresh /proc of its own pid namespace, a minimal /dev (null, zero, random,
- *     urandom, tty, full), a private /tmp and /dev/shm (tmpfs, size-capped when asked;
- *     binds under /tmp are made inside the private one);
+ *     urandom, tty, full) plus the device nodes listed (a GPU worker's /dev/nvidia*),
+ *     a private /tmp and /dev/shm (tmpfs, size-capped when asked; binds under /tmp
+ *     are made inside the private one);
  *   - new pid, ipc and cgroup namespaces and a new session (no TIOCSTI into the
  *     worker's terminal); the network, the hostname and the user namespace are the
  *     host's (the ranks reach each other; bwrap runs as root, so the mounts need no
@@ -47,12 +48,13 @@ typedef struct {
     size_t n_ro;
     const sbx_bind *rw; /* writable binds: checkpoint, output, metrics directories */
     size_t n_rw;
-    const char *init;        /* the rank init binary outside; bound at SBX_INIT */
-    const char *cwd;         /* inside; absolute */
-    long long tmp_bytes;     /* size of /tmp and of /dev/shm each; 0: not capped */
-    unsigned uid, gid;       /* who the program runs as; 0 is refused */
-    int status_fd;           /* the rank init's report (init.c), >= 3 */
-    const char *const *argv; /* the program, NULL-terminated, at least argv[0] */
+    const char *const *devices; /* NULL-terminated device nodes bound at the same path (--dev-bind-try): a GPU's */
+    const char *init;           /* the rank init binary outside; bound at SBX_INIT */
+    const char *cwd;            /* inside; absolute */
+    long long tmp_bytes;        /* size of /tmp and of /dev/shm each; 0: not capped */
+    unsigned uid, gid;          /* who the program runs as; 0 is refused */
+    int status_fd;              /* the rank init's report (init.c), >= 3 */
+    const char *const *argv;    /* the program, NULL-terminated, at least argv[0] */
 } sbx_desc;
 
 /* A NULL-terminated malloc'd argv for execve, or NULL with err naming the field

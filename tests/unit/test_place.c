@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/unit/testjson.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +22,6 @@
 /* ---- helpers ---- */
 
 /* JSON written with single quotes for readability. */
-static json_t *J(const char *text)
-{
-    char *s = strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'') *p = '"';
-    json_error_t err;
-    json_t *j = json_loads(s, 0, &err);
-    if (!j) fail_msg("bad test JSON at %d:%d: %s\n%s", err.line, err.column, err.text, s);
-    free(s);
-    return j;
-}
-
 static place_graph *parse_ok(const char *text)
 {
     char field[160] = "", msg[320] = "";

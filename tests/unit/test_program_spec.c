@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/unit/testjson.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,20 +16,6 @@
 #include "workers/train/spec.h"
 
 #define MIB (1024LL * 1024LL)
-
-/* JSON written with ' for " */
-static json_t *J(const char *s)
-{
-    char buf[8192];
-    size_t n = strlen(s);
-    assert_true(n < sizeof buf);
-    for (size_t i = 0; i <= n; i++)
-        buf[i] = s[i] == '\'' ? '"' : s[i];
-    json_error_t e;
-    json_t *j = json_loads(buf, 0, &e);
-    if (!j) fail_msg("bad test JSON %s: %s", s, e.text);
-    return j;
-}
 
 typedef int (*validate_fn)(const json_t *, char *, size_t, char *, size_t);
 

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/unit/testjson.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,19 +16,6 @@
 #include "workers/serve/serve.h"
 #include "workers/train/ckpt.h"
 #include "workers/train/model.h"
-
-static json_t *J(const char *s)
-{
-    char buf[4096];
-    size_t n = strlen(s);
-    assert_true(n < sizeof buf);
-    for (size_t i = 0; i <= n; i++)
-        buf[i] = s[i] == '\'' ? '"' : s[i];
-    json_error_t e;
-    json_t *j = json_loads(buf, 0, &e);
-    if (!j) fail_msg("bad test JSON %s: %s", s, e.text);
-    return j;
-}
 
 static void expect_field(const char *spec, const char *field)
 {

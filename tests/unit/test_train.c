@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/unit/testjson.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,18 +30,6 @@
 #include "workers/train/train.h"
 
 /* ---- helpers ---- */
-
-static json_t *J(const char *text)
-{
-    char *s = strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'') *p = '"';
-    json_error_t err;
-    json_t *j = json_loads(s, JSON_DECODE_ANY, &err);
-    if (!j) fail_msg("bad test JSON at %d:%d: %s\n%s", err.line, err.column, err.text, s);
-    free(s);
-    return j;
-}
 
 static train_model *model(const char *arch, int cap)
 {

@@ -16,11 +16,13 @@
  * end (gang value "end:R": "<prog_end> <code> <reason>\n<its last log lines>"); rank 0
  * gathers every rank's end and decides for the generation by the worst cause:
  *   - every rank exited 0: succeeded, rank 0 reports the result (others EXEC_SILENT);
- *   - a memory or wall-clock limit, a program that could not start, or a non-zero exit
- *     code: the program's verdict, the job fails with that rank's last log lines;
- *   - a rank killed by a signal gantry did not send, or a rank that never reported its
- *     end (its worker lost): the generation is aborted and the job restarts as its next
- *     generation from the checkpoint directory (EXEC_RETRY), up to max_restarts.
+ *   - a memory or wall-clock limit, or a program that could not start: the job fails
+ *     with that rank's last log lines (a restart would do the same);
+ *   - a non-zero exit code, a rank killed by a signal gantry did not send, or a rank
+ *     that never reported its end (its worker lost): the generation is aborted and the
+ *     job restarts as its next generation from the checkpoint directory (EXEC_RETRY), up
+ *     to max_restarts, as torchrun's elastic agent does; then it fails with that rank's
+ *     exit code or signal and its last log lines.
  * A peer's death makes the other ranks' programs fail too (their collective calls
  * error), which is why the decision waits for every rank and ranks causes instead of
  * taking the first end it sees.  Cancel, preemption and resizes end every rank by
@@ -61,7 +63,7 @@
 typedef enum {
     SEV_OK,         /* exited 0 */
     SEV_TERMINATED, /* stopped by us (a peer's end, cancel, preemption): no cause of its own */
-    SEV_EXIT,       /* a non-zero exit code: the program's verdict, the job fails */
+    SEV_EXIT,       /* a non-zero exit code: restart, then the job fails with it */
     SEV_LOST,       /* killed by a signal we did not send, or never reported: restart */
     SEV_LAUNCH,     /* could not start: fails */
     SEV_RUNTIME,    /* the wall clock: fails */
@@ -478,12 +480,12 @@ static int deciding_rank(const prun *p)
     return worst;
 }
 
-/* "rank 1 exited with code 3" + its last lines, the most recent kept when it does not fit */
-static void failure_reason(const prun *p, int r, char *out, size_t outlen)
+/* "rank 1 exited with code 3" + note + its last lines, the most recent kept when they do not fit */
+static void failure_reason(const prun *p, int r, const char *note, char *out, size_t outlen)
 {
     const rank_end *e = &p->ends[r];
     severity sev = severity_of(e->end, e->code);
-    int n = snprintf(out, outlen, sev == SEV_EXIT || sev == SEV_LOST ? "rank %d %s" : "rank %d: %s", r, e->reason);
+    int n = snprintf(out, outlen, sev == SEV_EXIT || sev == SEV_LOST ? "rank %d %s%s" : "rank %d: %s%s", r, e->reason, note);
     const char *tail = e->tail ? e->tail : "";
     size_t room = n >= 0 && (size_t)n + 40 < outlen ? outlen - (size_t)n - 40 : 0, len = strlen(tail);
     if (!len || !room) return;
@@ -751,22 +753,25 @@ int exec_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     if (sev == SEV_OK) {
         *result = make_result(&p, restarts, err, errlen);
         rc = *result ? EXEC_OK : EXEC_FAILED;
-    } else if (sev == SEV_LOST || sev == SEV_TERMINATED) {
+    } else if (sev == SEV_LOST || sev == SEV_TERMINATED || sev == SEV_EXIT) {
+        /* restarted from the checkpoint up to max_restarts, as torchrun's elastic agent does: a lost rank, a
+         * generation stopped, and a non-zero exit too (a transient error: a full disk, a peer's port taken);
+         * the last failure is the job's, with its exit code and last lines */
         char cause[700];
-        if (sev == SEV_LOST)
-            snprintf(cause, sizeof(cause), "rank %d %s", dr, p.ends[dr].reason);
-        else
+        if (sev == SEV_TERMINATED)
             snprintf(cause, sizeof(cause), "the generation was stopped (%s)", p.stop_why[0] ? p.stop_why : p.ends[dr].reason);
+        else
+            snprintf(cause, sizeof(cause), "rank %d %s", dr, p.ends[dr].reason);
         if (restarts < p.set.max_restarts) {
             snprintf(err, errlen, "%s; restarting from the checkpoint (restart %d of %d)", cause, restarts + 1, p.set.max_restarts);
             rc = EXEC_RETRY;
         } else {
-            char why2[700];
-            failure_reason(&p, dr, why2, sizeof(why2));
-            snprintf(err, errlen, "%s (no restarts left: %d of %d used)", why2, restarts, p.set.max_restarts);
+            char note[64];
+            snprintf(note, sizeof(note), " (no restarts left: %d of %d used)", restarts, p.set.max_restarts);
+            failure_reason(&p, dr, note, err, errlen);
         }
     } else {
-        failure_reason(&p, dr, err, errlen);
+        failure_reason(&p, dr, "", err, errlen);
     }
     if (rc != EXEC_OK) { /* the failure's details: every rank's end and the deciding rank's last lines */
         *result = json_pack("{s:O, s:o, s:i, s:s}", "metrics", p.merged, "exit_codes", exit_codes(&p), "rank", dr, "log_tail",

@@ -202,20 +202,23 @@ def test_two_ranks_reach_each_other():
 
 
 def test_exit_code_fails_the_job_with_its_last_lines():
-    """a script that prints and exits 3: the job fails with the rank's exit code and its last lines"""
+    """a script that prints and exits 3: restarted as torchrun would (max_restarts 1), then the job fails
+    with the rank's exit code and its last 20 lines"""
     script = "#!/bin/sh\nfor i in $(seq 1 24); do echo \"line $i of a long enough output to fill the reason\"; done\n" \
              "echo 'Traceback: it broke' >&2\nexit 3\n"
     with Stack(workers=1) as s:
         tid, tok = s.tenant("prog-exit")
         program_root(s, tid, {"fail.sh": script})
-        jid = s.submit(tok, program_job(["/bin/sh", "fail.sh", "mark-exit"]))
+        jid = s.submit(tok, program_job(["/bin/sh", "fail.sh", "mark-exit"], max_restarts=1))
         job = s.wait_state(tok, jid, "failed", timeout=60)
-        assert job["error"].startswith("rank 0 exited with code 3"), job["error"]
+        assert job["error"].startswith("rank 0 exited with code 3 (no restarts left: 1 of 1 used)"), job["error"]
         # the last 20 lines, whole: lines 6 to 24 and the traceback
         assert "; its last lines:\nline 6 of" in job["error"], job["error"]
         assert "line 24 of a long enough output to fill the reason\nTraceback: it broke" in job["error"], job["error"]
         assert job["result"]["exit_codes"] == [3] and "line 24" in job["result"]["log_tail"], job["result"]
-        assert not [e for e in s.events(tok, jid) if e["state"] == "queued" and e["reason"] != "accepted"]
+        restarts = [e for e in s.events(tok, jid) if e["state"] == "queued" and e["reason"] != "accepted"]
+        assert len(restarts) == 1 and "rank 0 exited with code 3; restarting from the checkpoint (restart 1 of 1)" \
+            in restarts[0]["reason"], restarts
 
 
 def rank_pids(marker, rank):

@@ -7,9 +7,16 @@ output is what `gantry-place` and placement jobs read.
   python3 tools/torch_export.py mypkg.models:build_model --input 8,3,224,224 \\
       --devices 4 --memory 16e9 > graph.json
   python3 tools/torch_export.py torchvision.models:resnet50 --input 32,3,224,224 --timing measure
+  python3 tools/torch_export.py torchvision.models:inception_v3 --input 8,3,299,299 \\
+      --kwargs '{"aux_logits": false, "init_weights": false}' --timing measure --scale 0.05
+  python3 tools/torch_export.py --preset all --out tests/data/graphs   # the shipped graphs
 
-MODEL is "module:callable"; the callable is called with no arguments and must
-return an nn.Module.  --input gives the shape of each positional input
+
+MODEL is "module:callable"; the callable is called with --kwargs (a JSON
+object, default none) and must return an nn.Module.  torch_export:transformer
+is nn.Transformer made traceable (see transformer() below).  --preset NAME
+exports one of the PRESETS (resnet50, inception_v3, transformer, or all) with
+its own input, timing and devices, to --out DIR/torch_<name>.json.  --input gives the shape of each positional input
 (repeat the flag for several; --dtype sets their type, default float32).
 
 How the graph is made:
@@ -26,8 +33,20 @@ How the graph is made:
     convolution, attention-free elementwise and normalisation ops) at
     --tflops; --timing measure runs the model once per --repeat under
     torch.fx.Interpreter and times every node on --device (CUDA is
-    synchronised around each node);
-  - temp_bytes: 0 (scratch memory is not visible to fx);
+    synchronised around each node); the first run is a warm-up and each
+    node's time is the median of the --repeat runs after it;
+  - --scale R multiplies every compute_us: R is (time on the target GPU) /
+    (time where this runs).  Measure it once: time the same model on both
+    (e.g. the sum of compute_us of a graph exported with --device cuda on the
+    target over the one exported here), or state it from peak FLOP/s (a
+    1 TFLOP/s CPU and a 20 TFLOP/s GPU give 0.05).  The default 1.0 keeps
+    this machine's times;
+  - temp_bytes: scratch memory an op needs while it runs.  On CUDA it is
+    measured: the allocator's peak during the node less what was live before
+    it and the node's outputs.  On CPU fx cannot see it, so it is estimated
+    for convolutions as the im2col buffer a GEMM convolution builds for one
+    image (input channels per group x kernel size x output positions;
+    0 for 1x1 stride-1 convolutions) and 0 for other ops;
   - views and shape queries (view, reshape, permute, getitem, size, ...)
     cost no time; their output bytes are kept, which over-counts memory
     slightly (they alias their input).
@@ -38,6 +57,8 @@ import importlib
 import json
 import math
 import operator
+import os
+import statistics
 import sys
 import time
 
@@ -221,15 +242,18 @@ class _Timer(torch.fx.Interpreter if torch else object):
 
     def __init__(self, gm, device):
         super().__init__(gm)
-        self.times, self.cuda = {}, device.type == "cuda"
+        self.times, self.temp, self.cuda = {}, {}, device.type == "cuda"
 
     def run_node(self, n):
         if self.cuda:
             torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
         t0 = time.perf_counter()
         result = super().run_node(n)
         if self.cuda:
             torch.cuda.synchronize()
+            scratch = torch.cuda.max_memory_allocated() - torch.cuda.memory_allocated()
+            self.temp[n.name] = max(self.temp.get(n.name, 0), scratch)
         self.times.setdefault(n.name, []).append((time.perf_counter() - t0) * 1e6)
         return result
 
@@ -242,27 +266,53 @@ def _measure(gm, inputs, device, repeat):
         for _ in range(repeat + 1):
             timer.run(*inputs)
     # the first run warms caches and allocators: drop it, keep the median
-    return {k: sorted(v[1:])[len(v[1:]) // 2] for k, v in timer.times.items()}
+    times = {k: statistics.median(v[1:]) for k, v in timer.times.items()}
+    return times, timer.temp if timer.cuda else None
 
 
-def export(model, example_inputs, devices=1, memory=16e9, timing="flops", tflops=10.0, device="cpu", repeat=3):
-    """The graph dict of `model` traced with `example_inputs` (a tuple)."""
+def conv_temp_bytes(gm, node):
+    """CPU estimate of a convolution's scratch memory: the im2col buffer of
+    one image (GEMM convolutions unfold one sample of the batch at a time)."""
+    if node.op != "call_module":
+        return 0
+    mod = gm.get_submodule(node.target)
+    if not isinstance(mod, (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)):
+        return 0
+    kernel = _numel(mod.kernel_size)
+    stride = _numel(mod.stride) if isinstance(mod.stride, tuple) else mod.stride
+    if kernel == 1 and stride == 1:
+        return 0
+    out = _tensors(node.meta.get("tensor_meta"))[0]
+    positions = _numel(out.shape[2:])  # one image's output positions
+    return (mod.in_channels // mod.groups) * kernel * positions * _element_size(out.dtype)
+
+
+def export(model, example_inputs, devices=1, memory=16e9, timing="flops", tflops=10.0, device="cpu", repeat=5,
+           scale=1.0):
+    """The graph dict of `model` traced with `example_inputs` (a tuple).
+    compute_us is multiplied by `scale` (see --scale)."""
     if torch is None:
         raise RuntimeError("torch is not installed")
-    model.eval()
-    gm = torch.fx.symbolic_trace(model)
+    gm = trace(model)
     with torch.no_grad():
         ShapeProp(gm).propagate(*example_inputs)
+        if hasattr(model, "reference"):  # a traceable stand-in: it must compute what the model does
+            got, want = gm(*example_inputs), model.reference(*example_inputs)
+            if not torch.allclose(got, want, atol=1e-5):
+                raise RuntimeError("torch_export: the traced model differs from %s" % type(model).__name__)
     nodes = [n for n in gm.graph.nodes if n.op != "output"]
     persistent, group = _weights(gm, nodes)
-    measured = _measure(gm, example_inputs, torch.device(device), repeat) if timing == "measure" else {}
+    measured, temp = {}, None
+    if timing == "measure":
+        measured, temp = _measure(gm, example_inputs, torch.device(device), repeat)
     ops, edges = [], []
     for node in nodes:
         us = measured.get(node.name) if timing == "measure" else flops(gm, node) / (tflops * 1e6)
         # a get_attr result aliases a parameter (counted as persistent), no new memory
         outs = [] if node.op == "get_attr" else _outputs(node)
-        op = {"name": node.name, "compute_us": round(us or 0.0, 3), "persistent_bytes": persistent[node.name],
-              "output_bytes": outs}
+        scratch = temp.get(node.name, 0) if temp is not None else conv_temp_bytes(gm, node)
+        op = {"name": node.name, "compute_us": round((us or 0.0) * scale, 3), "temp_bytes": int(scratch),
+              "persistent_bytes": persistent[node.name], "output_bytes": outs}
         if node.name in group:
             op["group"] = group[node.name]
         ops.append(op)
@@ -273,35 +323,133 @@ def export(model, example_inputs, devices=1, memory=16e9, timing="flops", tflops
             "comm": {"latency_us": 134, "bytes_per_us": 5701}}
 
 
-def _load_model(spec):
+class TracedTransformer(torch.nn.Module if torch else object):
+    """nn.Transformer (post-norm, eval) as fx can trace it.
+
+    nn.Transformer.forward and TransformerEncoderLayer.forward test tensor
+    shapes in Python (src.dim() == 3, the fast path), which symbolic tracing
+    cannot do.  This drives the model's own submodules layer by layer instead:
+    each encoder layer's _sa_block and _ff_block with its norms, then the
+    encoder's norm and the decoder (whose forward traces as is).  Node names
+    are the model's (transformer_encoder_layers_0_self_attn, ...), and
+    MultiheadAttention stays one op (see Tracer below).  export() checks
+    that the result equals nn.Transformer's own."""
+
+    def __init__(self, transformer):
+        super().__init__()
+        if transformer.encoder.layers[0].norm_first:
+            raise ValueError("TracedTransformer: norm_first=True is not supported")
+        self.transformer = transformer
+
+    def forward(self, src, tgt):
+        x = src
+        for layer in self.transformer.encoder.layers:
+            x = layer.norm1(x + layer._sa_block(x, None, None))
+            x = layer.norm2(x + layer._ff_block(x))
+        if self.transformer.encoder.norm is not None:
+            x = self.transformer.encoder.norm(x)
+        return self.transformer.decoder(tgt, x)
+
+    def reference(self, src, tgt):
+        return self.transformer(src, tgt)
+
+
+def transformer(d_model=256, nhead=8, layers=3, dim_feedforward=1024):
+    """A small nn.Transformer (encoder and decoder of `layers` layers each)."""
+    return TracedTransformer(torch.nn.Transformer(d_model, nhead, layers, layers, dim_feedforward))
+
+
+class Tracer(torch.fx.Tracer if torch else object):
+    """fx's tracer, with other leaves: torch.nn modules that hold no
+    submodules (Linear, Conv2d, LayerNorm, ReLU, ...) and
+    nn.MultiheadAttention, whose forward branches on shapes and flags and is
+    one fused kernel on GPUs anyway.  fx's own rule makes every torch.nn
+    module a leaf, so nn.TransformerDecoder would be one op."""
+
+    def is_leaf_module(self, m, qualname):
+        if isinstance(m, torch.nn.MultiheadAttention):
+            return True
+        return m.__module__.startswith("torch.nn") and not any(True for _ in m.children())
+
+
+def trace(model):
+    """A GraphModule of `model` (eval mode), named after its modules."""
+    model.eval()
+    graph = Tracer().trace(model)
+    return torch.fx.GraphModule(model, graph, model.__class__.__name__)
+
+
+# The shipped graphs (tests/data/graphs/torch_<name>.json): model, kwargs,
+# inputs, devices and per-device memory (below one device's peak need, so a
+# plan must split the model; see docs/placement.md, Real PyTorch models).
+PRESETS = {
+    "resnet50": {"model": "torchvision.models:resnet50", "kwargs": {}, "inputs": [[8, 3, 224, 224]],
+                 "devices": 4, "memory": 120e6},
+    "inception_v3": {"model": "torchvision.models:inception_v3",
+                     "kwargs": {"aux_logits": False, "init_weights": False}, "inputs": [[8, 3, 299, 299]],
+                     "devices": 4, "memory": 120e6},
+    "transformer": {"model": "torch_export:transformer", "kwargs": {}, "inputs": [[32, 8, 256], [32, 8, 256]],
+                    "devices": 4, "memory": 12e6},
+}
+
+
+def _load_model(spec, kwargs=None):
     module, _, attr = spec.partition(":")
     if not attr:
         raise SystemExit("torch_export: MODEL must be module:callable, e.g. torchvision.models:resnet18")
     factory = importlib.import_module(module)
     for part in attr.split("."):
         factory = getattr(factory, part)
-    return factory()
+    return factory(**(kwargs or {}))
+
+
+def _dump(graph, out):
+    json.dump(graph, out, separators=(",", ":"))
+    out.write("\n")
+
+
+def export_preset(name, out_dir, device="cpu", repeat=5, scale=1.0):
+    """Writes PRESETS[name] to out_dir/torch_<name>.json; returns the path."""
+    p = PRESETS[name]
+    torch.manual_seed(0)
+    inputs = tuple(torch.randn(shape) for shape in p["inputs"])
+    graph = export(_load_model(p["model"], p["kwargs"]), inputs, p["devices"], p["memory"], "measure",
+                   device=device, repeat=repeat, scale=scale)
+    path = os.path.join(out_dir, "torch_%s.json" % name)
+    with open(path, "w") as f:
+        _dump(graph, f)
+    return path
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", help="module:callable returning an nn.Module")
-    ap.add_argument("--input", action="append", required=True, help="shape of a positional input, e.g. 8,3,224,224")
+    ap.add_argument("model", nargs="?", help="module:callable returning an nn.Module")
+    ap.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for the callable")
+    ap.add_argument("--input", action="append", help="shape of a positional input, e.g. 8,3,224,224")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--devices", type=int, default=1)
     ap.add_argument("--memory", type=float, default=16e9, help="bytes per device")
-    ap.add_argument("--timing", choices=["flops", "measure"], default="flops")
+    ap.add_argument("--timing", choices=["flops", "measure"], default="measure")
     ap.add_argument("--tflops", type=float, default=10.0, help="device throughput for --timing flops")
     ap.add_argument("--device", default="cpu", help="where --timing measure runs (cpu, cuda)")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per node (median), after one warm-up")
+    ap.add_argument("--scale", type=float, default=1.0, help="target GPU time / this machine's time")
+    ap.add_argument("--preset", choices=sorted(PRESETS) + ["all"], help="export a shipped graph to --out")
+    ap.add_argument("--out", default=".", help="directory for --preset")
     a = ap.parse_args()
     if torch is None:
         raise SystemExit("torch_export: torch is not installed (pip install torch)")
+    if a.preset:
+        for name in sorted(PRESETS) if a.preset == "all" else [a.preset]:
+            print(export_preset(name, a.out, a.device, a.repeat, a.scale), file=sys.stderr)
+        return
+    if not a.model or not a.input:
+        ap.error("MODEL and --input are needed (or --preset)")
     dtype = getattr(torch, a.dtype)
-    inputs = tuple(torch.zeros([int(x) for x in s.split(",")], dtype=dtype) for s in a.input)
-    graph = export(_load_model(a.model), inputs, a.devices, a.memory, a.timing, a.tflops, a.device, a.repeat)
-    json.dump(graph, sys.stdout, separators=(",", ":"))
-    sys.stdout.write("\n")
+    inputs = tuple(torch.randn([int(x) for x in s.split(",")]).to(dtype) for s in a.input)
+    graph = export(_load_model(a.model, json.loads(a.kwargs)), inputs, a.devices, a.memory, a.timing, a.tflops,
+                   a.device, a.repeat, a.scale)
+    _dump(graph, sys.stdout)
 
 
 if __name__ == "__main__":

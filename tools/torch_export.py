@@ -6,9 +6,9 @@ output is what `gantry-place` and placement jobs read.
 
   python3 tools/torch_export.py mypkg.models:build_model --input 8,3,224,224 \\
       --devices 4 --memory 16e9 > graph.json
-  python3 tools/torch_export.py torchvision.models:resnet50 --input 32,3,224,224 --timing measure
+  python3 tools/torch_export.py torchvision.models:resnet50 --input 32,3,224,224 --timing flops
   python3 tools/torch_export.py torchvision.models:inception_v3 --input 8,3,299,299 \\
-      --kwargs '{"aux_logits": false, "init_weights": false}' --timing measure --scale 0.05
+      --kwargs '{"aux_logits": false, "init_weights": false}' --scale 0.05
   python3 tools/torch_export.py --preset all --out tests/data/graphs   # the shipped graphs
 
 
@@ -16,12 +16,14 @@ MODEL is "module:callable"; the callable is called with --kwargs (a JSON
 object, default none) and must return an nn.Module.  torch_export:transformer
 is nn.Transformer made traceable (see transformer() below).  --preset NAME
 exports one of the PRESETS (resnet50, inception_v3, transformer, or all) with
-its own input, timing and devices, to --out DIR/torch_<name>.json.  --input gives the shape of each positional input
-(repeat the flag for several; --dtype sets their type, default float32).
+its own input and devices, to --out DIR/torch_<name>.json.  --input gives
+the shape of each positional input (repeat the flag for several; --dtype
+sets their type, default float32; the values are random).
 
 How the graph is made:
-  - torch.fx.symbolic_trace gives the ops (one per fx node, except the
-    output node); ShapeProp runs the example input through them to learn the
+  - torch.fx traces the ops (one per fx node, except the output node),
+    named after the model's modules; see Tracer for which modules stay one
+    op; ShapeProp runs the example input through them to learn the
     shape and dtype of every result;
   - output_bytes: the bytes of each tensor an op returns (several for tuple
     outputs); edges carry the producer's total output bytes;
@@ -29,9 +31,10 @@ How the graph is made:
     several ops is charged to the first, and all ops using it (and a
     get_attr node with the ops reading it) form one colocation group
     ("shared:<name>") so they land on the device holding the tensor;
-  - compute_us: --timing flops (default) estimates FLOPs (matmul, linear,
-    convolution, attention-free elementwise and normalisation ops) at
-    --tflops; --timing measure runs the model once per --repeat under
+  - compute_us: --timing flops (the default of export()) estimates FLOPs
+    (matmul, linear, convolution, attention-free elementwise and
+    normalisation ops) at --tflops; --timing measure (the command's
+    default) runs the model once per --repeat under
     torch.fx.Interpreter and times every node on --device (CUDA is
     synchronised around each node); the first run is a warm-up and each
     node's time is the median of the --repeat runs after it;

@@ -30,6 +30,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/strv.h"
 #include "workers/comm/sock.h"
 #include "workers/executor.h"
 #include "workers/program/logcap.h"
@@ -182,16 +183,6 @@ static int task_roots(const task_msg *t, char (*roots)[PATH_MAX], int max)
     return n;
 }
 
-/* A free TCP port on host for rank 0's MASTER_PORT: bind port 0 and keep the socket until just before
- * the program starts.  Racy, as torchrun's own free-port helper is: between our close and the program's
- * bind (after it imports torch, seconds) another process may take the port; the kernel hands out
- * ephemeral ports at random, so that is rare, and the program's failure to bind is a non-zero exit the
- * job reports.  Holding the socket shortens the window to the program's start-up. */
-static int reserve_port(const char *host, int *port, char *err, size_t errlen)
-{
-    return sock_listen(host, port, err, errlen); /* workers/comm/sock.h: a listening socket on port 0 */
-}
-
 /* joins the gang: rank, world, local rank, MASTER_ADDR/PORT; 0, or -1 with err */
 static int form_gang(prun *p, char *err, size_t errlen)
 {
@@ -217,7 +208,12 @@ static int form_gang(prun *p, char *err, size_t errlen)
     }
     char port[16];
     if (p->rank == 0) {
-        p->port_fd = reserve_port(host, &p->master_port, err, errlen);
+        /* a free TCP port on host for MASTER_PORT: a listening socket on port 0 (workers/comm/sock.h), and keep the socket until
+         * just before the program starts.  Racy, as torchrun's own free-port helper is: between our close and the program's bind
+         * (after it imports torch, seconds) another process may take the port; the kernel hands out ephemeral ports at random, so
+         * that is rare, and the program's failure to bind is a non-zero exit, which restarts the generation.  Holding the socket
+         * shortens the window to the program's start-up. */
+        p->port_fd = sock_listen(host, &p->master_port, err, errlen);
         if (p->port_fd < 0) return -1;
         snprintf(port, sizeof(port), "%d", p->master_port);
         if (p->gang && ctx->gang_put(ctx, "master_port", port) != 0) {
@@ -233,28 +229,6 @@ static int form_gang(prun *p, char *err, size_t errlen)
 }
 
 /* --- the rank's environment --- */
-
-typedef struct {
-    char **v;
-    size_t n, cap;
-} strv;
-
-static void strv_add(strv *s, char *owned)
-{
-    if (s->n + 2 > s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 32;
-        s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
-    }
-    s->v[s->n++] = owned;
-    s->v[s->n] = NULL;
-}
-
-static void strv_free(strv *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-}
 
 extern char **environ;
 
@@ -650,7 +624,7 @@ static int launch(prun *p, char (*roots)[PATH_MAX], int nroots, const char *init
                       .bwrap = BWRAP,
                       .devices = devices,
                       .init = init};
-    if (p->port_fd >= 0) close(p->port_fd); /* MASTER_PORT is the program's to bind now (reserve_port) */
+    if (p->port_fd >= 0) close(p->port_fd); /* MASTER_PORT is the program's to bind now */
     p->port_fd = -1;
     p->pr = prog_start(&spec, err, errlen);
     strv_free(&argv);

@@ -1,5 +1,6 @@
 /* sandbox.c - the bubblewrap argv (sandbox.h).  Only strings: nothing is looked up. */
 #include "workers/program/sandbox.h"
+#include "common/strv.h"
 
 #include "common/alloc.h"
 
@@ -41,34 +42,9 @@ const char *const sbx_usr_links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64"
  * are made after the private /tmp, inside it) */
 static const char *const reserved[] = {"/proc", "/dev", SBX_INIT, NULL};
 
-typedef struct {
-    char **v;
-    size_t n, cap;
-} vec;
-
-static void push(vec *a, const char *s)
-{
-    if (a->n + 2 > a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 64;
-        a->v = xreallocarray(a->v, a->cap, sizeof(*a->v));
-    }
-    a->v[a->n++] = xstrdup(s);
-    a->v[a->n] = NULL;
-}
-
-static void pushf(vec *a, const char *fmt, ...)
-{
-    char buf[64];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    push(a, buf);
-}
-
 /* --perms 0755 --dir for each directory above dst but / and /tmp, once: bwrap would
  * make them 0700 (root's), and the program could not reach what is bound below */
-static void parents(vec *a, const char *dst)
+static void parents(strv *a, const char *dst)
 {
     char p[4096];
     snprintf(p, sizeof(p), "%s", dst);
@@ -78,10 +54,10 @@ static void parents(vec *a, const char *dst)
         for (size_t i = 0; i + 1 < a->n && !seen; i++)
             seen = strcmp(a->v[i], "--dir") == 0 && strcmp(a->v[i + 1], p) == 0;
         if (!seen) {
-            push(a, "--perms");
-            push(a, "0755");
-            push(a, "--dir");
-            push(a, p);
+            strv_push(a, "--perms");
+            strv_push(a, "0755");
+            strv_push(a, "--dir");
+            strv_push(a, p);
         }
         *c = '/';
     }
@@ -164,44 +140,44 @@ static int check(const sbx_desc *d, char *err, size_t errlen)
 char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
 {
     if (check(d, err, errlen) != 0) return NULL;
-    vec a = {0};
-    push(&a, d->bwrap);
+    strv a = {0};
+    strv_push(&a, d->bwrap);
     /* namespaces and lifetime; the network, uts and user namespaces stay the host's */
-    push(&a, "--die-with-parent");
-    push(&a, "--new-session");
-    push(&a, "--unshare-pid");
-    push(&a, "--unshare-ipc");
-    push(&a, "--unshare-cgroup-try");
+    strv_push(&a, "--die-with-parent");
+    strv_push(&a, "--new-session");
+    strv_push(&a, "--unshare-pid");
+    strv_push(&a, "--unshare-ipc");
+    strv_push(&a, "--unshare-cgroup-try");
     for (const char *const *s = d->system; s && *s; s++) {
         parents(&a, *s);
-        push(&a, "--ro-bind-try");
-        push(&a, *s);
-        push(&a, *s);
+        strv_push(&a, "--ro-bind-try");
+        strv_push(&a, *s);
+        strv_push(&a, *s);
     }
     for (size_t i = 0; i < d->n_links; i++) {
-        push(&a, "--symlink");
-        push(&a, d->links[i].src);
-        push(&a, d->links[i].dst);
+        strv_push(&a, "--symlink");
+        strv_push(&a, d->links[i].src);
+        strv_push(&a, d->links[i].dst);
     }
-    push(&a, "--proc");
-    push(&a, "/proc");
-    push(&a, "--dev");
-    push(&a, "/dev");
+    strv_push(&a, "--proc");
+    strv_push(&a, "/proc");
+    strv_push(&a, "--dev");
+    strv_push(&a, "/dev");
     for (const char *const *dev = d->devices; dev && *dev; dev++) { /* after --dev: inside the new /dev */
-        push(&a, "--dev-bind-try");
-        push(&a, *dev);
-        push(&a, *dev);
+        strv_push(&a, "--dev-bind-try");
+        strv_push(&a, *dev);
+        strv_push(&a, *dev);
     }
     const char *tmps[] = {"/tmp", "/dev/shm"};
     for (size_t i = 0; i < 2; i++) {
         if (d->tmp_bytes > 0) {
-            push(&a, "--size");
-            pushf(&a, "%lld", d->tmp_bytes);
+            strv_push(&a, "--size");
+            strv_pushf(&a, "%lld", d->tmp_bytes);
         }
-        push(&a, "--perms");
-        push(&a, "1777");
-        push(&a, "--tmpfs");
-        push(&a, tmps[i]);
+        strv_push(&a, "--perms");
+        strv_push(&a, "1777");
+        strv_push(&a, "--tmpfs");
+        strv_push(&a, tmps[i]);
     }
     /* the directories above each bind: bwrap would make them 0700 (root's), so the
      * program could not reach its own directories */
@@ -212,35 +188,32 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
             parents(&a, sets[s][i].dst);
     /* read-only first: a writable directory inside a read-only one stays writable */
     for (size_t i = 0; i < d->n_ro; i++) {
-        push(&a, "--ro-bind");
-        push(&a, d->ro[i].src);
-        push(&a, d->ro[i].dst);
+        strv_push(&a, "--ro-bind");
+        strv_push(&a, d->ro[i].src);
+        strv_push(&a, d->ro[i].dst);
     }
     for (size_t i = 0; i < d->n_rw; i++) {
-        push(&a, "--bind");
-        push(&a, d->rw[i].src);
-        push(&a, d->rw[i].dst);
+        strv_push(&a, "--bind");
+        strv_push(&a, d->rw[i].src);
+        strv_push(&a, d->rw[i].dst);
     }
-    push(&a, "--ro-bind");
-    push(&a, d->init);
-    push(&a, SBX_INIT);
-    push(&a, "--chdir");
-    push(&a, d->cwd);
-    push(&a, "--");
-    push(&a, SBX_INIT);
-    pushf(&a, "--uid=%u", d->uid);
-    pushf(&a, "--gid=%u", d->gid);
-    pushf(&a, "--status-fd=%d", d->status_fd);
-    push(&a, "--");
+    strv_push(&a, "--ro-bind");
+    strv_push(&a, d->init);
+    strv_push(&a, SBX_INIT);
+    strv_push(&a, "--chdir");
+    strv_push(&a, d->cwd);
+    strv_push(&a, "--");
+    strv_push(&a, SBX_INIT);
+    strv_pushf(&a, "--uid=%u", d->uid);
+    strv_pushf(&a, "--gid=%u", d->gid);
+    strv_pushf(&a, "--status-fd=%d", d->status_fd);
+    strv_push(&a, "--");
     for (const char *const *p = d->argv; *p; p++)
-        push(&a, *p);
+        strv_push(&a, *p);
     return a.v;
 }
 
 void sbx_argv_free(char **argv)
 {
-    if (!argv) return;
-    for (char **p = argv; *p; p++)
-        free(*p);
-    free(argv);
+    strv_free_v(argv);
 }

@@ -2,7 +2,7 @@
 units (their ExecStart pointed at the built binaries), the Kubernetes manifests parsed as YAML and
 checked for what the cluster needs, and every setting in the sample configurations and the
 ConfigMap accepted by the daemon it is for (so the documents cannot drift from the flags); ./deploy/up
-tells where the CLI is and how to put it on PATH; gantry-server links no BLAS, CUDA or NCCL library."""
+tells where the CLI is and how to put it on PATH; gantry-server links no BLAS, CUDA, NCCL or libtorch library."""
 
 import json
 import os
@@ -131,17 +131,17 @@ def test_up_says_where_the_cli_is():
 
 def test_server_links_no_blas_cuda_or_nccl():
     """gantry-server checks every job type's spec through the jansson-only spec modules the job type
-    table names (common/jobtypes.h), not through the code that runs the jobs: it links no BLAS, CUDA
-    or NCCL library, not even through another library (ldd), and no zlib of its own (training's data
-    reader needed it; libh2o may bring its own).  The worker, which trains, does link BLAS: the check
-    sees libraries when they are there."""
+    table names (common/jobtypes.h), not through the code that runs the jobs: it links no BLAS, CUDA,
+    NCCL or libtorch (torch, torch_cpu, c10) library, not even through another library (ldd), and no
+    zlib of its own (training's data reader needed it; libh2o may bring its own).  The worker, which
+    trains, does link BLAS: the check sees libraries when they are there."""
 
     def ldd(daemon):
         r = subprocess.run(["ldd", os.path.join(BUILD, daemon)], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
 
-    heavy = re.compile(r"blas|lapack|gfortran|cuda|cublas|nccl", re.I)
+    heavy = re.compile(r"blas|lapack|gfortran|cuda|cublas|nccl|torch|c10", re.I)
     assert [lib for lib in ldd("gantry-server") if heavy.search(lib)] == []
     assert any("blas" in lib for lib in ldd("gantry-worker"))
     elf = subprocess.run(["readelf", "-d", os.path.join(BUILD, "gantry-server")], capture_output=True, text=True, timeout=60)

@@ -1,6 +1,9 @@
 #include "workers/serve/scan.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,13 +62,17 @@ static int scalar(cur *c)
     return 0;
 }
 
-/* the members of an object (c->p after '{'); when `want` is found, stops on its value */
-static int members(cur *c, int depth, const char *want)
+/* The members of an object (c->p after '{').  Without want, reads the object to its end (0).
+ * With want and stop: c->p stops on want's value (1), or -1 when the object has no such member.
+ * With want and !stop: reads the whole object and sets *r (offsets from base) to the byte range of
+ * want's value: 1 found, 0 absent, -1 when it is there twice (jansson would keep only one). */
+static int members(cur *c, int depth, const char *want, bool stop, const char *base, scan_range *r)
 {
+    int found = 0;
     ws(c);
     if (c->p < c->end && *c->p == '}') {
         c->p++;
-        return want ? -1 : 0;
+        return stop ? -1 : 0;
     }
     for (;;) {
         const char *kb, *ke;
@@ -74,13 +81,19 @@ static int members(cur *c, int depth, const char *want)
         ws(c);
         if (c->p >= c->end || *c->p++ != ':') return -1;
         ws(c);
-        if (want && (size_t)(ke - kb) == strlen(want) && !memcmp(kb, want, (size_t)(ke - kb))) return 0;
+        bool is = want && (size_t)(ke - kb) == strlen(want) && !memcmp(kb, want, (size_t)(ke - kb));
+        if (is && stop) return 1;
+        const char *vb = c->p;
         if (value(c, depth + 1)) return -1;
+        if (is) {
+            if (found++) return -1;
+            r->start = (size_t)(vb - base), r->end = (size_t)(c->p - base);
+        }
         ws(c);
         if (c->p >= c->end) return -1;
         if (*c->p == '}') {
             c->p++;
-            return want ? -1 : 0;
+            return stop ? -1 : found;
         }
         if (*c->p++ != ',') return -1;
     }
@@ -116,7 +129,7 @@ static int value(cur *c, int depth)
         return string(c, &b, &e);
     case '{':
         c->p++;
-        return members(c, depth, NULL);
+        return members(c, depth, NULL, false, NULL, NULL);
     case '[':
         c->p++;
         return elements(c, depth);
@@ -129,11 +142,11 @@ int scan_data(const char *s, size_t n, size_t *start, size_t *end)
 {
     cur c = {s, s + n};
     ws(&c);
-    if (c.p >= c.end || *c.p++ != '{' || members(&c, 0, "inputs")) return -1;
+    if (c.p >= c.end || *c.p++ != '{' || members(&c, 0, "inputs", true, NULL, NULL) != 1) return -1;
     ws(&c);
     if (c.p >= c.end || *c.p++ != '[') return -1;
     ws(&c);
-    if (c.p >= c.end || *c.p++ != '{' || members(&c, 1, "data")) return -1;
+    if (c.p >= c.end || *c.p++ != '{' || members(&c, 1, "data", true, NULL, NULL) != 1) return -1;
     ws(&c);
     *start = (size_t)(c.p - s);
     if (value(&c, 2)) return -1;
@@ -141,7 +154,69 @@ int scan_data(const char *s, size_t n, size_t *start, size_t *end)
     return 0;
 }
 
-int scan_numbers(const char *s, size_t n, float *out, size_t cap, size_t *count)
+int scan_inputs_data(const char *s, size_t n, scan_range *r, int cap, int *count)
+{
+    cur c = {s, s + n};
+    ws(&c);
+    if (c.p >= c.end || *c.p++ != '{' || members(&c, 0, "inputs", true, NULL, NULL) != 1) return -1;
+    ws(&c);
+    if (c.p >= c.end || *c.p++ != '[') return -1;
+    ws(&c);
+    int k = 0;
+    if (c.p < c.end && *c.p == ']') {
+        *count = 0;
+        return 0;
+    }
+    for (;;) {
+        ws(&c);
+        if (k >= cap || c.p >= c.end || *c.p++ != '{' || members(&c, 2, "data", false, s, &r[k]) != 1) return -1;
+        k++;
+        ws(&c);
+        if (c.p >= c.end) return -1;
+        if (*c.p == ']') break;
+        if (*c.p++ != ',') return -1;
+    }
+    *count = k;
+    return 0;
+}
+
+static bool number_char(char ch)
+{
+    return ch && strchr("0123456789+-.eE", ch);
+}
+
+/* one number's text (NUL-terminated) as a value of type t at out[k] */
+static int put_value(const char *text, sig_dtype t, void *out, size_t k)
+{
+    char *stop;
+    if (t == SIG_FP32) {
+        float v = strtof(text, &stop);
+        if (*stop || !isfinite(v)) return -1;
+        ((float *)out)[k] = v;
+        return 0;
+    }
+    if (t == SIG_FP64) {
+        double v = strtod(text, &stop);
+        if (*stop || !isfinite(v)) return -1;
+        ((double *)out)[k] = v;
+        return 0;
+    }
+    /* integers: a JSON integer literal read exactly (never through a double), in the type's range */
+    const char *d = text + (text[0] == '-');
+    if (!*d || strspn(d, "0123456789") != strlen(d)) return -1;
+    errno = 0;
+    long long v = strtoll(text, &stop, 10);
+    if (errno == ERANGE || *stop) return -1;
+    if (t == SIG_INT64) {
+        ((int64_t *)out)[k] = v;
+        return 0;
+    }
+    if (t != SIG_INT32 || v < INT32_MIN || v > INT32_MAX) return -1;
+    ((int32_t *)out)[k] = (int32_t)v;
+    return 0;
+}
+
+int scan_values(const char *s, size_t n, sig_dtype t, void *out, size_t cap, size_t *count)
 {
     const char *p = s, *end = s + n;
     size_t k = 0;
@@ -152,18 +227,23 @@ int scan_numbers(const char *s, size_t n, float *out, size_t cap, size_t *count)
             p++;
             continue;
         }
+        *count = k;
+        if (k >= cap) return -2;
         const char *b = p;
-        while (p < end && strchr("0123456789+-.eE", *p))
+        while (p < end && number_char(*p))
             p++;
         size_t len = (size_t)(p - b);
-        if (len == 0 || len >= sizeof(tmp) || k >= cap) return -1;
+        if (len == 0 || len >= sizeof(tmp)) return -1;
         memcpy(tmp, b, len); /* the text is not NUL-terminated here */
         tmp[len] = '\0';
-        char *stop;
-        float v = strtof(tmp, &stop);
-        if (*stop || !isfinite(v)) return -1;
-        out[k++] = v;
+        if (put_value(tmp, t, out, k)) return -1;
+        k++;
     }
     *count = k;
     return 0;
+}
+
+int scan_numbers(const char *s, size_t n, float *out, size_t cap, size_t *count)
+{
+    return scan_values(s, n, SIG_FP32, out, cap, count) == 0 ? 0 : -1;
 }

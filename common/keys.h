@@ -84,6 +84,9 @@
 #define K_INFER_STATS_PREFIX "gantry:infer:stats:"
 #define K_INFER_JOBS "gantry:infer:jobs"
 #define K_INFER_DRAIN_PREFIX "gantry:infer:drain:"
+/* + job id: the model version the job's replicas serve (spec.resolved's JSON) after its alias
+ * moved; a replica loads it beside the one it serves and switches between batches */
+#define K_INFER_MODEL_PREFIX "gantry:infer:model:"
 #define K_TENANTS_HASH "gantry:tenants"
 #define K_LEADER "gantry:leader"
 #define K_EPOCH "gantry:epoch"

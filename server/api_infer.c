@@ -8,6 +8,7 @@
 #include "server/server.h"
 #include "workers/serve/spec.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* the live job serving {name} for the caller's tenant, or an error reply (NULL) */
@@ -46,19 +47,34 @@ void api_infer_metadata(http_ctx *c)
         http_error(c, GERR_NOT_FOUND, "name", "no model '%s' in your registry", name);
         return;
     }
-    json_t *versions = json_array(), *latest = json_array_get(json_object_get(m, "versions"), 0);
+    /* the version a live job serves (its alias may have moved), else the latest */
+    json_t *job = jobs_serving(c->srv->db, c->auth.tenant_id, name), *versions = json_array(),
+           *shown = json_array_get(json_object_get(m, "versions"), 0);
+    json_int_t served = json_integer_value(json_object_get(json_object_get(json_object_get(job, "spec"), "resolved"), "version"));
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(m, "versions"), i, v)
+    {
         json_array_append_new(versions, json_sprintf("%lld", (long long)json_integer_value(json_object_get(v, "version"))));
-    json_t *input = json_object_get(json_object_get(latest, "architecture"), "input");
-    json_t *shape = json_array();
-    json_array_append_new(shape, json_integer(-1));
-    json_array_foreach(input, i, v) json_array_append(shape, v);
-    json_t *o =
-        json_pack("{s:s, s:o, s:s, s:[{s:s, s:s, s:o}], s:[{s:s, s:s, s:[i,i]}, {s:s, s:s, s:[i]}]}", "name", name, "versions",
-                  versions, "platform", "gantry", "inputs", "name", "input", "datatype", "FP32", "shape", shape, "outputs", "name",
-                  "probabilities", "datatype", "FP32", "shape", -1, -1, "name", "label", "datatype", "INT64", "shape", -1);
+        if (json_integer_value(json_object_get(v, "version")) == served) shown = v;
+    }
+    json_decref(job);
+    json_t *o, *sig = json_object_get(shown, "signature");
+    if (json_is_object(sig)) { /* an uploaded TorchScript model: what its metadata declared */
+        char ver[24];
+        snprintf(ver, sizeof(ver), "%lld", (long long)json_integer_value(json_object_get(shown, "version")));
+        o = json_pack("{s:s, s:o, s:s, s:s, s:O, s:O}", "name", name, "versions", versions, "version", ver, "platform",
+                      "pytorch_torchscript", "inputs", json_object_get(sig, "inputs"), "outputs", json_object_get(sig, "outputs"));
+    } else {
+        json_t *input = json_object_get(json_object_get(shown, "architecture"), "input");
+        json_t *shape = json_array();
+        json_array_append_new(shape, json_integer(-1));
+        json_array_foreach(input, i, v) json_array_append(shape, v);
+        o = json_pack("{s:s, s:o, s:s, s:[{s:s, s:s, s:o}], s:[{s:s, s:s, s:[i,i]}, {s:s, s:s, s:[i]}]}", "name", name, "versions",
+                      versions, "platform", "gantry", "inputs", "name", "input", "datatype", "FP32", "shape", shape, "outputs",
+                      "name", "probabilities", "datatype", "FP32", "shape", -1, -1, "name", "label", "datatype", "INT64", "shape",
+                      -1);
+    }
     json_decref(m);
     http_reply_json(c, 200, o);
 }

@@ -159,6 +159,10 @@ void api_job_submit(http_ctx *c)
             submit_op_free(op);
             if (rc < 0)
                 http_error(c, GERR_INTERNAL, NULL, "could not read the model registry");
+            else if (rc == MODELS_NO_ALIAS)
+                http_error(c, GERR_INVALID_FIELD, ref.field,
+                           "model '%s': no such alias in your registry (PUT /v1/models/{name}/aliases/{alias} sets one)",
+                           ref.model);
             else
                 http_error(c, GERR_INVALID_FIELD, ref.field, "no model '%s'%s in your registry (GET /v1/models lists them)",
                            ref.model, ref.version ? " with this version" : "");

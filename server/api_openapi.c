@@ -54,7 +54,15 @@ static json_t *operation(const route *r)
         json_object_set_new(op, "parameters", params);
     else
         json_decref(params);
-    if (r->body != BODY_NONE)
+    if (r->body == BODY_UPLOAD) /* a model file and its metadata (server/api_models.c, workers/serve/signature.h) */
+        json_object_set_new(op, "requestBody",
+                            json_pack("{s:b, s:{s:{s:{s:s, s:[s,s], s:{s:{s:s, s:s}, s:{s:s, s:s}}}}}}", "required", 1, "content",
+                                      "multipart/form-data", "schema", "type", "object", "required", "file", "metadata",
+                                      "properties", "file", "type", "string", "format", "binary", "metadata", "type", "string",
+                                      "description",
+                                      "JSON {inputs:[{name, datatype, shape:[-1,...]}], outputs?, description?, metrics?} "
+                                      "(docs/inference.md)"));
+    else if (r->body != BODY_NONE)
         json_object_set_new(op, "requestBody",
                             json_pack("{s:b, s:{s:{s:o}}}", "required",
                                       strcmp(r->method, "POST") == 0 && strstr(r->pattern, "cancel") == NULL, "content",

@@ -1,10 +1,9 @@
-/* api_ops.c - probes, metrics, the SSE stream, models (the worker registry view is in api_cluster.c). */
+/* api_ops.c - probes, metrics, the SSE stream (the worker registry view is in api_cluster.c, models in api_models.c). */
 #include "common/alloc.h"
 #include "server/db.h"
 #include "server/api.h"
 #include "server/bus.h"
 #include "server/metrics.h"
-#include "server/models.h"
 #include "server/sse.h"
 
 #include <stdio.h>
@@ -40,24 +39,4 @@ void api_metrics(http_ctx *c)
 void api_events_stream(http_ctx *c)
 {
     sse_attach(c->srv->sse, c->req, c->auth.role == ROLE_ADMIN ? NULL : c->auth.tenant_id);
-}
-
-void api_models(http_ctx *c)
-{
-    json_t *out = models_list_json(c->srv->db, c->auth.tenant_id);
-    if (!out) {
-        http_error(c, GERR_INTERNAL, NULL, "database error");
-        return;
-    }
-    http_reply_json(c, 200, out);
-}
-
-void api_model_get(http_ctx *c)
-{
-    json_t *out = models_get_json(c->srv->db, c->auth.tenant_id, http_param(c, 0));
-    if (!out) {
-        http_error(c, GERR_NOT_FOUND, "name", "no model with this name");
-        return;
-    }
-    http_reply_json(c, 200, out);
 }

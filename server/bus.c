@@ -277,6 +277,14 @@ void bus_cancel(bus *b, const char *job_id)
     if (b->cmd_ready) redisAsyncCommand(b->cmd, redis_uv_log_reply, "SET cancel", "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id);
 }
 
+void bus_set_model(bus *b, const char *job_id, const char *resolved_json)
+{
+    /* a week: replicas read it every half second; a job's key outlives any wait for a replica */
+    if (b->cmd_ready)
+        redisAsyncCommand(b->cmd, redis_uv_log_reply, "SET model", "SET %s%s %s EX 604800", K_INFER_MODEL_PREFIX, job_id,
+                          resolved_json);
+}
+
 /* ---- events ---- */
 
 typedef struct {

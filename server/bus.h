@@ -24,6 +24,9 @@ void bus_publish_job(bus *b, const task_msg *t);
 void bus_cancel(bus *b, const char *job_id);
 /* writes every tenant's weight and quota to gantry:tenants (the scheduler reads them) */
 void bus_sync_tenants(bus *b);
+/* the model version a serving job's replicas switch to (a moved alias: server/models.h):
+ * K_INFER_MODEL_PREFIX<job> = resolved (spec.resolved's JSON), read by every replica of the job */
+void bus_set_model(bus *b, const char *job_id, const char *resolved_json);
 bool bus_ready(const bus *b);
 /* the command connection while it is up, else NULL: for the server's other readers of Redis (a job's
  * logs: server/logs.c).  Non-blocking commands only (the outbox and the cancel keys share it). */

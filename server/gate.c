@@ -229,7 +229,9 @@ static void decide(gate *g, const char *method, size_t mlen, const char *path, s
         return;
     }
     token_use *t = v->token[0] ? token_find(g, v->token) : NULL;
-    if (g->reserved + v->length > g->budget || (t && t->bytes + v->length > g->token_budget)) v->status = 503;
+    /* one body at a time is always let in (a model upload may exceed a budget, never its route's limit) */
+    if ((g->reserved > 0 && g->reserved + v->length > g->budget) || (t && t->bytes > 0 && t->bytes + v->length > g->token_budget))
+        v->status = 503;
 }
 
 /* renames the body's headers in h2o's copy of the head (same length: h2o parses it later); "-len" when

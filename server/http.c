@@ -318,7 +318,10 @@ int http_route_find(h2o_iovec_t method, h2o_iovec_t path, h2o_iovec_t *params, c
 
 size_t http_body_limit(const server *srv, const route *r)
 {
-    return r->body == BODY_JSON_LARGE ? srv->placement_body_limit : r->body == BODY_RAW ? srv->infer_body_limit : srv->body_limit;
+    return r->body == BODY_JSON_LARGE ? srv->placement_body_limit
+           : r->body == BODY_RAW      ? srv->infer_body_limit
+           : r->body == BODY_UPLOAD   ? srv->upload_body_limit
+                                      : srv->body_limit;
 }
 
 bool http_authorize(server *srv, const h2o_iovec_t *authz, int n, role need, auth_info *info, gerr *e, char *msg, size_t mlen)
@@ -420,6 +423,14 @@ static int parse_body(http_ctx *c)
     if (req->entity.len > limit) {
         http_error(c, GERR_TOO_LARGE, NULL, "body is %zu bytes; the limit is %zu", req->entity.len, limit);
         return -1;
+    }
+    if (c->route->body == BODY_UPLOAD) { /* parsed by the handler (server/multipart.h) */
+        const char *type = http_header(c, "content-type");
+        if (!type || strncasecmp(type, "multipart/form-data", 19) != 0) {
+            http_error(c, GERR_UNSUPPORTED_MEDIA, NULL, "send the body as 'Content-Type: multipart/form-data' (curl -F)");
+            return -1;
+        }
+        return 0;
     }
     if (req->entity.len == 0 || req->entity.base == NULL) {
         if (c->route->body == BODY_RAW) {

@@ -346,7 +346,8 @@ json_t *jobs_serving(sqlite3 *db, const char *tenant_id, const char *model)
     sqlite3_stmt *st;
     if (prep(db,
              "SELECT id, state, spec, type FROM jobs WHERE tenant_id = ? AND state IN ('queued', 'scheduled', 'running') "
-             "AND json_extract(spec, '$.model') = ? ORDER BY (state = 'running') DESC, seq DESC",
+             "AND ? IN (json_extract(spec, '$.model'), json_extract(spec, '$.resolved.name')) ORDER BY (state = 'running') DESC, "
+             "seq DESC",
              &st) != 0)
         return NULL;
     sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
@@ -391,6 +392,13 @@ int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *t
     }
     if (!e->state[0] && e->progress >= 0 && !job_state_terminal(cur) && set_progress(db, e) != 0) return -1;
     return 0;
+}
+
+int jobs_note(sqlite3 *db, const char *job_id, const char *source, const char *reason)
+{
+    event_msg e;
+    msg_event_init(&e, job_id, source);
+    return insert_event(db, e.id, job_id, e.ts, NULL, reason, e.source, -1) < 0 ? -1 : 0;
 }
 
 int jobs_cancel(sqlite3 *db, const char *id, const char *tenant_id, const char *who, char *event_id_out)

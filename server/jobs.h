@@ -55,6 +55,10 @@ typedef enum { APPLY_DUPLICATE, APPLY_UNKNOWN_JOB, APPLY_RECORDED, APPLY_MOVED }
  * `tenant_out` (48 bytes) receives the job's tenant. -1 on a database error. */
 int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *tenant_out);
 
+/* Records a note on a job: an event without a state change (state ""), e.g. a model alias that
+ * moved under a serving job.  0, or -1 on a database error. */
+int jobs_note(sqlite3 *db, const char *job_id, const char *source, const char *reason);
+
 /* Cancels a live job: 0, 1 when it is already terminal, 2 when unknown/not owned, -1 on error. */
 int jobs_cancel(sqlite3 *db, const char *id, const char *tenant_id, const char *who, char *event_id_out);
 

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <openssl/ssl.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,11 @@ static config_opt opts[] = {
     CONFIG_OPT("body-limit", "largest JSON body in bytes", "1048576"),
     CONFIG_OPT("placement-body-limit", "largest placement job submission in bytes", "33554432"),
     CONFIG_OPT("infer-body-limit", "largest prediction request (POST /v2/models/{name}/infer) in bytes", "20971520"),
+    CONFIG_OPT("model-upload-limit", "largest model upload (POST /v1/models/{name}/versions) in bytes", "536870912"),
+    CONFIG_OPT("model-store",
+               "directory of uploaded model files (default: STATE/models); replicas read them, so workers on other "
+               "hosts need it on a shared file system",
+               ""),
     CONFIG_OPT("json-max-depth", "deepest JSON nesting accepted", "64"),
     CONFIG_OPT("body-memory", "bytes of request bodies the server holds at once; over it, 503 with Retry-After", "268435456"),
     CONFIG_OPT("token-body-memory", "bytes of request bodies one token may have in flight at once; over it, 503", "67108864"),
@@ -184,8 +190,9 @@ static int setup_http(const char *listen)
     h2o_config_init(&srv.h2o);
     /* h2o itself refuses (plain-text 413, connection closed) only beyond twice the largest limit;
      * below that the per-route limits answer 413 in JSON */
-    srv.h2o.max_request_entity_size =
-        2 * (srv.placement_body_limit > srv.infer_body_limit ? srv.placement_body_limit : srv.infer_body_limit);
+    size_t largest = srv.placement_body_limit > srv.infer_body_limit ? srv.placement_body_limit : srv.infer_body_limit;
+    if (srv.upload_body_limit > largest) largest = srv.upload_body_limit;
+    srv.h2o.max_request_entity_size = 2 * largest;
     /* HTTP/1 only: the request gate (gate.h) reads HTTP/1, and h2o's HTTP/2 buffers whole bodies too */
     srv.h2o.http1.upgrade_to_http2 = 0;
     h2o_hostconf_t *host_conf = h2o_config_register_host(&srv.h2o, h2o_iovec_init(H2O_STRLIT("default")), 65535);
@@ -243,6 +250,17 @@ int main(int argc, char **argv)
     if (srv.placement_body_limit < srv.body_limit) srv.placement_body_limit = srv.body_limit;
     srv.infer_body_limit = strtoull(OPT("infer-body-limit"), NULL, 10);
     if (srv.infer_body_limit < srv.body_limit) srv.infer_body_limit = srv.body_limit;
+    srv.upload_body_limit = strtoull(OPT("model-upload-limit"), NULL, 10);
+    if (srv.upload_body_limit < srv.body_limit) srv.upload_body_limit = srv.body_limit;
+    static char store_dir[PATH_MAX];
+    char want[4096];
+    snprintf(want, sizeof(want), "%s", OPT("model-store")[0] ? OPT("model-store") : "");
+    if (!want[0]) snprintf(want, sizeof(want), "%s/models", state);
+    if ((mkdir(want, 0700) != 0 && errno != EEXIST) || !realpath(want, store_dir)) { /* absolute: replicas open it */
+        log_error("cannot create the model store %s: %s", want, strerror(errno));
+        return 1;
+    }
+    srv.model_store = store_dir;
 
     if (db_open(dbpath, &srv.db, err, sizeof(err)) != 0 || db_migrate(srv.db, OPT("migrations"), err, sizeof(err)) < 0) {
         log_error("%s", err);

@@ -3,6 +3,8 @@
 #include "common/jobtypes.h"
 #include "common/clock.h"
 #include "server/db.h"
+#include "server/jobs.h"
+#include "workers/serve/spec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -98,48 +100,258 @@ static json_t *parsed(sqlite3_stmt *st, int col)
     return j ? j : json_object();
 }
 
+static json_t *parsed_or_null(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? json_null() : parsed(st, col);
+}
+
+static json_t *text_or_null(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? json_null() : json_string((const char *)sqlite3_column_text(st, col));
+}
+
+/* {alias: version} of (tenant, name) */
+static json_t *aliases_json(sqlite3 *db, const char *tenant_id, const char *name)
+{
+    json_t *out = json_object();
+    sqlite3_stmt *st = db_stmt(db, "SELECT alias, version FROM model_aliases WHERE tenant_id = ? AND name = ? ORDER BY alias");
+    if (!st) return out;
+    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    while (db_step(st) == SQLITE_ROW)
+        json_object_set_new(out, (const char *)sqlite3_column_text(st, 0), json_integer(sqlite3_column_int64(st, 1)));
+    db_release(st);
+    return out;
+}
+
 json_t *models_get_json(sqlite3 *db, const char *tenant_id, const char *name)
 {
-    sqlite3_stmt *st = db_stmt(db, "SELECT version, job_id, architecture, metrics, artifact, created_at FROM models "
-                                   "WHERE tenant_id = ? AND name = ? ORDER BY version DESC");
+    sqlite3_stmt *st = db_stmt(db, "SELECT version, job_id, architecture, metrics, artifact, created_at, format, sha256, "
+                                   "size_bytes, signature, description FROM models WHERE tenant_id = ? AND name = ? "
+                                   "ORDER BY version DESC");
     if (!st) return NULL;
     sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     json_t *versions = json_array();
     while (db_step(st) == SQLITE_ROW)
-        json_array_append_new(
-            versions, json_pack("{s:I, s:s, s:o, s:o, s:s, s:o}", "version", (json_int_t)sqlite3_column_int64(st, 0), "job_id",
-                                (const char *)sqlite3_column_text(st, 1), "architecture", parsed(st, 2), "metrics", parsed(st, 3),
-                                "artifact", models_public_artifact((const char *)sqlite3_column_text(st, 4)), "created_at",
-                                iso(sqlite3_column_int64(st, 5))));
+        json_array_append_new(versions,
+                              json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:o, s:s, s:I, s:o, s:s}", "version",
+                                        (json_int_t)sqlite3_column_int64(st, 0), "format", (const char *)sqlite3_column_text(st, 6),
+                                        "job_id", text_or_null(st, 1), "architecture", parsed(st, 2), "metrics", parsed(st, 3),
+                                        "artifact", models_public_artifact((const char *)sqlite3_column_text(st, 4)), "created_at",
+                                        iso(sqlite3_column_int64(st, 5)), "sha256", (const char *)sqlite3_column_text(st, 7),
+                                        "size_bytes", (json_int_t)sqlite3_column_int64(st, 8), "signature", parsed_or_null(st, 9),
+                                        "description", (const char *)sqlite3_column_text(st, 10)));
     db_release(st);
     if (json_array_size(versions) == 0) {
         json_decref(versions);
         return NULL;
     }
-    return json_pack("{s:s, s:o}", "name", name, "versions", versions);
+    return json_pack("{s:s, s:o, s:o}", "name", name, "aliases", aliases_json(db, tenant_id, name), "versions", versions);
 }
 
-int models_resolve(sqlite3 *db, const char *tenant_id, const char *name, int version, json_t **resolved)
+/* the version an alias names: > 0, 0 when it is not set, -1 on a database error */
+static int alias_version(sqlite3 *db, const char *tenant_id, const char *name, const char *alias)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT version FROM model_aliases WHERE tenant_id = ? AND name = ? AND alias = ?");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, alias, -1, SQLITE_STATIC);
+    int v = db_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    db_release(st);
+    return v;
+}
+
+int models_resolve(sqlite3 *db, const char *tenant_id, const char *ref, int version, json_t **resolved)
 {
     *resolved = NULL;
-    sqlite3_stmt *st = db_stmt(db, version > 0 ? "SELECT version, architecture, artifact FROM models WHERE tenant_id = ? AND "
-                                                 "name = ? AND version = ?"
-                                               : "SELECT version, architecture, artifact FROM models WHERE tenant_id = ? AND "
-                                                 "name = ? ORDER BY version DESC LIMIT 1");
+    char name[256], alias[SERVE_ALIAS_MAX + 1];
+    int at_version;
+    if (serve_model_ref(ref, name, sizeof(name), alias, sizeof(alias), &at_version) != 0) return MODELS_UNKNOWN;
+    if (at_version) version = at_version;
+    if (alias[0]) {
+        version = alias_version(db, tenant_id, name, alias);
+        if (version <= 0) return version < 0 ? -1 : MODELS_NO_ALIAS;
+    }
+    sqlite3_stmt *st = db_stmt(db, version > 0 ? "SELECT version, architecture, artifact, format, signature, sha256 FROM models "
+                                                 "WHERE tenant_id = ? AND name = ? AND version = ?"
+                                               : "SELECT version, architecture, artifact, format, signature, sha256 FROM models "
+                                                 "WHERE tenant_id = ? AND name = ? ORDER BY version DESC LIMIT 1");
     if (!st) return -1;
     sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     if (version > 0) sqlite3_bind_int(st, 3, version);
-    int rc = 1;
+    int rc = MODELS_UNKNOWN;
     if (db_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 2) > 0) {
-        json_t *arch = parsed(st, 1);
-        json_t *input = json_object_get(arch, "input");
-        *resolved = json_pack("{s:I, s:s, s:O}", "version", (json_int_t)sqlite3_column_int64(st, 0), "artifact",
-                              (const char *)sqlite3_column_text(st, 2), "input", input ? input : json_null());
-        json_decref(arch);
-        rc = *resolved ? 0 : -1;
+        json_t *r = json_pack("{s:s, s:I, s:s, s:s}", "name", name, "version", (json_int_t)sqlite3_column_int64(st, 0), "artifact",
+                              (const char *)sqlite3_column_text(st, 2), "format", (const char *)sqlite3_column_text(st, 3));
+        if (alias[0]) json_object_set_new(r, "alias", json_string(alias));
+        if (!strcmp((const char *)sqlite3_column_text(st, 3), "torchscript")) {
+            json_object_set_new(r, "signature", parsed_or_null(st, 4));
+            json_object_set_new(r, "sha256", json_string((const char *)sqlite3_column_text(st, 5)));
+        } else {
+            json_t *arch = parsed(st, 1), *input = json_object_get(arch, "input");
+            json_object_set(r, "input", input ? input : json_null());
+            json_decref(arch);
+        }
+        *resolved = r;
+        rc = 0;
     }
+    db_release(st);
+    return rc;
+}
+
+int models_add_upload(sqlite3 *db, const model_upload *u, int *version)
+{
+    sqlite3_stmt *st =
+        db_stmt(db, "INSERT INTO models (tenant_id, name, version, job_id, format, metrics, artifact, sha256, size_bytes, "
+                    "signature, description, created_at) VALUES (?1, ?2, (SELECT coalesce(max(version), 0) + 1 FROM models "
+                    "WHERE tenant_id = ?1 AND name = ?2), NULL, 'torchscript', ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING version");
+    if (!st) return -1;
+    char *metrics = dump(u->metrics), *sig = dump(u->signature);
+    sqlite3_bind_text(st, 1, u->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, u->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, metrics, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, u->artifact, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, u->sha256, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, u->size_bytes);
+    sqlite3_bind_text(st, 7, sig, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, u->description ? u->description : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 9, clock_now_ms());
+    int rc = -1;
+    if (db_step(st) == SQLITE_ROW) {
+        *version = sqlite3_column_int(st, 0);
+        rc = 0;
+    }
+    db_release(st);
+    free(metrics);
+    free(sig);
+    return rc;
+}
+
+/* the unfinished serving jobs of (tenant, name@alias): fn(arg, id, spec) for each; -1 on a database error */
+static int each_alias_job(sqlite3 *db, const char *tenant_id, const char *name, const char *alias,
+                          int (*fn)(sqlite3 *db, void *arg, const char *id), void *arg)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT id, type FROM jobs WHERE tenant_id = ? AND state NOT IN ('succeeded', 'failed', "
+                                   "'cancelled') AND json_extract(spec, '$.resolved.name') = ? AND "
+                                   "json_extract(spec, '$.resolved.alias') = ?");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, alias, -1, SQLITE_STATIC);
+    json_t *ids = json_array(); /* collected first: fn writes to jobs */
+    int rc;
+    while ((rc = db_step(st)) == SQLITE_ROW)
+        if (job_type_traits((const char *)sqlite3_column_text(st, 1)) & JT_SERVING)
+            json_array_append_new(ids, json_string((const char *)sqlite3_column_text(st, 0)));
+    db_release(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(ids);
+        return -1;
+    }
+    size_t i;
+    json_t *id;
+    json_array_foreach(ids, i, id) if (fn(db, arg, json_string_value(id)) != 0)
+    {
+        json_decref(ids);
+        return -1;
+    }
+    json_decref(ids);
+    return 0;
+}
+
+typedef struct {
+    const char *tenant_id, *name, *alias;
+    int version, previous;
+    json_t *rolled;
+} roll_ctx;
+
+/* one serving job follows the alias: spec.resolved rewritten, an event */
+static int roll_job(sqlite3 *db, void *arg, const char *id)
+{
+    roll_ctx *r = arg;
+    char ref[400];
+    snprintf(ref, sizeof(ref), "%s@%s", r->name, r->alias);
+    json_t *resolved = NULL;
+    if (models_resolve(db, r->tenant_id, ref, 0, &resolved) != 0) return -1;
+    char *text = json_dumps(resolved, JSON_COMPACT);
+    sqlite3_stmt *st = db_stmt(db, "UPDATE jobs SET spec = json_set(spec, '$.resolved', json(?)) WHERE id = ?");
+    int rc = -1;
+    if (st && text) {
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+        rc = db_step(st) == SQLITE_DONE ? 0 : -1;
+    }
+    db_release(st);
+    free(text);
+    char why[600];
+    snprintf(why, sizeof(why), "model %s@%s moved from version %d to %d: the replicas load version %d and switch to it", r->name,
+             r->alias, r->previous, r->version, r->version);
+    if (rc == 0) rc = jobs_note(db, id, "server", why);
+    if (rc == 0)
+        json_array_append_new(r->rolled, json_pack("{s:s, s:o}", "job_id", id, "resolved", resolved));
+    else
+        json_decref(resolved);
+    return rc;
+}
+
+int models_alias_set(sqlite3 *db, const char *tenant_id, const char *name, const char *alias, int version, int *previous,
+                     json_t **rolled)
+{
+    *rolled = NULL;
+    sqlite3_stmt *st = db_stmt(db, "SELECT 1 FROM models WHERE tenant_id = ? AND name = ? AND version = ?");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, version);
+    int found = db_step(st);
+    db_release(st);
+    if (found != SQLITE_ROW) return found == SQLITE_DONE ? MODELS_UNKNOWN : -1;
+    *previous = alias_version(db, tenant_id, name, alias);
+    if (*previous < 0) return -1;
+    st = db_stmt(db, "INSERT INTO model_aliases (tenant_id, name, alias, version, updated_at) VALUES (?, ?, ?, ?, ?) "
+                     "ON CONFLICT (tenant_id, name, alias) DO UPDATE SET version = excluded.version, updated_at = "
+                     "excluded.updated_at");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, alias, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, version);
+    sqlite3_bind_int64(st, 5, clock_now_ms());
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
+    db_release(st);
+    if (rc != 0) return -1;
+    roll_ctx r = {tenant_id, name, alias, version, *previous, json_array()};
+    if (*previous != version && each_alias_job(db, tenant_id, name, alias, roll_job, &r) != 0) {
+        json_decref(r.rolled);
+        return -1;
+    }
+    *rolled = r.rolled;
+    return 0;
+}
+
+/* the first unfinished job serving name@alias (each_alias_job's fn): its id kept, and a stop */
+static int first_job(sqlite3 *db, void *arg, const char *id)
+{
+    (void)db;
+    char *out = arg;
+    if (!out[0]) snprintf(out, 48, "%s", id);
+    return 0;
+}
+
+int models_alias_delete(sqlite3 *db, const char *tenant_id, const char *name, const char *alias, char *job_id)
+{
+    job_id[0] = '\0';
+    if (each_alias_job(db, tenant_id, name, alias, first_job, job_id) != 0) return -1;
+    if (job_id[0]) return MODELS_IN_USE;
+    sqlite3_stmt *st = db_stmt(db, "DELETE FROM model_aliases WHERE tenant_id = ? AND name = ? AND alias = ?");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, alias, -1, SQLITE_STATIC);
+    int rc = db_step(st) == SQLITE_DONE ? (sqlite3_changes(db) ? 0 : MODELS_UNKNOWN) : -1;
     db_release(st);
     return rc;
 }

@@ -17,14 +17,41 @@
 int models_register(sqlite3 *db, const char *job_id, const json_t *result);
 /* {"models":[{"name","latest_version","versions","updated_at"}]} */
 json_t *models_list_json(sqlite3 *db, const char *tenant_id);
-/* {"name","versions":[{"version","job_id","architecture","metrics","artifact","created_at"}]}, NULL when unknown;
- * artifact as models_public_artifact has it */
+/* {"name","aliases":{alias: version},"versions":[{"version","format","job_id" (null for an upload),
+ * "architecture","metrics","artifact","sha256","size_bytes","signature","description","created_at"}]},
+ * NULL when unknown; artifact as models_public_artifact has it */
 json_t *models_get_json(sqlite3 *db, const char *tenant_id, const char *name);
 
-/* The artifact an inference job serves: version 0 means the latest.  0 with
- * *resolved = {"version","artifact","input"}, 1 when there is no such model (or it
- * has no artifact), -1 on a database error. */
-int models_resolve(sqlite3 *db, const char *tenant_id, const char *name, int version, json_t **resolved);
+/* The artifact an inference job serves.  ref is "name", "name@N" or "name@alias"
+ * (workers/serve/spec.h serve_model_ref); version (> 0) picks one for a bare name; otherwise the
+ * latest.  0 with *resolved = {"name","version","artifact","format", "alias" (when by alias),
+ * "input" (gantry models), "signature" and "sha256" (TorchScript)}; MODELS_UNKNOWN when there
+ * is no such model or version (or it has no artifact), MODELS_NO_ALIAS when the alias is not
+ * set; -1 on a database error. */
+enum { MODELS_UNKNOWN = 1, MODELS_NO_ALIAS = 2 };
+int models_resolve(sqlite3 *db, const char *tenant_id, const char *ref, int version, json_t **resolved);
+
+/* A member's upload, after its checks (server/api_models.c): inside a store write, the next
+ * version of (tenant, name).  0 with *version, -1 on a database error. */
+typedef struct {
+    const char *tenant_id, *name, *artifact, *sha256, *description;
+    int64_t size_bytes;
+    const json_t *signature; /* workers/serve/signature.h sig_to_json */
+    const json_t *metrics;   /* an object of numbers, or NULL */
+} model_upload;
+int models_add_upload(sqlite3 *db, const model_upload *u, int *version);
+
+/* Inside a store write: the alias names (name, version) from now on.  0 with *previous (0 when
+ * it is new), MODELS_UNKNOWN when that version does not exist, -1 on a database error.  Every
+ * inference job of the tenant that serves name@alias and has not finished gets the new version
+ * in its spec.resolved and an event saying so; *rolled = [{"job_id", "resolved"}] (a new
+ * reference) for the caller to publish to the replicas once the write is durable. */
+int models_alias_set(sqlite3 *db, const char *tenant_id, const char *name, const char *alias, int version, int *previous,
+                     json_t **rolled);
+/* 0, MODELS_UNKNOWN when the alias is not set, MODELS_IN_USE (with the job's id in job_id, 48
+ * bytes) while an unfinished inference job serves name@alias, -1 on a database error */
+enum { MODELS_IN_USE = 3 };
+int models_alias_delete(sqlite3 *db, const char *tenant_id, const char *name, const char *alias, char *job_id);
 
 /* an artifact's path as the API shows it: relative to the model store (a pointer into artifact) */
 const char *models_public_artifact(const char *artifact);

@@ -12,7 +12,8 @@ typedef void (*route_fn)(http_ctx *c);
 
 /* BODY_RAW: size, type and nesting are checked but the body is not parsed (it is
  * forwarded as is: inference requests, parsed by the replica) */
-enum { BODY_NONE = 0, BODY_JSON = 1, BODY_JSON_LARGE = 2, BODY_RAW = 3 };
+/* BODY_UPLOAD: multipart/form-data up to the model-upload-limit, handed to the handler unparsed */
+enum { BODY_NONE = 0, BODY_JSON = 1, BODY_JSON_LARGE = 2, BODY_RAW = 3, BODY_UPLOAD = 4 };
 
 typedef struct {
     const char *method;

@@ -38,6 +38,8 @@ typedef struct server {
     size_t body_limit;           /* every JSON body (default 1 MiB) */
     size_t placement_body_limit; /* POST /v1/jobs with a placement graph (default 32 MiB) */
     size_t infer_body_limit;     /* POST /v2/models/{name}/infer (default 20 MiB: 1,024 samples of pixels/255) */
+    size_t upload_body_limit;    /* POST /v1/models/{name}/versions: a model file and its metadata (default 512 MiB) */
+    const char *model_store;     /* where uploaded models are written (absolute; default STATE/models) */
     int json_max_depth;
     int list_max;
 

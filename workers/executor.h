@@ -41,6 +41,7 @@ typedef struct exec_ctx {
     /* set by an executor that counts its own restarts (a program job: max_restarts + 1): the failures a
      * requeue after EXEC_RETRY allows before the job fails; 0: the worker's --max-attempts */
     int max_failures;
+    int threads; /* CPU threads this slot's compute may use (--threads; default the machine's cores) */
 } exec_ctx;
 
 /* What an executor returns: */

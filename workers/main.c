@@ -60,6 +60,7 @@ static config_opt opts[] = {
     CONFIG_OPT("advertise-host", "address other workers reach this one at (multi-worker training listens there)", "127.0.0.1"),
     CONFIG_OPT("max-attempts", "attempts of a job when its worker is lost (as the scheduler's)", "3"),
     CONFIG_OPT("memory", "memory this slot offers, in bytes (0: the machine's)", "0"),
+    CONFIG_OPT("threads", "CPU threads a replica's model may use (TorchScript's intra-op pool; 0: the machine's cores)", "0"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
     CONFIG_OPT("fed-secret",
                "file with the cluster secret that authenticates federated sites' keys (mode 600, the same on every worker, "
@@ -468,7 +469,8 @@ static bool run_task(rs_conn *r, const char *raw)
                     .opaque = &st,
                     .site = site_label,
                     .fed_secret = fed_secret_len ? fed_secret : NULL,
-                    .fed_secret_len = fed_secret_len};
+                    .fed_secret_len = fed_secret_len,
+                    .threads = atoi(OPT("threads")) > 0 ? atoi(OPT("threads")) : (int)sysconf(_SC_NPROCESSORS_ONLN)};
     json_t *result = NULL;
     char err[4096] = "";
     int rc = -1;

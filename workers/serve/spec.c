@@ -1,6 +1,7 @@
 #include "workers/serve/spec.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/schema.h"
@@ -8,8 +9,10 @@
 
 /* ---- the shape (schema.h): validation, defaults and the API document ---- */
 
-static const sch model_s = {SCH_STR, SCH_IN(1, 200), .desc = "the name of a registered model",
-                            .msg = "required: the name of a registered model (1 to 200 characters)"};
+static const sch model_s = {SCH_STR, SCH_IN(1, 200),
+                            .desc = "a registered model: its name (the latest version), name@N (version N) or name@alias "
+                                    "(the version the alias names; the replicas follow when it moves)",
+                            .msg = "required: a registered model's name, name@N or name@alias (1 to 200 characters)"};
 static const sch version_s = {SCH_INT, SCH_IN(1, 1000000000), .desc = "the model version to serve; absent: the latest",
                               .msg = "must be a positive integer (default: the latest version)"};
 static const sch latency_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 3600000), .dflt = "100", .desc = "the latency objective, milliseconds",
@@ -73,7 +76,9 @@ void serve_settings_get(const json_t *spec, serve_settings *s)
     const sch *slo_shape = sch_member_shape(&serve_spec_shape, "slo");
     json_t *slo = json_object_get(spec, "slo"), *rep = json_object_get(spec, "replicas"),
            *res = json_object_get(spec, JOB_SPEC_RESOLVED);
-    s->model = json_string_value(json_object_get(spec, "model"));
+    /* the bare name (spec.model may be name@alias): what replies and events call the model */
+    s->model = json_string_value(json_object_get(res, "name"));
+    if (!s->model) s->model = json_string_value(json_object_get(spec, "model"));
     s->version = (int)sch_number(&resolved_s, res, "version", sch_number(&serve_spec_shape, spec, "version", 1));
     s->slo_ms = sch_number(slo_shape, slo, "latency_ms", 0);
     s->slo_q = sch_number(slo_shape, slo, "percentile", 0) / 100.0;
@@ -86,6 +91,33 @@ void serve_settings_get(const json_t *spec, serve_settings *s)
     s->queue_limit = (int)sch_number(&serve_spec_shape, spec, "queue_limit", 0);
     s->timeout_ms = (int)sch_number(&serve_spec_shape, spec, "timeout_ms", 0);
     s->service_ms = sch_number(&serve_spec_shape, spec, "service_ms", 0);
+}
+
+int serve_model_ref(const char *ref, char *name, size_t nl, char *alias, size_t al, int *version)
+{
+    name[0] = alias[0] = '\0';
+    *version = 0;
+    const char *at = ref ? strrchr(ref, '@') : NULL;
+    if (!ref || !*ref || at == ref) return -1;
+    size_t n = at ? (size_t)(at - ref) : strlen(ref);
+    if (n >= nl) return -1;
+    memcpy(name, ref, n);
+    name[n] = '\0';
+    if (!at) return 0;
+    const char *tail = at + 1;
+    if (*tail >= '1' && *tail <= '9' && strspn(tail, "0123456789") == strlen(tail) && strlen(tail) <= 9) {
+        *version = atoi(tail);
+        return 0;
+    }
+    return serve_alias_valid(tail) && strlen(tail) < al ? (snprintf(alias, al, "%s", tail), 0) : -1;
+}
+
+bool serve_alias_valid(const char *alias)
+{
+    size_t n = alias ? strlen(alias) : 0;
+    if (n < 1 || n > SERVE_ALIAS_MAX || !((alias[0] >= 'a' && alias[0] <= 'z') || (alias[0] >= 'A' && alias[0] <= 'Z')))
+        return false;
+    return strspn(alias, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
 /* ---- what the server asks of an inference spec (common/jobtypes.h) ---- */
@@ -102,6 +134,16 @@ static int admit(const json_t *spec, char *field, size_t fl, char *msg, size_t m
     if (utf8_has_control(json_string_value(json_object_get(spec, "model")))) /* printed by the dashboard and the CLI */
         return refuse(field, fl, msg, ml, "spec.model", JOB_NO_CONTROL_MSG);
     if (json_object_get(spec, JOB_SPEC_RESOLVED)) return refuse(field, fl, msg, ml, "spec." JOB_SPEC_RESOLVED, resolved_s.msg);
+    char name[201], alias[SERVE_ALIAS_MAX + 1];
+    int version;
+    const char *model = json_string_value(json_object_get(spec, "model"));
+    if (strchr(model, '@') && serve_model_ref(model, name, sizeof(name), alias, sizeof(alias), &version) != 0)
+        return refuse(field, fl, msg, ml, "spec.model",
+                      "after '@' give a version number (name@3) or an alias: a letter, then letters, digits, _ or - "
+                      "(name@production)");
+    if (strchr(model, '@') && json_object_get(spec, "version"))
+        return refuse(field, fl, msg, ml, "spec.version",
+                      "give the version either here or in spec.model (name@N or name@alias), not both");
     return 0;
 }
 
@@ -117,7 +159,7 @@ static int slots(const json_t *spec)
 static int model(const json_t *spec, job_model_ref *out)
 {
     json_t *version = json_object_get(spec, "version");
-    out->model = json_string_value(json_object_get(spec, "model"));
+    out->model = json_string_value(json_object_get(spec, "model")); /* may be name@N or name@alias (serve_model_ref) */
     out->version = version ? (int)json_integer_value(version) : 0;
     out->field = version ? "spec.version" : "spec.model";
     return 1;

@@ -5,6 +5,7 @@
 #define GANTRY_SERVE_SPEC_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/jobtypes.h"
@@ -29,6 +30,14 @@ typedef struct {
     double service_ms; /* the spec's hint of the processing time per request; 0: none (measured) */
 } serve_settings;
 void serve_settings_get(const json_t *spec, serve_settings *out);
+
+/* An inference spec's model reference: "name" (the latest version), "name@N" (version N) or
+ * "name@alias" (split at the last '@').  0 with the parts (alias "" and *version 0 when absent),
+ * -1 when it is malformed or a part does not fit. */
+#define SERVE_ALIAS_MAX 64
+int serve_model_ref(const char *ref, char *name, size_t name_len, char *alias, size_t alias_len, int *version);
+/* an alias: a letter, then up to 63 letters, digits, '_' or '-' ("production", "staging-2") */
+bool serve_alias_valid(const char *alias);
 
 /* the inference row's spec module (common/jobtypes.h): the model's name without control characters,
  * spec.resolved set by the server only (the model version resolved at submission), min replicas

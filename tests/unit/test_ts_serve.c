@@ -88,6 +88,31 @@ static void test_scan_values(void **state)
     float f[3];
     assert_int_equal(scan_values("[0.1, -2.5e-3, 3]", 17, SIG_FP32, f, 3, &n), 0);
     assert_true(f[0] == 0.1f && f[1] == -2.5e-3f && f[2] == 3.0f);
+    /* the fast path (scan.c: Clinger's, and a float midpoint left to strtof) reads exactly what
+     * strtof and strtod read: numbers as clients print them, and ties */
+    srand(7);
+    const char *fmts[] = {"%.9g", "%.6g", "%.17g", "%.3e", "%.12f", "%.1f"};
+    for (int i = 0; i < 200000; i++) {
+        char text[64];
+        double v = ((double)rand() / RAND_MAX - 0.5) * pow(10, rand() % 30 - 15);
+        snprintf(text, sizeof text, fmts[i % 6], i % 7 ? v : (double)(float)v);
+        float fv;
+        double dv;
+        size_t one;
+        assert_int_equal(scan_values(text, strlen(text), SIG_FP32, &fv, 1, &one), 0);
+        assert_int_equal(scan_values(text, strlen(text), SIG_FP64, &dv, 1, &one), 0);
+        float fw = strtof(text, NULL);
+        double dw = strtod(text, NULL);
+        if (memcmp(&fv, &fw, sizeof fv) || memcmp(&dv, &dw, sizeof dv))
+            fail_msg("%s: %a %a, strtof/strtod %a %a", text, fv, dv, fw, dw);
+    }
+    const char *ties[] = {"16777217", "16777219", "-33554434", "1.00000005960464477539", "0", "-0", "1e22", "123456789012345e-22"};
+    for (size_t i = 0; i < sizeof ties / sizeof *ties; i++) {
+        float fv, fw = strtof(ties[i], NULL);
+        size_t one;
+        assert_int_equal(scan_values(ties[i], strlen(ties[i]), SIG_FP32, &fv, 1, &one), 0);
+        if (memcmp(&fv, &fw, sizeof fv)) fail_msg("%s: %a, strtof %a", ties[i], fv, fw);
+    }
     /* refusals: the index of the value, or -2 past cap */
     struct {
         const char *text;

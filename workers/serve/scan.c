@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <math.h>
@@ -14,9 +15,18 @@ typedef struct {
     const char *p, *end;
 } cur;
 
+/* character classes, one table lookup per byte of the (mostly numeric) body */
+enum { WS = 1, END = 2, NUM = 4 }; /* JSON white space; what ends a scalar; what a number may hold */
+static const unsigned char cls[256] = {
+    [' '] = WS | END, ['\t'] = WS | END, ['\n'] = WS | END, ['\r'] = WS | END, [','] = END, [']'] = END, ['}'] = END, ['\0'] = END,
+    ['0'] = NUM,      ['1'] = NUM,       ['2'] = NUM,       ['3'] = NUM,       ['4'] = NUM, ['5'] = NUM, ['6'] = NUM, ['7'] = NUM,
+    ['8'] = NUM,      ['9'] = NUM,       ['+'] = NUM,       ['-'] = NUM,       ['.'] = NUM, ['e'] = NUM, ['E'] = NUM,
+};
+#define IS(ch, k) (cls[(unsigned char)(ch)] & (k))
+
 static void ws(cur *c)
 {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+    while (c->p < c->end && IS(*c->p, WS))
         c->p++;
 }
 
@@ -52,13 +62,13 @@ static int value(cur *c, int depth);
 static int scalar(cur *c)
 {
     const char *b = c->p;
-    while (c->p < c->end && strchr(",]} \t\r\n", *c->p) == NULL)
+    while (c->p < c->end && !IS(*c->p, END))
         c->p++;
     size_t n = (size_t)(c->p - b);
     if (n == 0) return -1;
     if ((n == 4 && !memcmp(b, "true", 4)) || (n == 5 && !memcmp(b, "false", 5)) || (n == 4 && !memcmp(b, "null", 4))) return 0;
     for (const char *q = b; q < c->p; q++) /* a number: the characters it may hold */
-        if (!strchr("0123456789+-.eE", *q)) return -1;
+        if (!IS(*q, NUM)) return -1;
     return 0;
 }
 
@@ -180,15 +190,81 @@ int scan_inputs_data(const char *s, size_t n, scan_range *r, int cap, int *count
     return 0;
 }
 
-static bool number_char(char ch)
+/* Clinger's fast path: a decimal [b, e) of at most 15 significant digits and a power of ten within
+ * 10^+-22 is an exact double times or over an exact double, one correctly rounded operation.
+ * false for anything else (the caller asks strtod or strtof). */
+static bool fast_decimal(const char *p, const char *e, double *out)
 {
-    return ch && strchr("0123456789+-.eE", ch);
+    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    bool neg = p < e && *p == '-';
+    p += neg;
+    uint64_t mant = 0;
+    int digits = 0, exp10 = 0;
+    const char *start = p;
+    for (; p < e && *p >= '0' && *p <= '9'; p++) {
+        if ((mant || *p != '0') && ++digits > 15) return false;
+        mant = mant * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == start) return false;
+    if (p < e && *p == '.') {
+        const char *f = ++p;
+        for (; p < e && *p >= '0' && *p <= '9'; p++, exp10--) {
+            if ((mant || *p != '0') && ++digits > 15) return false;
+            mant = mant * 10 + (uint64_t)(*p - '0');
+        }
+        if (p == f) return false;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        bool eneg = p < e && *p == '-';
+        p += (p < e && (*p == '-' || *p == '+'));
+        int x = 0;
+        const char *f = p;
+        for (; p < e && *p >= '0' && *p <= '9' && x < 1000; p++)
+            x = x * 10 + (*p - '0');
+        if (p == f) return false;
+        exp10 += eneg ? -x : x;
+    }
+    if (p != e) return false;
+    if (mant == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return true;
+    }
+    if (exp10 < -22 || exp10 > 22) return false;
+    double d = exp10 < 0 ? (double)mant / pow10[-exp10] : (double)mant * pow10[exp10];
+    *out = neg ? -d : d;
+    return true;
 }
 
-/* one number's text (NUL-terminated) as a value of type t at out[k] */
-static int put_value(const char *text, sig_dtype t, void *out, size_t k)
+/* d, correctly rounded from the text, to a float without a second rounding error: a float's
+ * midpoints are doubles, so rounding d to float rounds the text the same way unless d is exactly
+ * on one (then false: strtof decides), or outside the normal floats (false too) */
+static bool fast_float(double d, float *out)
 {
-    char *stop;
+    if (d != 0 && !(fabs(d) >= FLT_MIN && fabs(d) <= FLT_MAX)) return false;
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    if ((bits & 0x1FFFFFFFu) == 0x10000000u) return false; /* the 29 bits a float drops: exactly half */
+    *out = (float)d;
+    return true;
+}
+
+/* one number's text [b, b + len) as a value of type t at out[k] */
+static int put_value(const char *b, size_t len, sig_dtype t, void *out, size_t k)
+{
+    double d;
+    if ((t == SIG_FP32 || t == SIG_FP64) && fast_decimal(b, b + len, &d)) {
+        if (t == SIG_FP64) {
+            ((double *)out)[k] = d;
+            return 0;
+        }
+        if (fast_float(d, &((float *)out)[k])) return 0;
+    }
+    char text[64], *stop;
+    if (len >= sizeof text) return -1;
+    memcpy(text, b, len); /* the body is not NUL-terminated here */
+    text[len] = '\0';
     if (t == SIG_FP32) {
         float v = strtof(text, &stop);
         if (*stop || !isfinite(v)) return -1;
@@ -202,8 +278,8 @@ static int put_value(const char *text, sig_dtype t, void *out, size_t k)
         return 0;
     }
     /* integers: a JSON integer literal read exactly (never through a double), in the type's range */
-    const char *d = text + (text[0] == '-');
-    if (!*d || strspn(d, "0123456789") != strlen(d)) return -1;
+    const char *digits = text + (text[0] == '-');
+    if (!*digits || strspn(digits, "0123456789") != strlen(digits)) return -1;
     errno = 0;
     long long v = strtoll(text, &stop, 10);
     if (errno == ERANGE || *stop) return -1;
@@ -220,23 +296,18 @@ int scan_values(const char *s, size_t n, sig_dtype t, void *out, size_t cap, siz
 {
     const char *p = s, *end = s + n;
     size_t k = 0;
-    char tmp[64];
     while (p < end) {
         char ch = *p;
-        if (ch == '[' || ch == ']' || ch == ',' || ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+        if (ch == '[' || ch == ']' || ch == ',' || IS(ch, WS)) {
             p++;
             continue;
         }
         *count = k;
         if (k >= cap) return -2;
         const char *b = p;
-        while (p < end && number_char(*p))
+        while (p < end && IS(*p, NUM))
             p++;
-        size_t len = (size_t)(p - b);
-        if (len == 0 || len >= sizeof(tmp)) return -1;
-        memcpy(tmp, b, len); /* the text is not NUL-terminated here */
-        tmp[len] = '\0';
-        if (put_value(tmp, t, out, k)) return -1;
+        if (p == b || put_value(b, (size_t)(p - b), t, out, k)) return -1;
         k++;
     }
     *count = k;

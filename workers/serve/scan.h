@@ -36,7 +36,9 @@ int scan_inputs_data(const char *s, size_t n, scan_range *r, int cap, int *count
  * 0 with *count; -1 with *count the index of the first value that is not a number of that type
  * (FP32, FP64: finite after rounding to the type; INT32, INT64: an integer literal, no fraction or
  * exponent, read exactly and in the type's range; any number: at most 63 characters); -2 when
- * there are more than cap values (*count == cap). */
+ * there are more than cap values (*count == cap).  Floats read exactly as strtof/strtod would,
+ * most without them: up to 15 significant digits and 10^+-22 take Clinger's fast path (a
+ * ResNet input of 150,528 "%.9g" values: about 3.5 ms instead of 11). */
 int scan_values(const char *s, size_t n, sig_dtype t, void *out, size_t cap, size_t *count);
 
 /* Reads the finite numbers of a (possibly nested) JSON array of numbers into

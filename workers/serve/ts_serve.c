@@ -50,11 +50,17 @@ static int warm_up(ts_model *m, char *err, size_t el)
         }
         in[k].data = xcalloc(count, sig_dtype_size(t->dtype));
     }
-    tm_tensor *out;
-    int nout, rc = forward(m, in, 1, &out, &nout, err, el);
+    /* twice: TorchScript's profiling executor optimises the graph on its second run, which would
+     * otherwise be a client's */
+    int rc = 0;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        tm_tensor *out;
+        int nout;
+        rc = forward(m, in, 1, &out, &nout, err, el);
+        if (rc == 0) tm_tensors_free(out, nout);
+    }
     for (int k = 0; k < m->sig.nin; k++)
         free(in[k].data);
-    if (rc == 0) tm_tensors_free(out, nout);
     return rc;
 }
 

@@ -2,8 +2,9 @@
  * model, run by the libtorch backend (torch_model.h) and checked against its signature
  * (signature.h).  No I/O but reading the model.
  *
- * ts_model_load loads the file, then runs one warm-up forward pass on a batch of 1 of zeros built
- * from the signature (a -1 dimension other than the batch: 1).  Its outputs must be batched (first
+ * ts_model_load loads the file, then runs a warm-up forward pass on a batch of 1 of zeros built
+ * from the signature (a -1 dimension other than the batch: 1), twice (TorchScript's profiling
+ * executor optimises on the second run).  Its outputs must be batched (first
  * dimension 1) and, when the metadata declares outputs, match their count, datatypes and fixed
  * dimensions: a model whose metadata lies is refused when the replica starts, with a message naming
  * the output, not at its first request.

@@ -440,13 +440,24 @@ static int parse_body(http_ctx *c)
         c->body = json_object();
         return 0;
     }
-    if (!is_json_type(http_header(c, "content-type"))) {
+    const char *binary = c->route->body == BODY_RAW ? http_header(c, "inference-header-content-length") : NULL;
+    c->json_len = req->entity.len;
+    if (binary) { /* JSON, then the tensors' bytes: any content type (application/octet-stream, usually) */
+        char *end;
+        unsigned long long n = strtoull(binary, &end, 10);
+        if (end == binary || *end || n < 2 || n > req->entity.len) {
+            http_error(c, GERR_BAD_REQUEST, "Inference-Header-Content-Length",
+                       "must be the byte length of the JSON at the start of the body (at most its %zu bytes)", req->entity.len);
+            return -1;
+        }
+        c->json_len = (size_t)n;
+    } else if (!is_json_type(http_header(c, "content-type"))) {
         http_error(c, GERR_UNSUPPORTED_MEDIA, NULL, "send the body as 'Content-Type: application/json'");
         return -1;
     }
     char msg[512];
     if (c->route->body == BODY_RAW) { /* parsed by the replica (workers/serve): only its depth here */
-        int depth = http_json_depth(req->entity.base, req->entity.len);
+        int depth = http_json_depth(req->entity.base, c->json_len);
         if (depth <= c->srv->json_max_depth) return 0;
         http_error(c, GERR_INVALID_JSON, NULL, "JSON nesting depth %d exceeds the limit of %d", depth, c->srv->json_max_depth);
         return -1;

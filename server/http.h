@@ -27,6 +27,9 @@ struct http_ctx {
     auth_info auth;
     h2o_iovec_t params[2];
     json_t *body; /* parsed body for BODY_JSON routes, owned by the context */
+    /* BODY_RAW: the bytes of the body that are JSON; the rest is binary tensor data (the Open
+     * Inference Protocol's binary extension: header Inference-Header-Content-Length) */
+    size_t json_len;
     int64_t start_us;
     struct http_defer *defer;
     bool refused; /* the gate refused its body and the connection closes after the answer (gate.h) */

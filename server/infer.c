@@ -212,7 +212,8 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     g->slots[seq & (PEND_CAP - 1)] = p;
 
     char head[160], queue[128], stats[128], limit[24];
-    int hl = snprintf(head, sizeof(head), "%" PRIu64 " %s ", seq, g->replies);
+    /* "<id> <reply stream> <bytes of JSON> <body>" (workers/serve_io.h) */
+    int hl = snprintf(head, sizeof(head), "%" PRIu64 " %s %zu ", seq, g->replies, c->json_len ? c->json_len : len);
     char *req = xmalloc((size_t)hl + len);
     memcpy(req, head, (size_t)hl);
     memcpy(req + hl, body, len);

@@ -9,16 +9,21 @@
 #include <string.h>
 #include <unistd.h>
 
-/* splits "<id> <reply> <body>" in place; 0 or -1 */
+/* splits "<id> <reply> <bytes of JSON> <body>" in place; 0 or -1 */
 static int split(serve_msg *m, char *raw, size_t len)
 {
     char *a = memchr(raw, ' ', len);
     char *b = a ? memchr(a + 1, ' ', len - (size_t)(a + 1 - raw)) : NULL;
-    if (!a || !b) return -1;
-    *a = *b = '\0';
+    char *c = b ? memchr(b + 1, ' ', len - (size_t)(b + 1 - raw)) : NULL;
+    if (!c) return -1;
+    *a = *b = *c = '\0';
+    char *end;
+    unsigned long long json = strtoull(b + 1, &end, 10);
     m->raw = raw, m->id = raw, m->reply_to = a + 1;
-    m->req.body = b + 1;
-    m->req.len = len - (size_t)(b + 1 - raw);
+    m->req.body = c + 1;
+    m->req.len = len - (size_t)(c + 1 - raw);
+    if (*end || json > m->req.len) return -1;
+    m->req.json_len = (size_t)json;
     return 0;
 }
 

@@ -135,6 +135,20 @@ def test_upload_serve_and_match_torch():
         assert r.status == 200 and r.json["model_version"] == "1" and r.json["id"] == "t", r
         assert_same(r.json["outputs"], torch_ref(os.path.join(d, "mlp_v1.pt"), x), ["logits"])
 
+        # the same tensor as binary data after the JSON (the OIP binary extension): the same answer
+        raw = struct.pack("<24f", *x[0]["data"])
+        head = json.dumps({"id": "t", "inputs": [{"name": "x", "datatype": "FP32", "shape": [6, 4],
+                                                  "parameters": {"binary_data_size": len(raw)}}]}).encode()
+        hb = {"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(len(head))}
+        rb = s.request("POST", "/v2/models/mlp/infer", tok, raw=head + raw, headers=hb)
+        assert rb.status == 200, rb
+        assert_same(rb.json["outputs"], torch_ref(os.path.join(d, "mlp_v1.pt"), x), ["logits"])
+        rb = s.request("POST", "/v2/models/mlp/infer", tok, raw=head + raw[:-4], headers=hb)
+        assert rb.status == 400 and rb.json["error"]["field"] == "inputs[0].parameters.binary_data_size", rb
+        rb = s.request("POST", "/v2/models/mlp/infer", tok, raw=head + raw, headers=dict(hb, **{
+            "Inference-Header-Content-Length": str(len(head) + len(raw) + 1)}))
+        assert rb.status == 400 and rb.json["error"]["field"] == "Inference-Header-Content-Length", rb
+
         # concurrent single-sample requests are batched, each gets its own answer
         xs = [[{"name": "x", "datatype": "FP32", "shape": [1, 4], "data": [rng.uniform(-3, 3) for _ in range(4)]}]
               for _ in range(32)]

@@ -160,7 +160,7 @@ static char *slow_of(const char *body)
 static void parse_ok(const model_sig *sig, const char *body, ts_request *r)
 {
     char err[256] = "";
-    if (ts_request_parse(sig, 8, body, strlen(body), r, err, sizeof err)) fail_msg("refused %s: %s", body, err);
+    if (ts_request_parse(sig, 8, body, strlen(body), 0, r, err, sizeof err)) fail_msg("refused %s: %s", body, err);
 }
 
 static void test_parse(void **state)
@@ -219,12 +219,69 @@ static void test_parse(void **state)
     free(bc);
 }
 
+/* the binary extension: x's floats and ids' integers after the JSON, in the order of the inputs
+ * array; the same values as JSON; sizes that do not add up are refused naming the field */
+static void test_binary(void **state)
+{
+    (void)state;
+    model_sig sig = two_inputs();
+    const float xs[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0.1f};
+    const int64_t ids[6] = {9007199254740993LL, -1, 2, 3, 4, 5};
+    char *head = body_of("{'inputs':[{'name':'ids','datatype':'INT64','shape':[2,3],'parameters':{'binary_data_size':48}},"
+                         "{'name':'x','datatype':'FP32','shape':[2,2,3],'parameters':{'binary_data_size':48}}]}");
+    size_t hl = strlen(head), len = hl + sizeof ids + sizeof xs;
+    char *body = malloc(len);
+    memcpy(body, head, hl);
+    memcpy(body + hl, ids, sizeof ids);
+    memcpy(body + hl + sizeof ids, xs, sizeof xs);
+    ts_request r;
+    char err[256] = "";
+    if (ts_request_parse(&sig, 8, body, len, hl, &r, err, sizeof err)) fail_msg("refused: %s", err);
+    float x[12];
+    int64_t got[6];
+    assert_int_equal(ts_request_fill(&sig, &r, body, 0, x, err, sizeof err), 0);
+    assert_int_equal(ts_request_fill(&sig, &r, body, 1, got, err, sizeof err), 0);
+    assert_memory_equal(x, xs, sizeof xs);
+    assert_memory_equal(got, ids, sizeof ids);
+    ts_request_free(&r);
+    /* one byte short, one too many, a size that is not the shape's, FP64 for the FP32 input */
+    assert_int_not_equal(ts_request_parse(&sig, 8, body, len - 1, hl, &r, err, sizeof err), 0);
+    assert_non_null(strstr(err, "binary_data_size"));
+    ts_request_free(&r);
+    char *more = malloc(len + 1);
+    memcpy(more, body, len);
+    assert_int_not_equal(ts_request_parse(&sig, 8, more, len + 1, hl, &r, err, sizeof err), 0);
+    assert_non_null(strstr(err, "add up to"));
+    ts_request_free(&r);
+    free(more);
+    char *wrong = body_of("{'inputs':[{'name':'ids','datatype':'INT64','shape':[2,3],'parameters':{'binary_data_size':40}},"
+                          "{'name':'x','datatype':'FP64','shape':[2,2,3],'parameters':{'binary_data_size':48}}]}");
+    assert_int_not_equal(ts_request_parse(&sig, 8, wrong, strlen(wrong), 10, &r, err, sizeof err), 0);
+    ts_request_free(&r);
+    char *big = malloc(strlen(wrong) + 96);
+    memcpy(big, wrong, strlen(wrong));
+    assert_int_not_equal(ts_request_parse(&sig, 8, big, strlen(wrong) + 96, strlen(wrong), &r, err, sizeof err), 0);
+    assert_string_equal(err, "inputs[0].parameters.binary_data_size: must be 48 (6 INT64 values)");
+    ts_request_free(&r);
+    /* a non-finite float in the bytes */
+    float inf = INFINITY;
+    memcpy(body + hl + sizeof ids + 4, &inf, sizeof inf);
+    assert_int_equal(ts_request_parse(&sig, 8, body, len, hl, &r, err, sizeof err), 0);
+    assert_int_not_equal(ts_request_fill(&sig, &r, body, 0, x, err, sizeof err), 0);
+    assert_string_equal(err, "inputs[1].data: value 1 is not a finite FP32 number");
+    ts_request_free(&r);
+    free(big);
+    free(wrong);
+    free(body);
+    free(head);
+}
+
 /* body is refused with a message starting with msg */
 static void expect_refused_text(const model_sig *sig, char *body, const char *msg)
 {
     ts_request r;
     char err[256] = "";
-    int rc = ts_request_parse(sig, 8, body, strlen(body), &r, err, sizeof err);
+    int rc = ts_request_parse(sig, 8, body, strlen(body), 0, &r, err, sizeof err);
     for (int k = 0; rc == 0 && k < sig->nin; k++) {
         static char buf[1 << 12];
         rc = ts_request_fill(sig, &r, body, k, buf, err, sizeof err);
@@ -697,9 +754,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scan_inputs),   cmocka_unit_test(test_scan_values),   cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_refusals),      cmocka_unit_test(test_reply),         cmocka_unit_test(test_outputs_check),
-        cmocka_unit_test(test_expected),      cmocka_unit_test(test_mixed),         cmocka_unit_test(test_model_faults),
-        cmocka_unit_test(test_load_refusals), cmocka_unit_test(test_without_torch),
+        cmocka_unit_test(test_binary),        cmocka_unit_test(test_refusals),      cmocka_unit_test(test_reply),
+        cmocka_unit_test(test_outputs_check), cmocka_unit_test(test_expected),      cmocka_unit_test(test_mixed),
+        cmocka_unit_test(test_model_faults),  cmocka_unit_test(test_load_refusals), cmocka_unit_test(test_without_torch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -100,6 +100,10 @@ static int parse_doc(serve_model *s, serve_request *r, parsed *p)
     json_error_t jerr;
     size_t ds, de;
     p->data_end = 0;
+    p->doc = NULL;
+    if (r->json_len && r->json_len < r->len)
+        return fail(r, "inputs: binary tensor data (Inference-Header-Content-Length) is taken by TorchScript models only; "
+                       "send this model's inputs as JSON numbers");
     if (scan_data(r->body, r->len, &ds, &de) == 0) { /* the numbers are read later, straight into the batch */
         char *rest = xmalloc(r->len + 3);
         memcpy(rest, r->body, ds);

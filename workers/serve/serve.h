@@ -38,6 +38,9 @@ size_t serve_model_out_size(const serve_model *m);
 typedef struct {
     const char *body; /* in */
     size_t len;
+    /* in: the bytes at the start of body that are JSON; after them, binary tensor data (the Open
+     * Inference Protocol's binary extension, TorchScript models only: ts_request.h); 0: all */
+    size_t json_len;
     char *reply;   /* out: malloc'd response body, or NULL */
     int status;    /* out: 200 or 400 */
     char err[256]; /* out, when status != 200 */

@@ -121,7 +121,7 @@ static int parse_shape(const model_sig *sig, int max_samples, size_t len, ts_req
 
 /* request input i: its name (the signature's input it is), datatype, shape and data */
 static int parse_input(const model_sig *sig, int max_samples, size_t len, ts_request *r, int i, const json_t *in, scan_range rg,
-                       char *err, size_t el)
+                       size_t *bin_at, size_t bin_len, char *err, size_t el)
 {
     char names[SIG_MAX_TENSORS * (SIG_NAME_MAX + 2) + 1];
     if (!json_is_object(in)) return fail(err, el, "inputs[%d]: must be an object {name, datatype, shape, data}", i);
@@ -147,18 +147,43 @@ static int parse_input(const model_sig *sig, int max_samples, size_t len, ts_req
     if (parse_shape(sig, max_samples, len, r, i, k, json_object_get(in, "shape"), err, el)) return -1;
     r->at[k] = i;
     r->data[k] = json_object_get(in, "data");
+    const json_t *bsize = json_object_get(json_object_get(in, "parameters"), "binary_data_size");
+    if (bsize) { /* its bytes follow the JSON (ts_request_parse) */
+        size_t want = r->count[k] * sig_dtype_size(t->dtype);
+        if (rg.end || r->data[k])
+            return fail(err, el, "inputs[%d].data: give the values either as data or as binary_data_size bytes, not both", i);
+        if (dt != t->dtype)
+            return fail(err, el, "inputs[%d].datatype: binary data must be %s, the model's input '%s' itself", i,
+                        sig_dtype_name(t->dtype), t->name);
+        if (!json_is_integer(bsize) || (size_t)json_integer_value(bsize) != want)
+            return fail(err, el, "inputs[%d].parameters.binary_data_size: must be %zu (%zu %s values)", i, want, r->count[k],
+                        sig_dtype_name(t->dtype));
+        if (want > bin_len - *bin_at)
+            return fail(err, el,
+                        "inputs[%d].parameters.binary_data_size: the body's binary part holds %zu bytes after the "
+                        "inputs before it, not %zu",
+                        i, bin_len - *bin_at, want);
+        r->binary[k] = true;
+        r->bin_off[k] = *bin_at;
+        *bin_at += want;
+        return 0;
+    }
     if (!rg.end && !r->data[k]) return fail(err, el, "inputs[%d].data: missing (the values, flat or nested)", i);
     r->range[k] = rg;
     return 0;
 }
 
-int ts_request_parse(const model_sig *sig, int max_samples, const char *body, size_t len, ts_request *r, char *err, size_t el)
+int ts_request_parse(const model_sig *sig, int max_samples, const char *body, size_t len, size_t json_len, ts_request *r, char *err,
+                     size_t el)
 {
     memset(r, 0, sizeof(*r));
     for (int k = 0; k < SIG_MAX_TENSORS; k++)
         r->at[k] = -1;
-    scan_range rg[SIG_MAX_TENSORS]; /* by the request's index */
-    r->doc = load_doc(body, len, rg, err, el);
+    if (json_len == 0 || json_len > len) json_len = len;
+    r->json_len = json_len;
+    size_t bin_at = 0, bin_len = len - json_len; /* the binary part, after the JSON */
+    scan_range rg[SIG_MAX_TENSORS];              /* by the request's index */
+    r->doc = load_doc(body, json_len, rg, err, el);
     if (!r->doc) return -1;
     json_t *inputs = json_object_get(r->doc, "inputs");
     char names[SIG_MAX_TENSORS * (SIG_NAME_MAX + 2) + 1];
@@ -169,7 +194,13 @@ int ts_request_parse(const model_sig *sig, int max_samples, const char *body, si
         return fail(err, el, "inputs: must hold the model's %d input%s (%s), not %zu", sig->nin, sig->nin > 1 ? "s" : "",
                     input_names(sig, names, sizeof names), json_array_size(inputs));
     for (int i = 0; i < (int)json_array_size(inputs); i++)
-        if (parse_input(sig, max_samples, len, r, i, json_array_get(inputs, (size_t)i), rg[i], err, el)) return -1;
+        if (parse_input(sig, max_samples, len, r, i, json_array_get(inputs, (size_t)i), rg[i], &bin_at, bin_len, err, el))
+            return -1;
+    if (bin_at != bin_len)
+        return fail(err, el,
+                    "inputs: the body has %zu bytes of binary data after its JSON, the inputs' binary_data_size "
+                    "add up to %zu",
+                    bin_len, bin_at);
     for (int k = 0; k < sig->nin; k++)
         if (r->at[k] < 0)
             return fail(err, el, "inputs: missing input '%s' (the model takes %s)", sig->in[k].name,
@@ -201,7 +232,15 @@ int ts_request_fill(const model_sig *sig, const ts_request *r, const char *body,
     sig_dtype t = sig->in[k].dtype;
     size_t got = 0, want = r->count[k];
     int rc;
-    if (r->range[k].end) {
+    if (r->binary[k]) { /* the bytes as sent (little-endian, as this host: x86-64, aarch64) */
+        memcpy(out, body + r->json_len + r->bin_off[k], want * sig_dtype_size(t));
+        for (got = 0; got < want && (t == SIG_FP32   ? isfinite(((const float *)out)[got])
+                                     : t == SIG_FP64 ? isfinite(((const double *)out)[got])
+                                                     : 1);
+             got++)
+            ;
+        rc = got == want ? 0 : -1;
+    } else if (r->range[k].end) {
         rc = scan_values(body + r->range[k].start, r->range[k].end - r->range[k].start, t, out, want, &got);
     } else { /* the general parser's value: its text, read by the same reader */
         char *text = json_dumps(r->data[k], JSON_ENCODE_ANY | JSON_COMPACT);

@@ -38,12 +38,23 @@ typedef struct {
     size_t count[SIG_MAX_TENSORS];                /* its elements */
     int at[SIG_MAX_TENSORS];                      /* its index in the request's inputs array */
     scan_range range[SIG_MAX_TENSORS];            /* its data's text in the body (end > 0), */
-    const json_t *data[SIG_MAX_TENSORS];          /* or else its data value in doc */
+    const json_t *data[SIG_MAX_TENSORS];          /* or else its data value in doc, */
+    size_t json_len;                              /* the body's JSON part; the binary part follows */
+    bool binary[SIG_MAX_TENSORS];                 /* or else its bytes in the body's binary part: */
+    size_t bin_off[SIG_MAX_TENSORS];              /* where they start (count x the datatype's size) */
 } ts_request;
 
 /* Checks a body against sig (above); 0, or -1 with the 400 message in err.  Free r with
- * ts_request_free either way. */
-int ts_request_parse(const model_sig *sig, int max_samples, const char *body, size_t len, ts_request *r, char *err, size_t el);
+ * ts_request_free either way.
+ *
+ * Binary data (the Open Inference Protocol's binary tensor extension, as KServe and Triton have it):
+ * when json_len (> 0) is less than len, the body is json_len bytes of JSON and then the tensors'
+ * bytes; an input sent that way has "parameters": {"binary_data_size": B} and no "data", its
+ * datatype exactly the model's, and B = its element count x the datatype's size; the inputs' bytes
+ * follow one another in the order of the request's inputs array, little-endian, row-major, and
+ * fill the binary part exactly.  Floats must be finite there too.  json_len 0: all JSON. */
+int ts_request_parse(const model_sig *sig, int max_samples, const char *body, size_t len, size_t json_len, ts_request *r, char *err,
+                     size_t el);
 void ts_request_free(ts_request *r);
 /* whether a and b can share a forward pass: every input's dimensions but the batch are equal */
 bool ts_request_same_shapes(const model_sig *sig, const ts_request *a, const ts_request *b);

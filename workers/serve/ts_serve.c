@@ -175,7 +175,7 @@ void ts_batch(ts_model *m, const char *name, int version, serve_request *reqs, i
     int *idx = xmalloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) {
         reqs[i].reply = NULL, reqs[i].status = 200, reqs[i].err[0] = '\0';
-        if (ts_request_parse(&m->sig, m->cap, reqs[i].body, reqs[i].len, &rs[i], reqs[i].err, sizeof reqs[i].err)) {
+        if (ts_request_parse(&m->sig, m->cap, reqs[i].body, reqs[i].len, reqs[i].json_len, &rs[i], reqs[i].err, sizeof reqs[i].err)) {
             reqs[i].status = 400;
             taken[i] = true;
         }

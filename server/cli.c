@@ -5,7 +5,9 @@
  *   gantry get ID                 gantry cancel ID
  *   gantry follow ID              (the job's state, why it waits, then live events over SSE until it ends)
  *   gantry logs ID [-f] [--rank R] [--tail N]       gantry outputs ID [PATH [-o FILE]]   (program jobs)
- *   gantry workers                gantry models
+ *   gantry workers                gantry models [show NAME]
+ *   gantry models upload NAME FILE.pt --metadata META.json      (a TorchScript version; sha256 checked)
+ *   gantry models alias NAME ALIAS VERSION                      gantry models unalias NAME ALIAS
  *   gantry tenants                gantry tokens create TENANT_ID --role ROLE [--name NAME]   (admins)
  *   gantry help [COMMAND]         gantry COMMAND --help          gantry --version
  *
@@ -144,7 +146,8 @@ static void print_json(const json_t *j)
 
 /* a command's handler, git's way: argv[0] is the command, argc counts it; arity_ok has checked the words */
 typedef int command_fn(int argc, char **argv);
-static command_fn cmd_login, cmd_submit, cmd_list, cmd_get, cmd_cancel, cmd_follow, cmd_logs, cmd_outputs, cmd_table, cmd_tokens;
+static command_fn cmd_login, cmd_submit, cmd_list, cmd_get, cmd_cancel, cmd_follow, cmd_logs, cmd_outputs, cmd_table, cmd_models,
+    cmd_tokens;
 
 typedef struct {
     const char *name, *args, *about, *details;
@@ -211,7 +214,24 @@ static const command commands[] = {
      "  gantry outputs j_0123456789abcdef model.pt -o model.pt\n",
      cmd_outputs},
     {"workers", "", "the workers: kind, idle or busy, what runs, labels", "example:\n  gantry workers\n", cmd_table},
-    {"models", "", "the tenant's registered models and their latest versions", "example:\n  gantry models\n", cmd_table},
+    {"models", "[show NAME | upload | alias | unalias ...]", "the tenant's models; one model's versions; upload, alias",
+     "  (no words)                                   the models: name, latest version, last update\n"
+     "  show NAME                                    its aliases and versions (format, size, sha256 prefix,\n"
+     "                                               created, description)\n"
+     "  upload NAME FILE --metadata META.json        a new version from a TorchScript file (torch.jit.save's\n"
+     "                                               output); META: {\"inputs\": [{\"name\", \"datatype\",\n"
+     "                                               \"shape\": [-1, ...]}], \"outputs\"?, \"description\"?,\n"
+     "                                               \"metrics\"?}; prints the version, its size and sha256, which\n"
+     "                                               must equal the local file's (else exit status 1)\n"
+     "  alias NAME ALIAS VERSION                     point ALIAS at VERSION: prints previous -> new and the\n"
+     "                                               inference jobs on NAME@ALIAS that roll to it\n"
+     "  unalias NAME ALIAS                           remove an alias (refused while a job serves it)\n"
+     "A refused upload prints the API's message and the field it names (file, metadata.inputs[0].shape[0]...).\n"
+     "example:\n"
+     "  gantry models upload resnet resnet18.pt --metadata resnet18.json\n"
+     "  gantry models alias resnet production 2\n"
+     "  gantry models show resnet\n",
+     cmd_models},
     {"tenants", "", "every tenant (admins)", "example:\n  GANTRY_TOKEN=$(cat var/admin.token) gantry tenants\n", cmd_table},
     {"tokens", "create TENANT_ID --role ROLE [--name NAME]", "create a token for a tenant (admins)",
      "  --role ROLE  admin, member or viewer\n"
@@ -319,23 +339,25 @@ static int load_config(void)
     return 0;
 }
 
-/* an HTTP request; *out the parsed JSON body (may be NULL); returns the status, or -1 with a message printed */
-static long request(const char *method, const char *path, const char *body, json_t **out)
+/* an HTTP request with a JSON body or a multipart/form-data one (form, made on h by the caller; then
+ * curl writes its Content-Type with the boundary); *out the parsed JSON answer (may be NULL); returns
+ * the status, or -1 with a message printed */
+static long perform(CURL *h, const char *method, const char *path, const char *body, curl_mime *form, long timeout_s, json_t **out)
 {
-    CURL *h = curl_easy_init();
     char full[2048], auth[600];
     buf b = {0};
     snprintf(full, sizeof full, "%s%s", url, path);
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
     struct curl_slist *hd = curl_slist_append(NULL, auth);
-    hd = curl_slist_append(hd, "Content-Type: application/json");
+    if (!form) hd = curl_slist_append(hd, "Content-Type: application/json");
     curl_easy_setopt(h, CURLOPT_URL, full);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s);
     if (body) curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    if (form) curl_easy_setopt(h, CURLOPT_MIMEPOST, form);
     CURLcode rc = curl_easy_perform(h);
     long status = -1;
     if (rc != CURLE_OK)
@@ -343,9 +365,16 @@ static long request(const char *method, const char *path, const char *body, json
     else
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(hd);
-    curl_easy_cleanup(h);
     *out = b.p ? json_loads(b.p, 0, NULL) : NULL;
     free(b.p);
+    return status;
+}
+
+static long request(const char *method, const char *path, const char *body, json_t **out)
+{
+    CURL *h = curl_easy_init();
+    long status = perform(h, method, path, body, NULL, 60, out);
+    curl_easy_cleanup(h);
     return status;
 }
 
@@ -1068,6 +1097,214 @@ static int cmd_table(int argc, char **argv)
     return 0;
 }
 
+/* ---- the model registry: upload, show, alias, unalias ---- */
+
+/* /v1/models/NAME followed by suffix, the name escaped for a URL */
+static void model_path(char *out, size_t len, const char *name, const char *suffix)
+{
+    char *e = curl_easy_escape(NULL, name, 0);
+    snprintf(out, len, "/v1/models/%s%s", e ? e : "", suffix);
+    curl_free(e);
+}
+
+/* the SHA-256 (hex) and size of a local file; -1 with the reason printed */
+static int file_sha256(const char *file, char hex[65], unsigned long long *size)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        fprintf(stderr, "gantry: cannot read %s: %s\n", esc(file), strerror(errno));
+        return -1;
+    }
+    EVP_MD_CTX *sha = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(sha, EVP_sha256(), NULL);
+    char chunk[1 << 16];
+    size_t k;
+    *size = 0;
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
+        EVP_DigestUpdate(sha, chunk, k), *size += k;
+    int failed = ferror(f);
+    fclose(f);
+    unsigned char md[32];
+    EVP_DigestFinal_ex(sha, md, NULL);
+    EVP_MD_CTX_free(sha);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    if (failed) fprintf(stderr, "gantry: cannot read %s\n", esc(file));
+    return failed ? -1 : 0;
+}
+
+/* a whole small file (the metadata), NUL-terminated; NULL with the reason printed */
+static char *read_small(const char *file, size_t *len)
+{
+    FILE *f = fopen(file, "rb");
+    buf b = {0};
+    char chunk[4096];
+    size_t k;
+    if (!f) {
+        fprintf(stderr, "gantry: cannot read %s: %s\n", esc(file), strerror(errno));
+        return NULL;
+    }
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n < 1 << 20)
+        collect(chunk, 1, k, &b);
+    fclose(f);
+    *len = b.n;
+    return b.p ? b.p : xstrdup("");
+}
+
+/* models upload NAME FILE --metadata META.json: multipart (parts metadata and file), then the
+ * server's SHA-256 compared with the local file's */
+static int model_upload(const char *name, const char *file, const char *meta_file)
+{
+    char hex[65], path[1024];
+    unsigned long long size;
+    size_t meta_len;
+    if (file_sha256(file, hex, &size)) return 1;
+    char *meta = read_small(meta_file, &meta_len);
+    if (!meta) return 1;
+    CURL *h = curl_easy_init();
+    curl_mime *form = curl_mime_init(h);
+    curl_mimepart *part = curl_mime_addpart(form);
+    curl_mime_name(part, "metadata");
+    curl_mime_data(part, meta, meta_len);
+    curl_mime_type(part, "application/json");
+    part = curl_mime_addpart(form);
+    curl_mime_name(part, "file");
+    int rc = curl_mime_filedata(part, file) != CURLE_OK; /* streamed from the file */
+    curl_mime_type(part, "application/octet-stream");
+    free(meta);
+    model_path(path, sizeof path, name, "/versions");
+    json_t *r = NULL;
+    long st = rc ? -1 : perform(h, "POST", path, NULL, form, 0, &r);
+    curl_mime_free(form);
+    curl_easy_cleanup(h);
+    if (rc) fprintf(stderr, "gantry: cannot read %s\n", esc(file));
+    if (st != 201) {
+        rc = st < 0 ? 1 : api_error(st, r);
+    } else if (strcmp(raw(r, "sha256"), hex) != 0 || json_integer_value(json_object_get(r, "size_bytes")) != (json_int_t)size) {
+        fprintf(stderr, "gantry: %s v%lld: the server recorded sha256 %s and %lld bytes, the local file has %s and %llu bytes\n",
+                esc(name), (long long)json_integer_value(json_object_get(r, "version")), str(r, "sha256"),
+                (long long)json_integer_value(json_object_get(r, "size_bytes")), hex, size);
+        rc = 1;
+    } else if (as_json) {
+        print_json(r);
+    } else {
+        printf("%s version %lld: %lld bytes, sha256 %s (matches %s)\n", str(r, "name"),
+               (long long)json_integer_value(json_object_get(r, "version")),
+               (long long)json_integer_value(json_object_get(r, "size_bytes")), str(r, "sha256"), esc(file));
+    }
+    json_decref(r);
+    return rc;
+}
+
+/* models show NAME: its aliases, then a row per version */
+static int model_show(const char *name)
+{
+    char path[1024];
+    model_path(path, sizeof path, name, "");
+    json_t *r;
+    if (get(path, &r)) return 1;
+    if (as_json) {
+        print_json(r);
+        json_decref(r);
+        return 0;
+    }
+    printf("model    %s\naliases ", str(r, "name"));
+    const char *alias;
+    json_t *x;
+    size_t i = 0;
+    json_object_foreach(json_object_get(r, "aliases"), alias, x)
+    {
+        printf("%s %s -> v%lld", i++ ? "," : "", esc(alias), (long long)json_integer_value(x));
+    }
+    printf("%s\n\n%-8s %-12s %12s  %-12s %-20s %s\n", i ? "" : " -", "VERSION", "FORMAT", "SIZE", "SHA256", "CREATED",
+           "DESCRIPTION");
+    json_array_foreach(json_object_get(r, "versions"), i, x)
+    {
+        char size[24] = "-";
+        if (json_is_integer(json_object_get(x, "size_bytes")))
+            snprintf(size, sizeof size, "%lld", (long long)json_integer_value(json_object_get(x, "size_bytes")));
+        const char *sha = raw(x, "sha256"), *about = raw(x, "description");
+        printf("%-8lld %-12s %12s  %-12.12s %-20s %s\n", (long long)json_integer_value(json_object_get(x, "version")),
+               str(x, "format"), size, *sha ? esc(sha) : "-", str(x, "created_at"), *about ? esc(about) : "-");
+    }
+    json_decref(r);
+    return 0;
+}
+
+/* models alias NAME ALIAS VERSION: previous -> new, and the serving jobs that roll */
+static int model_alias(const char *name, const char *alias, const char *version)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(version, &end, 10);
+    if (errno || end == version || *end || v < 1) {
+        fprintf(stderr, "gantry: VERSION is a version number of the model (gantry models show %s lists them), not '%s'\n",
+                esc(name), esc(version));
+        return usage_of("models");
+    }
+    char path[1024], suffix[600];
+    char *e = curl_easy_escape(NULL, alias, 0);
+    snprintf(suffix, sizeof suffix, "/aliases/%s", e ? e : "");
+    curl_free(e);
+    model_path(path, sizeof path, name, suffix);
+    json_t *b = json_pack("{s:I}", "version", (json_int_t)v), *r;
+    char *body = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    long st = request("PUT", path, body, &r);
+    free(body);
+    int rc = 0;
+    if (st != 200) {
+        rc = st < 0 ? 1 : api_error(st, r);
+    } else if (as_json) {
+        print_json(r);
+    } else {
+        const json_t *prev = json_object_get(r, "previous"), *rolled = json_object_get(r, "rolled"), *j;
+        char was[32] = "(unset)";
+        if (json_is_integer(prev)) snprintf(was, sizeof was, "v%lld", (long long)json_integer_value(prev));
+        printf("%s@%s: %s -> v%lld\n", str(r, "name"), str(r, "alias"), was,
+               (long long)json_integer_value(json_object_get(r, "version")));
+        size_t i;
+        printf("rolled:");
+        json_array_foreach(rolled, i, j) printf(" %s", esc(json_string_value(j)));
+        printf("%s\n", json_array_size(rolled) ? "" : " no serving job uses the alias");
+    }
+    json_decref(r);
+    return rc;
+}
+
+/* models unalias NAME ALIAS */
+static int model_unalias(const char *name, const char *alias)
+{
+    char path[1024], suffix[600];
+    char *e = curl_easy_escape(NULL, alias, 0);
+    snprintf(suffix, sizeof suffix, "/aliases/%s", e ? e : "");
+    curl_free(e);
+    model_path(path, sizeof path, name, suffix);
+    json_t *r;
+    long st = request("DELETE", path, NULL, &r);
+    int rc = 0;
+    if (st != 200)
+        rc = st < 0 ? 1 : api_error(st, r);
+    else if (as_json)
+        print_json(r);
+    else
+        printf("%s@%s: removed\n", str(r, "name"), str(r, "alias"));
+    json_decref(r);
+    return rc;
+}
+
+/* models [show NAME | upload NAME FILE --metadata META | alias NAME ALIAS VERSION | unalias NAME ALIAS]
+ * (arity_ok has checked the words) */
+static int cmd_models(int argc, char **argv)
+{
+    if (argc == 1) return cmd_table(argc, argv);
+    const char *sub = argv[1];
+    if (!strcmp(sub, "show")) return model_show(argv[2]);
+    if (!strcmp(sub, "upload")) return model_upload(argv[2], argv[3], argv[5]);
+    if (!strcmp(sub, "alias")) return model_alias(argv[2], argv[3], argv[4]);
+    return model_unalias(argv[2], argv[3]);
+}
+
 /* tokens create TENANT_ID --role ROLE [--name NAME] */
 static int cmd_tokens(int argc, char **argv)
 {
@@ -1113,6 +1350,11 @@ static bool arity_ok(const char *cmd, int n, char **args)
     if (!strcmp(cmd, "logs")) return n >= 2; /* its options are checked by cmd_logs */
     if (!strcmp(cmd, "outputs")) return n == 2 || n == 3 || (n == 5 && !strcmp(args[3], "-o"));
     if (!strcmp(cmd, "tokens")) return n >= 3 && !strcmp(args[1], "create");
+    if (!strcmp(cmd, "models") && n > 1) {
+        const char *sub = args[1];
+        return (!strcmp(sub, "show") && n == 3) || (!strcmp(sub, "upload") && n == 6 && !strcmp(args[4], "--metadata")) ||
+               (!strcmp(sub, "alias") && n == 5) || (!strcmp(sub, "unalias") && n == 4);
+    }
     return n == 1;
 }
 

@@ -275,3 +275,120 @@ def test_cli_logs_and_outputs():
         missing = run(["outputs", made, "nothere"], env, check=False)
         assert missing.returncode == 1 and "no output file" in missing.stderr, missing.stderr
         assert run(["outputs", made, "model.pt", "-x", "f"], env, check=False).returncode == 2
+
+
+MLP_META = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 4]}],
+            "outputs": [{"name": "logits", "datatype": "FP32", "shape": [-1, 3]}],
+            "description": "a 4-8-3 MLP", "metrics": {"accuracy": 0.5}}
+
+
+def test_cli_models_upload_show_alias():
+    """gantry models upload (multipart through curl's mime API; the local SHA-256 equals the server's),
+    show (aliases, versions with format, size, sha256 prefix, description), alias (previous -> new,
+    the serving job that rolls), unalias (refused while a job serves the alias), upload errors with
+    their field; a server that records another sha256 than the file's is an error"""
+    import hashlib
+    from test_torchscript import models
+    d = models()
+    home = tempfile.mkdtemp(prefix="gantry-cli-models-")
+    meta = os.path.join(home, "mlp.json")
+    with open(meta, "w") as f:
+        json.dump(MLP_META, f)
+    files = [os.path.join(d, f"mlp_v{v}.pt") for v in (1, 2)]
+    sha = [hashlib.sha256(open(p, "rb").read()).hexdigest() for p in files]
+    with Stack(workers=0) as s:  # no worker: the serving job stays queued, and still rolls with its alias
+        _, tok = s.tenant("cli-models")
+        env = {"HOME": home, "PATH": os.environ.get("PATH", ""), "GANTRY_URL": f"http://127.0.0.1:{s.port}",
+               "GANTRY_TOKEN": tok}
+        out = run(["models", "upload", "mlp", files[0], "--metadata", meta], env).stdout
+        size = os.path.getsize(files[0])
+        assert out == f"mlp version 1: {size} bytes, sha256 {sha[0]} (matches {files[0]})\n", out
+        up = json.loads(run(["--json", "models", "upload", "mlp", files[1], "--metadata", meta], env).stdout)
+        assert up["version"] == 2 and up["sha256"] == sha[1] and up["format"] == "torchscript", up
+        assert run(["models"], env).stdout.splitlines()[1].split()[:2] == ["mlp", "2"]
+
+        show = run(["models", "show", "mlp"], env).stdout.splitlines()
+        assert show[0] == "model    mlp" and show[1] == "aliases  -", show
+        assert show[3].split() == ["VERSION", "FORMAT", "SIZE", "SHA256", "CREATED", "DESCRIPTION"], show
+        row = show[4].split(None, 5)
+        assert row[:4] == ["2", "torchscript", str(os.path.getsize(files[1])), sha[1][:12]], row
+        assert row[5].endswith("a 4-8-3 MLP") and show[5].split()[0] == "1", show
+
+        assert run(["models", "alias", "mlp", "production", "1"], env).stdout == \
+            "mlp@production: (unset) -> v1\nrolled: no serving job uses the alias\n"
+        jid = s.submit(tok, {"type": "inference", "name": "serve-mlp",
+                             "spec": {"model": "mlp@production", "slo": {"latency_ms": 500, "percentile": 99}, "replicas": 1}})
+        moved = run(["models", "alias", "mlp", "production", "2"], env).stdout
+        assert moved == f"mlp@production: v1 -> v2\nrolled: {jid}\n", moved
+        assert s.get(f"/v1/jobs/{jid}", tok).json["spec"]["resolved"]["version"] == 2
+        assert "aliases  production -> v2" in run(["models", "show", "mlp"], env).stdout
+        as_json = json.loads(run(["--json", "models", "show", "mlp"], env).stdout)
+        assert as_json["aliases"] == {"production": 2}, as_json
+
+        # errors: the API's message and field, status 1; a VERSION that is no number is a usage error
+        busy = run(["models", "unalias", "mlp", "production"], env, check=False)
+        assert busy.returncode == 1 and "HTTP 409" in busy.stderr and "(field alias)" in busy.stderr, busy.stderr
+        none = run(["models", "alias", "mlp", "production", "7"], env, check=False)
+        assert none.returncode == 1 and "(field version)" in none.stderr, none.stderr
+        assert run(["models", "alias", "mlp", "production", "two"], env, check=False).returncode == 2
+        assert s.post(f"/v1/jobs/{jid}/cancel", tok).status in (200, 202)
+        s.wait_state(tok, jid, "cancelled", timeout=20)
+        assert run(["models", "unalias", "mlp", "production"], env).stdout == "mlp@production: removed\n"
+        gone = run(["models", "unalias", "mlp", "production"], env, check=False)
+        assert gone.returncode == 1 and "HTTP 404" in gone.stderr, gone.stderr
+
+        bad_meta = os.path.join(home, "bad.json")
+        with open(bad_meta, "w") as f:
+            json.dump({"inputs": [{"name": "x", "datatype": "FP32", "shape": [4]}]}, f)
+        r = run(["models", "upload", "mlp", files[0], "--metadata", bad_meta], env, check=False)
+        assert r.returncode == 1 and "HTTP 400" in r.stderr and "(field metadata.inputs[0].shape[0])" in r.stderr, r.stderr
+        not_ts = os.path.join(home, "not.pt")
+        with open(not_ts, "wb") as f:
+            f.write(b"not a TorchScript archive" * 10)
+        r = run(["models", "upload", "mlp", not_ts, "--metadata", meta], env, check=False)
+        assert r.returncode == 1 and "HTTP 400" in r.stderr and "(field file)" in r.stderr, r.stderr
+        r = run(["models", "upload", "mlp", os.path.join(home, "absent.pt"), "--metadata", meta], env, check=False)
+        assert r.returncode == 1 and "cannot read" in r.stderr, r.stderr
+        r = run(["models", "show", "nothere"], env, check=False)
+        assert r.returncode == 1 and "HTTP 404" in r.stderr, r.stderr
+        assert run(["models", "upload", "mlp", files[0]], env, check=False).returncode == 2  # no --metadata
+        assert [v["version"] for v in s.get("/v1/models/mlp", tok).json["versions"]] == [2, 1]  # nothing stored
+
+
+def test_cli_models_upload_checks_the_servers_sha256():
+    """an answer whose sha256 is not the local file's is an error (exit status 1), named in the message"""
+    import http.server
+    import threading
+
+    class Lying(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"name": "m", "version": 1, "format": "torchscript", "sha256": "0" * 64,
+                               "size_bytes": 3}).encode()
+            self.send_response(201)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Lying)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        home = tempfile.mkdtemp(prefix="gantry-cli-sha-")
+        model, meta = os.path.join(home, "m.pt"), os.path.join(home, "m.json")
+        with open(model, "wb") as f:
+            f.write(b"abc")
+        with open(meta, "w") as f:
+            json.dump(MLP_META, f)
+        env = {"HOME": home, "PATH": os.environ.get("PATH", ""), "GANTRY_URL": f"http://127.0.0.1:{srv.server_port}",
+               "GANTRY_TOKEN": "t"}
+        r = run(["models", "upload", "m", model, "--metadata", meta], env, check=False)
+        local = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # sha256("abc")
+        assert r.returncode == 1 and f"sha256 {'0' * 64}" in r.stderr and local in r.stderr and r.stdout == "", r
+    finally:
+        srv.shutdown()
+        srv.server_close()

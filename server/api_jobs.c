@@ -159,6 +159,11 @@ void api_job_submit(http_ctx *c)
             submit_op_free(op);
             if (rc < 0)
                 http_error(c, GERR_INTERNAL, NULL, "could not read the model registry");
+            else if (rc == MODELS_NO_SIGNATURE)
+                http_error(c, GERR_INVALID_FIELD, ref.field,
+                           "model '%s': this TorchScript version has no inputs and outputs declared, so it cannot be "
+                           "served; upload it with metadata, or register it with register_model.metadata",
+                           ref.model);
             else if (rc == MODELS_NO_ALIAS)
                 http_error(c, GERR_INVALID_FIELD, ref.field,
                            "model '%s': no such alias in your registry (PUT /v1/models/{name}/aliases/{alias} sets one)",

@@ -318,6 +318,10 @@ static void alias_done(void *arg, int ok)
             http_error(c, GERR_NOT_FOUND, "alias", "model '%s' has no alias '%s'", op->name, op->alias);
         else if (op->rc == MODELS_UNKNOWN)
             http_error(c, GERR_INVALID_FIELD, "version", "model '%s' has no version %d", op->name, op->version);
+        else if (op->rc == MODELS_NO_SIGNATURE)
+            http_error(c, GERR_INVALID_FIELD, "version",
+                       "version %d of '%s' has no inputs and outputs declared, and a job serves %s@%s: it could not serve it",
+                       op->version, op->name, op->name, op->alias);
         else if (op->rc == MODELS_IN_USE)
             http_error(c, GERR_CONFLICT, "alias", "inference job %s serves %s@%s: move the alias, or cancel the job, first",
                        op->job_id, op->name, op->alias);

@@ -30,11 +30,31 @@ int models_register(sqlite3 *db, const char *job_id, const json_t *result)
     db_release(st);
     if (!tenant[0]) return 0;
     st = db_stmt(db, "INSERT OR IGNORE INTO models (tenant_id, name, version, job_id, architecture, metrics, artifact, "
-                     "created_at) VALUES (?1, ?2, (SELECT coalesce(max(version), 0) + 1 FROM models WHERE tenant_id "
-                     "= ?1 AND name = ?2), ?3, ?4, ?5, ?6, ?7)");
+                     "created_at, format, signature, description, sha256, size_bytes) VALUES (?1, ?2, (SELECT "
+                     "coalesce(max(version), 0) + 1 FROM models WHERE tenant_id = ?1 AND name = ?2), ?3, ?4, ?5, ?6, ?7, "
+                     "?8, ?9, ?10, ?11, ?12)");
     if (!st) return -1;
     char *arch = dump(json_object_get(model, "architecture")), *metrics = dump(json_object_get(result, "metrics"));
     const char *artifact = json_string_value(json_object_get(model, "artifact"));
+    /* a program's model (workers/exec_program.c): TorchScript, with the signature its register_model declared and
+     * the hash and size of the output file it is (result.outputs lists them) */
+    const char *format = json_string_value(json_object_get(json_object_get(model, "architecture"), "format"));
+    const json_t *sig = json_object_get(model, "signature"), *file = NULL, *f;
+    size_t i;
+    json_array_foreach(json_object_get(json_object_get(result, "outputs"), "files"), i,
+                       f) if (json_is_string(json_object_get(model, "output")) &&
+                              !strcmp(json_string_value(json_object_get(f, "path")),
+                                      json_string_value(json_object_get(model, "output")))) file = f;
+    char *sig_text = sig ? json_dumps(sig, JSON_COMPACT) : NULL;
+    format = format && !strcmp(format, "torchscript") ? "torchscript" : "gantry";
+    sqlite3_bind_text(st, 8, format, -1, SQLITE_STATIC);
+    if (sig_text)
+        sqlite3_bind_text(st, 9, sig_text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 9);
+    sqlite3_bind_text(st, 10, json_string_value(json_object_get(model, "description")) ?: "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, json_string_value(json_object_get(file, "sha256")) ?: "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 12, json_integer_value(json_object_get(file, "bytes")));
     sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, job_id, -1, SQLITE_STATIC);
@@ -46,6 +66,7 @@ int models_register(sqlite3 *db, const char *job_id, const json_t *result)
     db_release(st);
     free(arch);
     free(metrics);
+    free(sig_text);
     return rc;
 }
 
@@ -187,6 +208,11 @@ int models_resolve(sqlite3 *db, const char *tenant_id, const char *ref, int vers
         json_t *r = json_pack("{s:s, s:I, s:s, s:s}", "name", name, "version", (json_int_t)sqlite3_column_int64(st, 0), "artifact",
                               (const char *)sqlite3_column_text(st, 2), "format", (const char *)sqlite3_column_text(st, 3));
         if (alias[0]) json_object_set_new(r, "alias", json_string(alias));
+        if (!strcmp((const char *)sqlite3_column_text(st, 3), "torchscript") && sqlite3_column_type(st, 4) == SQLITE_NULL) {
+            json_decref(r); /* a program's model registered without register_model.metadata */
+            db_release(st);
+            return MODELS_NO_SIGNATURE;
+        }
         if (!strcmp((const char *)sqlite3_column_text(st, 3), "torchscript")) {
             json_object_set_new(r, "signature", parsed_or_null(st, 4));
             json_object_set_new(r, "sha256", json_string((const char *)sqlite3_column_text(st, 5)));
@@ -297,6 +323,15 @@ static int roll_job(sqlite3 *db, void *arg, const char *id)
     return rc;
 }
 
+/* the first unfinished job serving name@alias (each_alias_job's fn): its id kept, and a stop */
+static int first_job(sqlite3 *db, void *arg, const char *id)
+{
+    (void)db;
+    char *out = arg;
+    if (!out[0]) snprintf(out, 48, "%s", id);
+    return 0;
+}
+
 int models_alias_set(sqlite3 *db, const char *tenant_id, const char *name, const char *alias, int version, int *previous,
                      json_t **rolled)
 {
@@ -311,6 +346,16 @@ int models_alias_set(sqlite3 *db, const char *tenant_id, const char *name, const
     if (found != SQLITE_ROW) return found == SQLITE_DONE ? MODELS_UNKNOWN : -1;
     *previous = alias_version(db, tenant_id, name, alias);
     if (*previous < 0) return -1;
+    char ref[400], job[48] = "";
+    snprintf(ref, sizeof(ref), "%s@%d", name, version);
+    json_t *probe = NULL;
+    int servable = models_resolve(db, tenant_id, ref, 0, &probe);
+    json_decref(probe);
+    if (servable < 0) return -1;
+    if (servable == MODELS_NO_SIGNATURE) { /* a job on the alias could not serve it */
+        if (each_alias_job(db, tenant_id, name, alias, first_job, job) != 0) return -1;
+        if (job[0]) return MODELS_NO_SIGNATURE;
+    }
     st = db_stmt(db, "INSERT INTO model_aliases (tenant_id, name, alias, version, updated_at) VALUES (?, ?, ?, ?, ?) "
                      "ON CONFLICT (tenant_id, name, alias) DO UPDATE SET version = excluded.version, updated_at = "
                      "excluded.updated_at");
@@ -329,15 +374,6 @@ int models_alias_set(sqlite3 *db, const char *tenant_id, const char *name, const
         return -1;
     }
     *rolled = r.rolled;
-    return 0;
-}
-
-/* the first unfinished job serving name@alias (each_alias_job's fn): its id kept, and a stop */
-static int first_job(sqlite3 *db, void *arg, const char *id)
-{
-    (void)db;
-    char *out = arg;
-    if (!out[0]) snprintf(out, 48, "%s", id);
     return 0;
 }
 

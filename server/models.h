@@ -28,7 +28,9 @@ json_t *models_get_json(sqlite3 *db, const char *tenant_id, const char *name);
  * "input" (gantry models), "signature" and "sha256" (TorchScript)}; MODELS_UNKNOWN when there
  * is no such model or version (or it has no artifact), MODELS_NO_ALIAS when the alias is not
  * set; -1 on a database error. */
-enum { MODELS_UNKNOWN = 1, MODELS_NO_ALIAS = 2 };
+/* MODELS_NO_SIGNATURE: a TorchScript version without inputs and outputs (a program registered it without
+ * register_model.metadata): it cannot be served */
+enum { MODELS_UNKNOWN = 1, MODELS_NO_ALIAS = 2, MODELS_NO_SIGNATURE = 4 };
 int models_resolve(sqlite3 *db, const char *tenant_id, const char *ref, int version, json_t **resolved);
 
 /* A member's upload, after its checks (server/api_models.c): inside a store write, the next
@@ -42,7 +44,8 @@ typedef struct {
 int models_add_upload(sqlite3 *db, const model_upload *u, int *version);
 
 /* Inside a store write: the alias names (name, version) from now on.  0 with *previous (0 when
- * it is new), MODELS_UNKNOWN when that version does not exist, -1 on a database error.  Every
+ * it is new), MODELS_UNKNOWN when that version does not exist, MODELS_NO_SIGNATURE when it cannot
+ * be served and a job serves the alias, -1 on a database error.  Every
  * inference job of the tenant that serves name@alias and has not finished gets the new version
  * in its spec.resolved and an event saying so; *rolled = [{"job_id", "resolved"}] (a new
  * reference) for the caller to publish to the replicas once the write is durable. */

@@ -33,6 +33,7 @@
 #include "common/strv.h"
 #include "workers/comm/sock.h"
 #include "workers/executor.h"
+#include "workers/serve/signature.h"
 #include "workers/program/logcap.h"
 #include "workers/program/metrics.h"
 #include "workers/program/rank.h"
@@ -545,9 +546,18 @@ static json_t *model_of(const prun *p, char *err, size_t errlen)
                  p->set.register_output);
         return NULL;
     }
-    return json_pack("{s:s, s:{s:s, s:b}, s:s}", "artifact", real, "architecture", "format",
-                     p->set.register_format ? p->set.register_format : "torchscript", "program", 1, "output",
-                     p->set.register_output);
+    json_t *model =
+        json_pack("{s:s, s:{s:s, s:b}, s:s}", "artifact", real, "architecture", "format",
+                  p->set.register_format ? p->set.register_format : "torchscript", "program", 1, "output", p->set.register_output);
+    model_sig sig;
+    char field[128], msg[256];
+    const json_t *meta = p->set.register_metadata; /* checked at submission (workers/program/spec.c) */
+    if (meta && sig_parse(meta, &sig, field, sizeof field, msg, sizeof msg) == 0) {
+        json_object_set_new(model, "signature", sig_to_json(&sig));
+        const char *desc = json_string_value(json_object_get(meta, "description"));
+        if (desc) json_object_set_new(model, "description", json_string(desc));
+    }
+    return model;
 }
 
 /* result.exit_codes: each rank's exit code, null for a rank that did not exit by itself */

@@ -3,6 +3,7 @@ stack: real bubblewrap sandboxes, real /bin/sh and python3 scripts written into 
 root, real signals.  Each test asserts what the program saw (it writes its environment to its output
 directory), what the job's result says, and that no process of the job is left (/proc)."""
 
+import gzip
 import hashlib
 import json
 import os
@@ -410,6 +411,15 @@ def test_preempted_job_resumes_from_its_checkpoint():
         assert done["result"]["metrics"]["restarts"] == 0
 
 
+def fmnist_test(n):
+    """the first n Fashion-MNIST test images (bytes) and labels"""
+    with gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz") as f:
+        img = f.read(16 + n * 784)[16:]
+    with gzip.open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz") as f:
+        lab = list(f.read(8 + n)[8:])
+    return list(img), lab
+
+
 @timeout(900)
 def test_pytorch_example_trains_and_registers_its_model():
     """deploy/examples/pytorch as a user runs it: the folder copied to the tenant's first root as
@@ -436,6 +446,23 @@ def test_pytorch_example_trains_and_registers_its_model():
         assert v["job_id"] == jid and v["metrics"]["test_accuracy"] == m["test_accuracy"], model
         assert v["architecture"] == {"format": "torchscript", "program": True}, v
         assert [p["epoch"] for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]] == [1, 2, 3]
+        # the team's model, served by alias on a libtorch replica: the signature its register_model declared
+        listed = {f["path"]: f for f in done["result"]["outputs"]["files"]}["model.pt"]
+        assert v["format"] == "torchscript" and v["sha256"] == listed["sha256"] and v["size_bytes"] == listed["bytes"], v
+        assert v["signature"]["inputs"][0]["name"] == "image", v
+        r = s.request("PUT", "/v1/models/fashion-cnn/aliases/production", tok, {"version": v["version"]})
+        assert r.status == 200, r
+        sid = s.submit(tok, {"type": "inference", "name": "serve-cnn", "spec": {"model": "fashion-cnn@production"}})
+        s.wait_state(tok, sid, "running", timeout=60)
+        wait_until("ready", lambda: s.get("/v2/models/fashion-cnn/ready", tok).status == 200, 30)
+        images, labels = fmnist_test(64)
+        x = [(p / 255.0 - 0.2860) / 0.3530 for p in images]
+        r = s.post("/v2/models/fashion-cnn/infer", tok,
+                   {"inputs": [{"name": "image", "datatype": "FP32", "shape": [64, 1, 28, 28], "data": x}]})
+        assert r.status == 200 and r.json["model_version"] == str(v["version"]), r
+        logits = r.json["outputs"][0]["data"]
+        right = sum(max(range(10), key=lambda k: logits[10 * i + k]) == labels[i] for i in range(64))
+        assert right >= 50, right  # ~88% on the test set
 
 
 @timeout(600)

@@ -8,6 +8,7 @@
 
 #include "common/jobtypes.h"
 #include "common/utf8.h"
+#include "workers/serve/signature.h"
 
 #define MIB (1024LL * 1024LL)
 
@@ -63,7 +64,12 @@ static const sch output_s = {SCH_STR, SCH_IN(1, 4096), .desc = "a file the progr
 static const char *const format_v[] = {"torchscript", NULL};
 static const sch format_s = {SCH_STR, .values = format_v, .dflt = "\"torchscript\"",
                              .desc = "torchscript: saved by torch.jit.save (the inference job type serves it)"};
-static const sch_member register_m[] = {{"output", &output_s, 1}, {"format", &format_s, 0}, {0}};
+static const sch reg_metadata_s = {SCH_OBJECT, .flags = SCH_OPEN,
+                                   .desc =
+                                       "the model's inputs and outputs, description and metrics, as an upload's metadata has them "
+                                       "(docs/inference.md): an inference job can serve the version only with it",
+                                   .msg = "must be an object {inputs, outputs?, description?, metrics?}"};
+static const sch_member register_m[] = {{"output", &output_s, 1}, {"format", &format_s, 0}, {"metadata", &reg_metadata_s, 0}, {0}};
 static const sch register_s = {SCH_OBJECT, .members = register_m,
                                .desc = "when the job succeeds, this output file becomes the next version of model_name (else the "
                                        "job's name) in the tenant's registry, with result.metrics"};
@@ -149,6 +155,13 @@ int program_spec_validate(const json_t *spec, char *field, size_t fl, char *msg,
     if (reg && !plain_relative(json_string_value(json_object_get(reg, "output"))))
         return bad(field, fl, msg, ml, "spec.register_model.output",
                    "must be a path relative to GANTRY_OUTPUT_DIR (names separated by '/', no '.' or '..')");
+    json_t *meta = json_object_get(reg, "metadata");
+    model_sig sig;
+    char sfield[128];
+    if (meta && sig_parse(meta, &sig, sfield, sizeof sfield, msg, ml)) {
+        snprintf(field, fl, "spec.register_model.%s", sfield);
+        return -1;
+    }
     json_t *model_name = json_object_get(spec, "model_name");
     if (model_name && !reg)
         return bad(field, fl, msg, ml, "spec.model_name", "names the registered model: give register_model too");
@@ -182,5 +195,6 @@ void program_settings_get(const json_t *spec, long long tenant_max_memory_bytes,
     s->register_output = json_string_value(json_object_get(reg, "output"));
     s->register_format = reg ? json_string_value(json_object_get(reg, "format")) : NULL;
     if (reg && !s->register_format) s->register_format = format_v[0];
+    s->register_metadata = json_object_get(reg, "metadata");
     s->model_name = json_string_value(json_object_get(spec, "model_name"));
 }

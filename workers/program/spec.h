@@ -49,20 +49,21 @@ const char *program_env_refusal(const char *name);
 
 /* A valid spec's settings, defaults applied.  Strings and JSON are borrowed from spec. */
 typedef struct {
-    const json_t *command;        /* the argv: an array of strings, at least one, command[0] non-empty */
-    const char *workdir;          /* as written; resolve with path_confine_dir (common/paths.h) under the task's roots */
-    const json_t *env;            /* {NAME: "value"}; NULL when absent */
-    int min_workers, max_workers; /* the ranks: equal unless elastic */
-    long max_runtime_s;           /* the job's wall clock per generation; 0: none (the tenant's limit still applies) */
-    int grace_s;                  /* SIGTERM -> SIGKILL */
-    int max_restarts;             /* new generations after a lost rank before the job fails */
-    int rendezvous_timeout_s;     /* how long a gang waits for its members */
-    long long memory_bytes;       /* per rank: memory_mb, else the tenant's max_memory_bytes, else 8192 MiB; never above
-                                     the tenant's max_memory_bytes */
-    int processes, open_files;    /* per rank */
-    const char *register_output;  /* a file under GANTRY_OUTPUT_DIR to register as a model version; NULL: none */
-    const char *register_format;  /* "torchscript" */
-    const char *model_name;       /* spec.model_name; NULL: the job's name */
+    const json_t *command;           /* the argv: an array of strings, at least one, command[0] non-empty */
+    const char *workdir;             /* as written; resolve with path_confine_dir (common/paths.h) under the task's roots */
+    const json_t *env;               /* {NAME: "value"}; NULL when absent */
+    int min_workers, max_workers;    /* the ranks: equal unless elastic */
+    long max_runtime_s;              /* the job's wall clock per generation; 0: none (the tenant's limit still applies) */
+    int grace_s;                     /* SIGTERM -> SIGKILL */
+    int max_restarts;                /* new generations after a lost rank before the job fails */
+    int rendezvous_timeout_s;        /* how long a gang waits for its members */
+    long long memory_bytes;          /* per rank: memory_mb, else the tenant's max_memory_bytes, else 8192 MiB; never above
+                                        the tenant's max_memory_bytes */
+    int processes, open_files;       /* per rank */
+    const char *register_output;     /* a file under GANTRY_OUTPUT_DIR to register as a model version; NULL: none */
+    const char *register_format;     /* "torchscript" */
+    const json_t *register_metadata; /* its signature, description, metrics (signature.h), or NULL */
+    const char *model_name;          /* spec.model_name; NULL: the job's name */
 } program_settings;
 
 /* tenant_max_memory_bytes: the task's max_memory_bytes (common/msg.h), 0 or less when none */

@@ -1,7 +1,7 @@
 // gantry dashboard: session, header, hash router.
 //
 // Routes: #/jobs[?type=&state=], #/jobs/<id>, #/jobs/<id>/plan, #/workers,
-// #/cluster, #/submit.
+// #/cluster, #/models[/<name>], #/submit.
 // Each page module exports mount(root, ctx) and may return a cleanup
 // function; ctx = {me, live, params, query, signal, navigate}. The router
 // aborts ctx.signal and calls the cleanup when the page is left.
@@ -13,6 +13,7 @@ import * as jobPage from './job.js';
 import * as planPage from './plan.js';
 import * as workersPage from './workers.js';
 import * as clusterPage from './cluster.js';
+import * as modelsPage from './models.js';
 import * as submitPage from './submit.js';
 import * as loginPage from './login.js';
 
@@ -22,6 +23,8 @@ const ROUTES = [
     { re: /^\/jobs\/([^/]+)\/plan$/, page: planPage, nav: 'jobs', title: 'Plan' },
     { re: /^\/workers\/?$/, page: workersPage, nav: 'workers', title: 'Workers' },
     { re: /^\/cluster\/?$/, page: clusterPage, nav: 'cluster', title: 'Cluster' },
+    { re: /^\/models\/?$/, page: modelsPage, nav: 'models', title: 'Models' },
+    { re: /^\/models\/([^/]+)$/, page: modelsPage, nav: 'models', title: 'Model' },
     { re: /^\/submit\/?$/, page: submitPage, nav: 'submit', title: 'Submit' },
 ];
 

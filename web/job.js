@@ -1,6 +1,8 @@
-// Job detail: summary, spec, event timeline, result (placement rendered in
-// full; a program job's output files with downloads), a program job's logs
-// followed live (logs.js), cancel. Refetches job and events when the stream
+// Job detail: summary (an inference job's served model version, as
+// spec.resolved says, and the alias it follows), spec, event timeline (state
+// changes and notes such as an alias move; progress updates behind a toggle),
+// result (placement rendered in full; a program job's output files with
+// downloads), a program job's logs followed live (logs.js), cancel. Refetches job and events when the stream
 // reports an event for this job and after every stream (re)connect.
 import { api, ApiError, jobPath } from './api.js';
 import { h, replace, notice } from './dom.js';
@@ -8,6 +10,7 @@ import { candidatesTable, devicesTable } from './placement.js';
 import { mountCurves, designRows } from './curves.js';
 import { mountLogs, specRanks } from './logs.js';
 import { outputsTable } from './outputs.js';
+import { modelHref } from './models.js';
 import {
     badge, timeEl, fmtMicros, fmtSeconds, fmtPct, fmtMetric, progressCell,
     prettyJson, isTerminal,
@@ -165,6 +168,8 @@ export function mount(root, { me, live, params, signal }) {
             ['Finished', timeEl(j.finished_at)],
             ['Updated', timeEl(j.updated_at)],
         ];
+        const served = servedModel(j.spec);
+        if (served) items.push(['Serves', served]);
         const waited = secs(j.created_at, j.started_at);
         if (waited !== null) items.push(['Queued for', fmtSeconds(waited)]);
         const ran = secs(j.started_at, j.finished_at);
@@ -186,8 +191,9 @@ export function mount(root, { me, live, params, signal }) {
     }
 
     function renderTimeline(events) {
-        const progressOnly = events.filter((e) => !e.state).length;
-        const shown = showProgress ? events : events.filter((e) => e.state);
+        const isProgress = (e) => !e.state && typeof e.progress === 'number';
+        const progressOnly = events.filter(isProgress).length;
+        const shown = showProgress ? events : events.filter((e) => !isProgress(e));
         const toggle = progressOnly ? h('label', { class: 'toggle' },
             h('input', {
                 type: 'checkbox', checked: showProgress, 'data-testid': 'show-progress-events',
@@ -203,7 +209,7 @@ export function mount(root, { me, live, params, signal }) {
             h('thead', {}, h('tr', {}, ['Time', 'State', 'Reason', 'Source', 'Progress'].map((t) => h('th', { scope: 'col' }, t)))),
             h('tbody', {}, shown.map((e) => h('tr', { 'data-testid': 'event-row', dataset: { state: e.state || '' }, class: e.state ? '' : 'progress-only' },
                 h('td', { class: 'time' }, timeEl(e.ts, true)),
-                h('td', { 'data-testid': 'event-state' }, e.state ? badge(e.state) : h('span', { class: 'muted' }, 'progress')),
+                h('td', { 'data-testid': 'event-state' }, e.state ? badge(e.state) : h('span', { class: 'muted' }, isProgress(e) ? 'progress' : 'note')),
                 h('td', {}, e.reason || ''),
                 h('td', { class: 'mono' }, e.source || ''),
                 h('td', { class: 'num' }, typeof e.progress === 'number' ? fmtPct(e.progress) : '')))))));
@@ -227,6 +233,17 @@ export function mount(root, { me, live, params, signal }) {
         parts.push(rawJson(r));
         replace(resultBox, parts);
     }
+}
+
+// The model version an inference job serves (spec.resolved, set by the server
+// at submission and when an alias it follows moves): "mlp v2 (alias
+// production)", linking to the model's page; null for other jobs.
+function servedModel(spec) {
+    const r = spec && typeof spec.resolved === 'object' && spec.resolved !== null ? spec.resolved : null;
+    if (!r || typeof r.name !== 'string' || !Number.isInteger(r.version)) return null;
+    return h('span', { 'data-testid': 'job-model', dataset: { model: r.name, version: String(r.version), alias: r.alias || '' } },
+        h('a', { href: modelHref(r.name), class: 'mono' }, r.name), ` v${r.version}`,
+        r.alias ? h('span', { class: 'muted' }, ` (alias ${r.alias})`) : null);
 }
 
 // Raw result JSON, pretty-printed only when first opened (a plan with a

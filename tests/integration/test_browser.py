@@ -100,3 +100,42 @@ def test_program_logs_pane_in_chromium():
         print(r.stdout[-3000:], r.stderr[-3000:])
         assert r.returncode == 0, "logs.mjs failed"
         assert os.path.exists(os.path.join(out, "logs.png"))
+
+
+def test_models_page_in_chromium():
+    """the Models page: each version's format, size, sha256 prefix, description and the aliases, as the API
+    says; an inference job's page names the version it serves through its alias, and the alias move event"""
+    from test_torchscript import models
+    out = os.path.join(ROOT, "tests", "out", "browser")
+    os.makedirs(out, exist_ok=True)
+    with Stack(workers=0) as s:  # the serving job stays queued; its alias still rolls it
+        env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}", GANTRY_ADMIN_TOKEN=ADMIN, GANTRY_TEST_OUT=out,
+                   GANTRY_MODEL_DIR=models())
+        r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "models.mjs")], env=env, capture_output=True,
+                           text=True, timeout=180)
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        assert r.returncode == 0, "models.mjs failed"
+        assert os.path.exists(os.path.join(out, "models.png"))
+
+
+def test_torch_plan_view_in_chromium():
+    """the plan view of a placement job on ResNet-50 as tools/torch_export.py exported it, on 4 devices with half
+    the memory one device would need: the Gantt chart's tooltips name the model's own ops (layer1_0_conv1...)"""
+    import json
+    import tempfile
+    from test_torch_export import single_peak, with_devices
+    with open(os.path.join(ROOT, "tests", "data", "graphs", "torch_resnet50.json")) as f:
+        graph = json.load(f)
+    path = os.path.join(tempfile.mkdtemp(prefix="gantry-torch-plan-"), "resnet50.json")
+    with open(path, "w") as f:
+        json.dump(with_devices(graph, 4, single_peak(graph) * 0.5), f)
+    out = os.path.join(ROOT, "tests", "out", "browser")
+    os.makedirs(out, exist_ok=True)
+    with Stack(workers=1) as s:
+        env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}", GANTRY_ADMIN_TOKEN=ADMIN, GANTRY_TEST_OUT=out,
+                   GANTRY_PLAN_GRAPH=path)
+        r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "torch_plan.mjs")], env=env, capture_output=True,
+                           text=True, timeout=240)
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        assert r.returncode == 0, "torch_plan.mjs failed"
+        assert os.path.exists(os.path.join(out, "torch-plan.png"))

@@ -388,8 +388,8 @@ static void test_schedule_memory_is_thinned(void **state)
         snprintf(prev, sizeof prev, "o%d", i - 1);
         if (i) json_array_append_new(edges, json_pack("{s:s,s:s}", "src", prev, "dst", name));
     }
-    json_t *spec = json_pack("{s:{s:o,s:o,s:[{s:s,s:i}]},s:[s]}", "graph", "ops", ops, "edges", edges, "devices", "name", "d",
-                             "memory_bytes", 1000000, "algorithms", "single");
+    json_t *spec = json_pack("{s:{s:o,s:o,s:[{s:s,s:i}]},s:[s],s:b}", "graph", "ops", ops, "edges", edges, "devices", "name", "d",
+                             "memory_bytes", 1000000, "algorithms", "single", "fuse", 0); /* op by op: not fused */
     char err[512];
     json_t *r = place_solve(spec, err, sizeof err);
     if (!r) fail_msg("%s", err);

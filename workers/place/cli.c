@@ -26,12 +26,12 @@ typedef struct options {
     json_t *algorithms; /* NULL: the file's choice, else an array of names */
     long devices;       /* 0: keep the file's devices */
     int64_t memory;     /* 0: keep the file's capacities */
-    int fuse, coplace, summary, strategy;
+    int fuse, coplace, plain, summary, strategy;
 } options;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gantry-place GRAPH.json|- [--algo NAME|all]... [--fuse] [--coplace] [--summary]\n"
+    fprintf(f, "usage: gantry-place GRAPH.json|- [--algo NAME|all]... [--fuse] [--coplace] [--plain] [--summary]\n"
                "                    [--devices N --memory BYTES]\n"
                "       gantry-place --strategy FILE.json|- [--summary]\n"
                "\n"
@@ -45,6 +45,10 @@ static void usage(FILE *f)
                "                  m-TOPO and the single-device plan are always weighed.\n"
                "  --fuse          fuse ops inside colocation groups (spec \"fuse\")\n"
                "  --coplace       grow groups along single consumers (spec \"coplace\")\n"
+               "  --plain         neither (spec \"fuse\": false, \"coplace\": false)\n"
+               "                  Without any of these three the solver weighs the graph\n"
+               "                  with both, with each and with neither, and keeps the\n"
+               "                  best plan; with them, only the variant they name.\n"
                "  --summary       one line per algorithm instead of JSON: placement time,\n"
                "                  makespan, x lower bound, peak memory per device\n"
                "  --devices N     replace the file's devices with N identical devices\n"
@@ -100,6 +104,7 @@ static int flag(const char *a, options *o)
 {
     if (!strcmp(a, "--fuse")) return o->fuse = 1;
     if (!strcmp(a, "--coplace")) return o->coplace = 1;
+    if (!strcmp(a, "--plain")) return o->plain = 1;
     if (!strcmp(a, "--summary")) return o->summary = 1;
     return 0;
 }
@@ -139,7 +144,8 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (!o->path) return usage_error("no input file given", NULL);
     if (o->devices && !o->memory) return usage_error("--devices needs --memory", NULL);
-    if (o->strategy && (o->algorithms || o->devices || o->memory || o->fuse || o->coplace))
+    if (o->plain && (o->fuse || o->coplace)) return usage_error("--plain excludes --fuse and --coplace", NULL);
+    if (o->strategy && (o->algorithms || o->devices || o->memory || o->fuse || o->coplace || o->plain))
         return usage_error("--strategy takes no placement options", NULL);
     return -1;
 }
@@ -200,8 +206,10 @@ static void apply_options(json_t *spec, const options *o)
 {
     if (o->strategy) return;
     if (o->algorithms) json_object_set(spec, "algorithms", o->algorithms);
-    if (o->fuse) json_object_set_new(spec, "fuse", json_true());
-    if (o->coplace) json_object_set_new(spec, "coplace", json_true());
+    if (o->fuse || o->coplace || o->plain) { /* the flags name the whole variant */
+        json_object_set_new(spec, "fuse", json_boolean(o->fuse));
+        json_object_set_new(spec, "coplace", json_boolean(o->coplace));
+    }
     override_devices(spec, o);
 }
 
@@ -232,14 +240,16 @@ static void human_bytes(int64_t b, char *buf, size_t len)
 
 static void summary_placement(const json_t *r)
 {
-    printf("%-8s %-9s %12s %13s %8s  %s\n", "algo", "feasible", "placement_ms", "makespan_ms", "x_bound", "peak memory per device");
+    printf("%-8s %-12s %-9s %12s %13s %8s  %s\n", "algo", "variant", "feasible", "placement_ms", "makespan_ms", "x_bound",
+           "peak memory per device");
     size_t i;
     const json_t *c;
     json_array_foreach(json_object_get(r, "candidates"), i, c)
     {
         const json_t *peaks = json_object_get(c, "peak_bytes");
-        printf("%-8s %-9s %12.3f ", json_string_value(json_object_get(c, "algorithm")),
-               json_is_true(json_object_get(c, "feasible")) ? "yes" : "no", json_number_value(json_object_get(c, "placement_ms")));
+        printf("%-8s %-12s %-9s %12.3f ", json_string_value(json_object_get(c, "algorithm")),
+               json_string_value(json_object_get(c, "variant")), json_is_true(json_object_get(c, "feasible")) ? "yes" : "no",
+               json_number_value(json_object_get(c, "placement_ms")));
         if (!peaks) {
             printf("%13s %8s  %s\n", "-", "-", json_string_value(json_object_get(c, "reason")));
             continue;
@@ -256,9 +266,14 @@ static void summary_placement(const json_t *r)
         }
         printf("\n");
     }
-    printf("best: %s, makespan %.3f ms, lower bound %.3f ms\n", json_string_value(json_object_get(r, "best")),
-           json_number_value(json_object_get(json_object_get(r, "metrics"), "makespan_us")) / 1000.0,
-           json_number_value(json_object_get(r, "lower_bound_us")) / 1000.0);
+    const json_t *m = json_object_get(r, "metrics");
+    printf("best: %s on %s, makespan %.3f ms, lower bound %.3f ms; %d variant%s weighed in %.3f ms\n",
+           json_string_value(json_object_get(r, "best")), json_string_value(json_object_get(r, "variant")),
+           json_number_value(json_object_get(m, "makespan_us")) / 1000.0,
+           json_number_value(json_object_get(r, "lower_bound_us")) / 1000.0,
+           (int)json_integer_value(json_object_get(m, "variants_weighed")),
+           json_integer_value(json_object_get(m, "variants_weighed")) == 1 ? "" : "s",
+           json_number_value(json_object_get(m, "search_ms")));
 }
 
 static void summary_strategy(const json_t *r)

@@ -1,23 +1,28 @@
 /* place.c - the algorithm table and the solver (the spec's validation: spec.c).
  *
  * Algorithms are rows of ALGOS (name -> function, the names from spec.h);
- * "all", the CLI's --help and the docs read this one table.  The solver builds the
- * view the algorithms see (co-placement and fusion when asked, view.h),
- * runs every requested algorithm on it, always adds the single-device and
- * m-TOPO plans (a split plan is only worth its transfers when it beats one
- * device, and a list scheduler is not always faster than filling devices in
- * order), replays every plan in the simulator, and returns the feasible
- * plan with the lowest simulated makespan (ties: the first in request
- * order), with its schedule.  A spec with "strategy" instead of "graph" is
- * an AMP strategy search (amp.h). */
+ * "all", the CLI's --help and the docs read this one table.  The solver
+ * builds the views the algorithms see (the graph variants of variant.h:
+ * with co-placement and fusion, co-placement, fusion, plain; only the one
+ * the spec forces when it sets "fuse" or "coplace"), runs every requested
+ * algorithm on each, always adds the single-device and m-TOPO plans (a
+ * split plan is only worth its transfers when it beats one device, and a
+ * list scheduler is not always faster than filling devices in order),
+ * replays every plan in the simulator, and returns the feasible plan with
+ * the lowest simulated makespan (ties: the plainer variant, then request
+ * order), with its schedule and the variant it came from.  The search stops early once a
+ * plan is within PLACE_SEARCH_CLOSE of the lower bound.  A spec with
+ * "strategy" instead of "graph" is an AMP strategy search (amp.h). */
 #include "common/utf8.h"
 #include "workers/place/perr.h"
 #include "workers/place/place.h"
 
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "workers/place/amp.h"
 #include "workers/place/levels.h"
 #include "workers/place/solve.h"
+#include "workers/place/variant.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -95,7 +100,7 @@ static void parse_algorithms(const json_t *spec, int *sel, int *n_sel)
 
 typedef struct options {
     int sel[N_ALGOS], n_sel;
-    int fuse, coplace;
+    const place_variant *variant; /* forced by the spec; NULL: weigh them all */
     const json_t *graph, *strategy;
 } options;
 
@@ -105,17 +110,20 @@ static int check_options(perr *e, const json_t *spec, options *o)
     if (place_spec_check(spec, &o->graph, &o->strategy, e->field, e->field_len, e->msg, e->msg_len)) return -1;
     if (o->strategy) return 0;
     parse_algorithms(spec, o->sel, &o->n_sel);
-    o->fuse = json_is_true(json_object_get(spec, "fuse"));
-    o->coplace = json_is_true(json_object_get(spec, "coplace"));
+    const json_t *fuse = json_object_get(spec, "fuse"), *coplace = json_object_get(spec, "coplace");
+    int forced = (fuse && !json_is_null(fuse)) || (coplace && !json_is_null(coplace));
+    o->variant = forced ? place_variant_of(json_is_true(coplace), json_is_true(fuse)) : NULL;
     return 0;
 }
 
 /* ---- candidates ---- */
 
-static void run_candidate(const place_view *v, const algo_entry *algo, int requested, place_candidate *c)
+/* Runs algo on view number `view` (of variant x) into c. */
+static void run_candidate(const place_view *v, int view, const place_variant *x, const algo_entry *algo, int requested,
+                          place_candidate *c)
 {
     const place_graph *g = place_view_graph(v);
-    *c = (place_candidate){.name = algo->name, .requested = requested, .unfused_makespan_us = -1};
+    *c = (place_candidate){.name = algo->name, .variant = x->name, .view = view, .requested = requested, .unfused_makespan_us = -1};
     c->plan = place_plan_new(g->n_ops);
     if (!c->plan) {
         snprintf(c->reason, sizeof c->reason, "out of memory");
@@ -156,57 +164,108 @@ static void candidate_clear(place_candidate *c)
 }
 
 /* The reason to give when nothing is feasible: a requested placement
- * algorithm's (it names the op and the missing bytes) before single's. */
+ * algorithm's on the plain graph (it names the user's op and the missing
+ * bytes), before another variant's, before single's. */
 static const place_candidate *clearest_failure(const place_candidate *c, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (c[i].requested && strcmp(c[i].name, SINGLE_ALGO) != 0) return &c[i];
-    return &c[0];
+    const place_candidate *f = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!c[i].requested || strcmp(c[i].name, SINGLE_ALGO) == 0) continue;
+        if (strcmp(c[i].variant, "plain") == 0) return &c[i];
+        if (!f) f = &c[i];
+    }
+    return f ? f : &c[0];
 }
 
 /* ---- solve ---- */
 
+/* The fastest feasible candidate; on a tie the plainer variant (views are built in table order,
+ * plain last), then the earlier in request order. */
 static const place_candidate *pick_best(const place_candidate *c, int n)
 {
     const place_candidate *best = NULL;
-    for (int i = 0; i < n; i++)
-        if (c[i].feasible && (!best || c[i].sim.makespan_us < best->sim.makespan_us)) best = &c[i];
+    for (int i = 0; i < n; i++) {
+        if (!c[i].feasible) continue;
+        double d = best ? c[i].sim.makespan_us - best->sim.makespan_us : -1;
+        if (d < 0 || (d == 0 && c[i].view > best->view)) best = &c[i];
+    }
     return best;
 }
 
-static json_t *answer(const place_view *v, place_candidate *c, int n, char *err, size_t err_len)
+/* Every view placed on and every candidate made on them. */
+typedef struct search {
+    place_view views[PLACE_N_VARIANTS];
+    int n_views;
+    place_candidate *c; /* PLACE_N_VARIANTS * N_ALGOS */
+    int n;
+} search;
+
+static json_t *answer(const search *s, const place_search *info, double lb, char *err, size_t err_len)
 {
-    const place_candidate *best = pick_best(c, n);
+    const place_candidate *best = pick_best(s->c, s->n);
     if (!best) {
-        const place_candidate *f = clearest_failure(c, n);
+        const place_candidate *f = clearest_failure(s->c, s->n);
         snprintf(err, err_len, "no feasible placement; %s: %s", f->name, f->reason);
         return NULL;
     }
+    const place_view *v = &s->views[best->view];
     place_sim_result trace = {0};
     int traced = v->orig->n_ops <= PLACE_SCHEDULE_MAX_OPS &&
                  place_simulate_ex(place_view_graph(v), best->plan, &trace, PLACE_SIM_MEMORY) == 0 && trace.feasible;
-    json_t *r = place_result_json(v, c, n, best, traced ? &trace : NULL, place_lower_bound_us(v->orig));
+    json_t *r = place_result_json(v, s->c, s->n, best, traced ? &trace : NULL, lb, info);
     place_sim_result_clear(&trace);
     if (!r) snprintf(err, err_len, "out of memory");
     return r;
 }
 
+/* Builds variant x's view and runs the algorithms on it; 0 (also when the view equals a plainer
+ * variant's and is skipped), or -1 with a message when the forced variant cannot be built. */
+static int weigh(search *s, const place_graph *g, const place_variant *x, const options *o, char *err, size_t err_len)
+{
+    place_view *v = &s->views[s->n_views];
+    if (place_view_build(g, x->coplace, x->fuse, v, err, err_len) < 0) return o->variant ? -1 : 0;
+    if (!o->variant && place_variant_redundant(x, v)) {
+        place_view_clear(v);
+        return 0;
+    }
+    int chosen[N_ALGOS] = {0};
+    for (int k = 0; k < o->n_sel + N_ALGOS; k++) {
+        int a = k < o->n_sel ? o->sel[k] : k - o->n_sel;
+        if (k >= o->n_sel && (!ALGOS[a].always || chosen[a])) continue;
+        chosen[a] = 1;
+        run_candidate(v, s->n_views, x, &ALGOS[a], k < o->n_sel, &s->c[s->n++]);
+    }
+    s->n_views++;
+    return 0;
+}
+
+/* The search may stop: the best plan so far is within PLACE_SEARCH_CLOSE of the lower bound. */
+static int close_enough(const search *s, double lb)
+{
+    const place_candidate *best = pick_best(s->c, s->n);
+    return best && best->sim.makespan_us <= PLACE_SEARCH_CLOSE * lb;
+}
+
 static json_t *solve(const place_graph *g, const options *o, char *err, size_t err_len)
 {
-    place_view v;
-    if (place_view_build(g, o->coplace, o->fuse, &v, err, err_len) < 0) return NULL;
-    place_candidate c[N_ALGOS];
-    int n = 0, chosen[N_ALGOS] = {0};
-    for (int k = 0; k < o->n_sel; k++) {
-        run_candidate(&v, &ALGOS[o->sel[k]], 1, &c[n++]);
-        chosen[o->sel[k]] = 1;
+    int64_t t0 = clock_mono_us();
+    double lb = place_lower_bound_us(g);
+    search st = {.c = xcalloc(PLACE_N_VARIANTS * N_ALGOS, sizeof *st.c)}, *s = &st;
+    json_t *r = NULL;
+    int k = 0;
+    for (; k < PLACE_N_VARIANTS && !(!o->variant && close_enough(s, lb)); k++) {
+        const place_variant *x = &place_variants[k];
+        if (o->variant && x != o->variant) continue;
+        if (weigh(s, g, x, o, err, err_len) < 0) goto out;
     }
-    for (int k = 0; k < N_ALGOS; k++)
-        if (ALGOS[k].always && !chosen[k]) run_candidate(&v, &ALGOS[k], 0, &c[n++]);
-    json_t *r = answer(&v, c, n, err, err_len);
-    for (int i = 0; i < n; i++)
-        candidate_clear(&c[i]);
-    place_view_clear(&v);
+    place_search info = {.search_ms = (double)(clock_mono_us() - t0) / 1000.0, .variants = s->n_views, .forced = !!o->variant};
+    r = answer(s, &info, lb, err, err_len);
+out:
+    for (int i = 0; i < s->n; i++)
+        candidate_clear(&s->c[i]);
+    for (int i = 0; i < s->n_views; i++)
+        place_view_clear(&s->views[i]);
+    free(s->c);
     return r;
 }
 

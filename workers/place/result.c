@@ -1,11 +1,14 @@
 /* result.c - the placement result as JSON (docs/placement.md "Result"):
- * every candidate's figures, the best plan mapped back to the user's ops,
- * its schedule, and the lower bound every makespan is measured against. */
+ * every algorithm's figures (its fastest variant's, with the others it was
+ * placed on), the best plan mapped back to the user's ops with the variant
+ * it came from, its schedule, and the lower bound every makespan is
+ * measured against. */
 #include "workers/place/solve.h"
 
 #include "common/alloc.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static json_t *per_device_ints(const int64_t *v, int n)
 {
@@ -35,10 +38,25 @@ static void add_figures(json_t *o, const place_candidate *c, int D, double lb)
     if (c->unfused_makespan_us >= 0) json_object_set_new(o, "unfused_makespan_us", place_jreal(c->unfused_makespan_us));
 }
 
+/* One variant's line of an algorithm: feasibility, times and the makespan, or the reason. */
+static json_t *variant_json(const place_candidate *c, double lb)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "variant", json_string(c->variant));
+    json_object_set_new(o, "feasible", json_boolean(c->feasible));
+    json_object_set_new(o, "placement_ms", place_jreal(c->placement_ms));
+    if (c->simulated) json_object_set_new(o, "makespan_us", place_jreal(c->sim.makespan_us));
+    if (c->simulated && lb > 0) json_object_set_new(o, "makespan_over_lower_bound", place_jreal(c->sim.makespan_us / lb));
+    if (c->plan && c->plan->note[0]) json_object_set_new(o, "note", json_string(c->plan->note));
+    if (!c->feasible) json_object_set_new(o, "reason", json_string(c->reason));
+    return o;
+}
+
 static json_t *candidate_json(const place_graph *g, const place_candidate *c, double lb)
 {
     json_t *o = json_object();
     json_object_set_new(o, "algorithm", json_string(c->name));
+    json_object_set_new(o, "variant", json_string(c->variant));
     json_object_set_new(o, "feasible", json_boolean(c->feasible));
     json_object_set_new(o, "placement_ms", place_jreal(c->placement_ms));
     if (c->simulated) add_figures(o, c, g->n_devices, lb);
@@ -77,6 +95,7 @@ static json_t *plan_json(const place_view *v, const place_candidate *c, const pl
     }
     json_t *plan = json_object();
     json_object_set_new(plan, "algorithm", json_string(c->name));
+    json_object_set_new(plan, "variant", json_string(c->variant));
     json_object_set_new(plan, "devices", devices_json(g, c));
     json_object_set_new(plan, "placement", placement);
     json_object_set_new(plan, "order", order);
@@ -88,7 +107,7 @@ static json_t *plan_json(const place_view *v, const place_candidate *c, const pl
     return plan;
 }
 
-static json_t *metrics_json(const place_view *v, const place_candidate *best)
+static json_t *metrics_json(const place_view *v, const place_candidate *best, const place_search *s)
 {
     const place_graph *g = v->orig;
     int used = 0;
@@ -102,21 +121,61 @@ static json_t *metrics_json(const place_view *v, const place_candidate *best)
     if (v->g) json_object_set_new(m, "placed_units", json_integer(place_view_graph(v)->n_ops));
     if (v->coplaced) json_object_set_new(m, "coplaced_ops", json_integer(v->coplaced));
     if (v->of) json_object_set_new(m, "fused_ops", json_integer(v->fused));
+    json_object_set_new(m, "variants_weighed", json_integer(s->variants));
+    json_object_set_new(m, "search_ms", place_jreal(s->search_ms));
     return m;
 }
 
+/* The line shown for an algorithm: its fastest feasible variant (ties: the plainer, as the best
+ * plan's), else its plain graph's (the reason names the user's op), else its first. */
+static const place_candidate *representative(const place_candidate *c, int n, const char *name)
+{
+    const place_candidate *r = NULL;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(c[i].name, name) != 0) continue;
+        if (c[i].feasible) {
+            if (!r || !r->feasible || c[i].sim.makespan_us <= r->sim.makespan_us) r = &c[i]; /* tie: the plainer */
+        } else if (!r || (!r->feasible && strcmp(c[i].variant, "plain") == 0)) {
+            r = &c[i];
+        }
+    }
+    return r;
+}
+
+/* One entry per algorithm, in the order they were first run. */
+static json_t *candidates_json(const place_graph *g, const place_candidate *c, int n, double lb)
+{
+    json_t *cands = json_array();
+    for (int i = 0; i < n; i++) {
+        int seen = 0, variants = 0;
+        for (int k = 0; k < n; k++) {
+            seen |= k < i && strcmp(c[k].name, c[i].name) == 0;
+            variants += strcmp(c[k].name, c[i].name) == 0;
+        }
+        const place_candidate *r = representative(c, n, c[i].name);
+        if (seen || (!r->requested && !r->feasible)) continue;
+        json_t *o = candidate_json(g, r, lb);
+        if (variants > 1) {
+            json_t *all = json_array();
+            for (int k = 0; k < n; k++)
+                if (strcmp(c[k].name, c[i].name) == 0) json_array_append_new(all, variant_json(&c[k], lb));
+            json_object_set_new(o, "variants", all);
+        }
+        json_array_append_new(cands, o);
+    }
+    return cands;
+}
+
 json_t *place_result_json(const place_view *v, const place_candidate *c, int n, const place_candidate *best,
-                          const place_sim_result *trace, double lower_bound_us)
+                          const place_sim_result *trace, double lower_bound_us, const place_search *s)
 {
     const place_graph *g = place_view_graph(v);
-    json_t *cands = json_array();
-    for (int i = 0; i < n; i++)
-        if (c[i].requested || c[i].feasible) json_array_append_new(cands, candidate_json(g, &c[i], lower_bound_us));
     json_t *r = json_object();
     json_object_set_new(r, "best", json_string(best->name));
-    json_object_set_new(r, "candidates", cands);
+    json_object_set_new(r, "variant", json_string(best->variant));
+    json_object_set_new(r, "candidates", candidates_json(g, c, n, lower_bound_us));
     json_object_set_new(r, "plan", plan_json(v, best, trace));
     json_object_set_new(r, "lower_bound_us", place_jreal(lower_bound_us));
-    json_object_set_new(r, "metrics", metrics_json(v, best));
+    json_object_set_new(r, "metrics", metrics_json(v, best, s));
     return r;
 }

@@ -25,10 +25,13 @@ static const sch graph_s = {SCH_OBJECT, .flags = SCH_OPEN,
                                     "(op and device names unique, edges between existing ops, acyclic)"};
 static const sch strategy_s = {SCH_OBJECT, .flags = SCH_OPEN,
                                .desc = "an AMP parallel strategy search instead of a graph (docs/placement.md)"};
-static const sch fuse_s = {SCH_BOOL, .flags = SCH_NULLABLE, .dflt = "false",
-                           .desc = "fuse chains of ops before placing (fewer, larger ops; faster on big graphs)"};
-static const sch coplace_s = {SCH_BOOL, .flags = SCH_NULLABLE, .dflt = "false",
-                              .desc = "keep each op with the ops it must share a device with (m-TOPO's co-placement)"};
+static const sch fuse_s = {SCH_BOOL, .flags = SCH_NULLABLE,
+                           .desc = "fuse chains of ops before placing (fewer, larger ops), or not; with neither fuse nor "
+                                   "coplace given, the solver weighs the graph with both, each and neither, and keeps the "
+                                   "fastest plan"};
+static const sch coplace_s = {SCH_BOOL, .flags = SCH_NULLABLE,
+                              .desc = "keep each op with the ops it must share a device with (m-TOPO's co-placement), or "
+                                      "not; with neither fuse nor coplace given, every combination is weighed"};
 static const sch_member spec_m[] = {{"graph", &graph_s, 0}, {"strategy", &strategy_s, 0}, {"algorithms", &algos_s, 0},
                                     {"fuse", &fuse_s, 0},   {"coplace", &coplace_s, 0},   {0}};
 const sch place_spec_shape = {SCH_OBJECT, .members = spec_m,

@@ -5,7 +5,8 @@
  *
  * Spec fields: "graph" (docs/graph.schema.json) or "strategy" (docs/placement.md), "algorithms"
  * (optional array of names, default ["m-topo"]; "all" = every one), "fuse" and "coplace"
- * (optional booleans). */
+ * (optional booleans; either one given forces that graph variant, neither lets the solver weigh
+ * them all: workers/place/variant.h). */
 #ifndef GANTRY_PLACE_SPEC_H
 #define GANTRY_PLACE_SPEC_H
 

@@ -7,8 +7,13 @@
  * dp | GPUs / mp, the pipeline depth pp = GPUs / (mp * dp) and the
  * micro-batch size mbs | global_batch / dp; cuts the layers into pp stages
  * by dynamic programming; and ranks the strategies by predicted iteration
- * time (cost model at the top of amp.c).  A spec {"strategy": {...}} and
- * `gantry-place --strategy FILE` run it. */
+ * time (cost model at the top of amp.c).  Links are per node pair (a
+ * nodes x nodes bandwidth matrix, or intra/inter as its shorthand), GPUs
+ * have their own speed and memory, and a stage cut whose per-GPU memory
+ * (parameters with their gradients and optimizer state, activations of the
+ * micro-batches in flight) exceeds its GPUs' memory is never chosen: a
+ * strategy with no cut that fits is rejected and counted.  A spec
+ * {"strategy": {...}} and `gantry-place --strategy FILE` run it. */
 #ifndef GANTRY_PLACE_AMP_H
 #define GANTRY_PLACE_AMP_H
 
@@ -20,24 +25,37 @@
 #define AMP_MAX_GPUS 4096
 #define AMP_MAX_BATCH (1 << 24)
 #define AMP_DEFAULT_TOP_K 10
+#define AMP_MAX_MATRIX_NODES 256        /* nodes a bandwidth matrix may describe */
 #define AMP_DEFAULT_BYTES_PER_PARAM 2.0 /* fp16 gradients, as AMP's mixed-precision runs */
+/* fp16 weights and gradients, fp32 master weights and Adam's two moments
+ * (2 + 2 + 4 + 4 + 4 bytes; ZeRO's count for mixed-precision Adam) */
+#define AMP_DEFAULT_STATE_BYTES_PER_PARAM 16.0
 
 typedef struct amp_layer {
     char *name;
     double forward_ms;       /* forward pass at micro-batch 1, mp = 1, GPU speed 1 */
     double params;           /* parameter count */
     double activation_bytes; /* output activation at micro-batch 1 */
+    double stash_bytes;      /* what one sample keeps for the backward pass (default activation_bytes) */
 } amp_layer;
+
+/* how stages are cut: the searched cut (AMP's DP), or equal layer counts
+ * (Megatron's default, a baseline to compare with) */
+typedef enum amp_partition { AMP_PARTITION_BALANCED, AMP_PARTITION_UNIFORM } amp_partition;
 
 typedef struct amp_problem {
     int n_layers;
     amp_layer *layers;
     int nodes, gpus_per_node;
-    double intra_gbps, inter_gbps;
-    double *gpu_speed; /* nodes * gpus_per_node, in rank order (node-major) */
+    double intra_gbps, inter_gbps; /* used when link_gbps is NULL */
+    double *link_gbps;             /* NULL or nodes x nodes: [a * nodes + b] from node a to b, [a * nodes + a] inside a */
+    double *gpu_speed;             /* nodes * gpus_per_node, in rank order (node-major) */
+    double *gpu_memory;            /* NULL (unchecked) or bytes per GPU, in rank order */
     int global_batch;
     int top_k;
-    double bytes_per_param;
+    double bytes_per_param;       /* gradient bytes all-reduced per parameter */
+    double state_bytes_per_param; /* resident bytes per parameter: weights, gradients, optimizer state */
+    amp_partition partition;
 } amp_problem;
 
 typedef struct amp_strategy {
@@ -47,6 +65,7 @@ typedef struct amp_strategy {
     int *first;       /* pp entries: first layer of each stage */
     double *stage_ms; /* pp entries: one micro-batch's forward + backward time of each stage */
     double *speed;    /* pp entries: speed of each stage (its slowest GPU) */
+    double *memory;   /* pp entries: peak bytes on each GPU of the stage */
 } amp_strategy;
 
 /* Parses and validates the "strategy" object; NULL with the JSON path of
@@ -56,8 +75,12 @@ void amp_problem_free(amp_problem *p);
 
 /* The best min(top_k, feasible) strategies, fastest first, in *out (count
  * returned; -1 when out of memory); *evaluated counts every (mp, dp, pp,
- * mbs) tried. */
-int amp_search(const amp_problem *p, amp_strategy **out, int *evaluated);
+ * mbs) tried, *rejected those of them with no stage cut that fits the
+ * GPUs' memory. */
+int amp_search(const amp_problem *p, amp_strategy **out, int *evaluated, int *rejected);
+
+/* Bandwidth in Gbit/s from node a to node b (a == b: inside the node). */
+double amp_link_gbps(const amp_problem *p, int a, int b);
 void amp_strategies_free(amp_strategy *s, int n);
 
 /* Parse, search, and the result JSON {"best", "strategies", "metrics"};

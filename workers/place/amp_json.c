@@ -1,10 +1,13 @@
 /* amp_json.c - the strategy search's input and output as JSON.
  *
  * Input (spec.strategy, or the file given to gantry-place --strategy):
- *   {"layers": [{"name", "forward_ms", "params", "activation_bytes"}],
- *    "cluster": {"nodes", "gpus_per_node", "intra_bw_gbps", "inter_bw_gbps",
- *                "gpu_speed": [one per GPU] or one number},
- *    "global_batch": 512, "top_k": 10, "bytes_per_param": 2}
+ *   {"layers": [{"name", "forward_ms", "params", "activation_bytes", "stash_bytes"}],
+ *    "cluster": {"nodes", "gpus_per_node",
+ *                "intra_bw_gbps", "inter_bw_gbps" or "bandwidth_gbps": [[nodes x nodes]],
+ *                "gpu_speed": [one per GPU] or one number,
+ *                "gpu_memory_bytes": [one per GPU] or one number},
+ *    "global_batch": 512, "top_k": 10, "bytes_per_param": 2,
+ *    "state_bytes_per_param": 16, "partition": "balanced" | "uniform"}
  * Errors name the JSON path of the bad field, like graph errors do. */
 #include "workers/place/amp.h"
 
@@ -67,7 +70,8 @@ static int parse_layer(perr *e, amp_problem *p, const json_t *o, int i)
     p->n_layers = i + 1;
     if (read_num(e, o, "forward_ms", where, -1, 0, &l->forward_ms) < 0) return -1;
     if (read_num(e, o, "params", where, 0, 0, &l->params) < 0) return -1;
-    return read_num(e, o, "activation_bytes", where, 0, 0, &l->activation_bytes);
+    if (read_num(e, o, "activation_bytes", where, 0, 0, &l->activation_bytes) < 0) return -1;
+    return read_num(e, o, "stash_bytes", where, l->activation_bytes, 0, &l->stash_bytes);
 }
 
 static int parse_layers(perr *e, amp_problem *p, const json_t *j)
@@ -82,26 +86,67 @@ static int parse_layers(perr *e, amp_problem *p, const json_t *j)
     return 0;
 }
 
-static int parse_speeds(perr *e, amp_problem *p, const json_t *c)
+/* cluster[key]: one positive number for every GPU, or one per GPU in rank
+ * order, into a new array (def when absent) */
+static int per_gpu(perr *e, amp_problem *p, const json_t *c, const char *key, double def, double **out)
 {
     int G = p->nodes * p->gpus_per_node;
-    const json_t *v = json_object_get(c, "gpu_speed");
-    p->gpu_speed = xmalloc((size_t)G * sizeof *p->gpu_speed);
+    char field[64];
+    snprintf(field, sizeof field, ".cluster.%s", key);
+    const json_t *v = json_object_get(c, key);
+    *out = xmalloc((size_t)G * sizeof **out);
     if (!v || json_is_number(v)) {
         double s;
-        if (read_num(e, c, "gpu_speed", ".cluster", 1.0, 1, &s) < 0) return -1;
+        if (read_num(e, c, key, ".cluster", def, 1, &s) < 0) return -1;
         for (int r = 0; r < G; r++)
-            p->gpu_speed[r] = s;
+            (*out)[r] = s;
         return 0;
     }
     if (!json_is_array(v) || json_array_size(v) != (size_t)G)
-        return perr_fail(e, ".cluster.gpu_speed", "must be a positive number or an array of %d (nodes x gpus_per_node) numbers", G);
+        return perr_fail(e, field, "must be a positive number or an array of %d (nodes x gpus_per_node) numbers", G);
     for (int r = 0; r < G; r++) {
         double s = json_is_number(json_array_get(v, (size_t)r)) ? json_number_value(json_array_get(v, (size_t)r)) : -1;
-        if (!isfinite(s) || s <= 0) return perr_fail(e, ".cluster.gpu_speed", "entry %d must be a positive number", r);
-        p->gpu_speed[r] = s;
+        if (!isfinite(s) || s <= 0) return perr_fail(e, field, "entry %d must be a positive number", r);
+        (*out)[r] = s;
     }
     return 0;
+}
+
+/* cluster.bandwidth_gbps: nodes rows of nodes positive numbers */
+static int parse_matrix(perr *e, amp_problem *p, const json_t *m)
+{
+    int n = p->nodes;
+    if (n > AMP_MAX_MATRIX_NODES)
+        return perr_fail(e, ".cluster.bandwidth_gbps", "describes at most %d nodes", AMP_MAX_MATRIX_NODES);
+    if (!json_is_array(m) || json_array_size(m) != (size_t)n)
+        return perr_fail(e, ".cluster.bandwidth_gbps", "must be an array of %d rows (one per node) of %d numbers", n, n);
+    p->link_gbps = xmalloc((size_t)n * n * sizeof *p->link_gbps);
+    for (int a = 0; a < n; a++) {
+        char field[64];
+        snprintf(field, sizeof field, ".cluster.bandwidth_gbps[%d]", a);
+        const json_t *row = json_array_get(m, (size_t)a);
+        if (!json_is_array(row) || json_array_size(row) != (size_t)n)
+            return perr_fail(e, field, "must be an array of %d numbers", n);
+        for (int b = 0; b < n; b++) {
+            const json_t *x = json_array_get(row, (size_t)b);
+            double v = json_is_number(x) ? json_number_value(x) : -1;
+            if (!isfinite(v) || v <= 0) return perr_fail(e, field, "entry %d must be a positive number (Gbit/s)", b);
+            p->link_gbps[(size_t)a * n + b] = v;
+        }
+    }
+    return 0;
+}
+
+static int parse_links(perr *e, amp_problem *p, const json_t *c)
+{
+    const json_t *m = json_object_get(c, "bandwidth_gbps");
+    if (m && !json_is_null(m)) {
+        if (json_object_get(c, "intra_bw_gbps") || json_object_get(c, "inter_bw_gbps"))
+            return perr_fail(e, ".cluster.bandwidth_gbps", "give either bandwidth_gbps or intra_bw_gbps/inter_bw_gbps, not both");
+        return parse_matrix(e, p, m);
+    }
+    if (read_num(e, c, "intra_bw_gbps", ".cluster", -1, 1, &p->intra_gbps) < 0) return -1;
+    return read_num(e, c, "inter_bw_gbps", ".cluster", p->nodes > 1 ? -1 : p->intra_gbps, 1, &p->inter_gbps);
 }
 
 static int parse_cluster(perr *e, amp_problem *p, const json_t *j)
@@ -112,9 +157,24 @@ static int parse_cluster(perr *e, amp_problem *p, const json_t *j)
     if (read_int(e, c, "nodes", ".cluster", -1, AMP_MAX_GPUS, &p->nodes) < 0) return -1;
     if (read_int(e, c, "gpus_per_node", ".cluster", -1, AMP_MAX_GPUS, &p->gpus_per_node) < 0) return -1;
     if (p->nodes * p->gpus_per_node > AMP_MAX_GPUS) return perr_fail(e, ".cluster", "at most %d GPUs in all", AMP_MAX_GPUS);
-    if (read_num(e, c, "intra_bw_gbps", ".cluster", -1, 1, &p->intra_gbps) < 0) return -1;
-    if (read_num(e, c, "inter_bw_gbps", ".cluster", p->nodes > 1 ? -1 : p->intra_gbps, 1, &p->inter_gbps) < 0) return -1;
-    return parse_speeds(e, p, c);
+    if (parse_links(e, p, c) < 0) return -1;
+    if (per_gpu(e, p, c, "gpu_speed", 1.0, &p->gpu_speed) < 0) return -1;
+    const json_t *mem = json_object_get(c, "gpu_memory_bytes");
+    if (!mem || json_is_null(mem)) return 0;
+    return per_gpu(e, p, c, "gpu_memory_bytes", -1, &p->gpu_memory);
+}
+
+static int parse_partition(perr *e, amp_problem *p, const json_t *j)
+{
+    const json_t *v = json_object_get(j, "partition");
+    p->partition = AMP_PARTITION_BALANCED;
+    if (!v || json_is_null(v)) return 0;
+    const char *s = json_string_value(v);
+    if (s && !strcmp(s, "uniform"))
+        p->partition = AMP_PARTITION_UNIFORM;
+    else if (!s || strcmp(s, "balanced"))
+        return perr_fail(e, ".partition", "must be \"balanced\" (searched stage cuts) or \"uniform\" (equal layer counts)");
+    return 0;
 }
 
 amp_problem *amp_problem_parse(const json_t *j, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len)
@@ -127,6 +187,8 @@ amp_problem *amp_problem_parse(const json_t *j, const char *prefix, char *field,
     if (rc == 0) rc = read_int(&e, j, "global_batch", "", -1, AMP_MAX_BATCH, &p->global_batch);
     if (rc == 0) rc = read_int(&e, j, "top_k", "", AMP_DEFAULT_TOP_K, 100, &p->top_k);
     if (rc == 0) rc = read_num(&e, j, "bytes_per_param", "", AMP_DEFAULT_BYTES_PER_PARAM, 1, &p->bytes_per_param);
+    if (rc == 0) rc = read_num(&e, j, "state_bytes_per_param", "", AMP_DEFAULT_STATE_BYTES_PER_PARAM, 0, &p->state_bytes_per_param);
+    if (rc == 0) rc = parse_partition(&e, p, j);
     if (rc == 0) return p;
     amp_problem_free(p);
     return NULL;
@@ -139,6 +201,8 @@ void amp_problem_free(amp_problem *p)
         free(p->layers[i].name);
     free(p->layers);
     free(p->gpu_speed);
+    free(p->gpu_memory);
+    free(p->link_gbps);
     free(p);
 }
 
@@ -154,9 +218,9 @@ static json_t *stages_json(const amp_problem *p, const amp_strategy *s)
     json_t *a = json_array();
     for (int k = 0; k < s->pp; k++) {
         int end = k + 1 < s->pp ? s->first[k + 1] : p->n_layers;
-        json_array_append_new(a, json_pack("{s:s,s:s,s:i,s:o,s:f}", "first_layer", p->layers[s->first[k]].name, "last_layer",
+        json_array_append_new(a, json_pack("{s:s,s:s,s:i,s:o,s:f,s:I}", "first_layer", p->layers[s->first[k]].name, "last_layer",
                                            p->layers[end - 1].name, "layers", end - s->first[k], "time_ms", ms(s->stage_ms[k]),
-                                           "speed", s->speed[k]));
+                                           "speed", s->speed[k], "memory_bytes", (json_int_t)ceil(s->memory[k])));
     }
     return a;
 }
@@ -190,13 +254,18 @@ json_t *amp_solve(const json_t *strategy, const char *prefix, char *err, size_t 
         return NULL;
     }
     amp_strategy *s = NULL;
-    int evaluated;
+    int evaluated, rejected;
     int64_t start = clock_mono_us();
-    int n = amp_search(p, &s, &evaluated);
+    int n = amp_search(p, &s, &evaluated, &rejected);
     double search_ms = (double)(clock_mono_us() - start) / 1000.0;
     json_t *r = NULL;
     if (n < 0)
         snprintf(err, err_len, "out of memory");
+    else if (n == 0 && rejected > 0)
+        snprintf(err, err_len,
+                 "%s.cluster.gpu_memory_bytes: no strategy fits: each of the %d tried needs more memory on some GPU than it has "
+                 "(parameters x state_bytes_per_param, plus the stashed activations of the micro-batches in flight)",
+                 prefix, rejected);
     else if (n == 0)
         snprintf(err, err_len,
                  "%s: no strategy fits: global_batch %d is not divisible by any data-parallel degree, or there are fewer layers "
@@ -208,9 +277,9 @@ json_t *amp_solve(const json_t *strategy, const char *prefix, char *err, size_t 
             json_array_append_new(list, strategy_json(p, &s[i]));
         char best[64];
         label(&s[0], best, sizeof best);
-        r = json_pack("{s:s,s:o,s:{s:o,s:i,s:i,s:o}}", "best", best, "strategies", list, "metrics", "iteration_ms",
-                      ms(s[0].iteration_ms), "gpus", p->nodes * p->gpus_per_node, "evaluated", evaluated, "search_ms",
-                      ms(search_ms));
+        r = json_pack("{s:s,s:o,s:{s:o,s:i,s:i,s:i,s:o}}", "best", best, "strategies", list, "metrics", "iteration_ms",
+                      ms(s[0].iteration_ms), "gpus", p->nodes * p->gpus_per_node, "evaluated", evaluated, "rejected_memory",
+                      rejected, "search_ms", ms(search_ms));
     }
     amp_strategies_free(s, n > 0 ? n : 0);
     amp_problem_free(p);

@@ -197,6 +197,25 @@ def test_upload_serve_and_match_torch():
         assert_same(r.json["outputs"], torch_ref(os.path.join(d, "resnet18.pt"), img), ["logits"])
 
 
+def test_models_that_read_files_or_leak_memory_are_refused():
+    """an uploaded model runs in the worker process, which can read the worker's state (other tenants'
+    models, the cluster's secrets): a model calling torch.from_file or torch.empty fails to load, the
+    job fails naming the op, and no answer carries a byte of the file"""
+    d = models()
+    with Stack(workers=1) as s:
+        _, tok = s.tenant("attacker")
+        meta = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 1]}]}
+        for name, op in (("snoop", "aten::from_file"), ("leak", "aten::empty")):
+            assert upload(s, tok, name, os.path.join(d, f"{name}.pt"), meta).status == 201
+            jid = s.submit(tok, {"type": "inference", "name": name, "spec": {"model": name}})
+            job = s.wait_state(tok, jid, "failed", timeout=60)
+            reason = [e["reason"] for e in s.events(tok, jid) if e["state"] == "failed"][-1]
+            assert f"the model uses {op}" in reason, reason
+            r = infer(s, tok, name, [{"name": "x", "datatype": "FP32", "shape": [1, 1], "data": [0]}])
+            assert r.status == 404, r  # nothing serves it
+            assert job["state"] == "failed"
+
+
 @timeout(300)
 def test_alias_rolls_replicas_under_load():
     d = models()

@@ -5,6 +5,7 @@ python3-torchvision); standard library + torch only.
   /usr/bin/python3 tests/integration/torch_models.py make DIR [--resnet]
       DIR/mlp_v1.pt, DIR/mlp_v2.pt  x FP32 [-1, 4] -> logits FP32 [-1, 3] (different weights)
       DIR/two_in.pt                 ids INT64 [-1, 5], scale FP32 [-1, 1] -> (emb FP32 [-1, 5, 2], total INT64 [-1])
+      DIR/snoop.pt, DIR/leak.pt     x FP32 [-1, 1]: an attacker's models (torch.from_file, torch.empty)
       DIR/resnet18.pt               (--resnet) torchvision ResNet-18, random weights (seed 0), traced:
                                     x FP32 [-1, 3, 224, 224] -> FP32 [-1, 1000]
   /usr/bin/python3 tests/integration/torch_models.py ref MODEL.pt REQUEST.json
@@ -39,7 +40,24 @@ class TwoIn(torch.nn.Module):
         return e, ids.sum(dim=1) * 3
 
 
+class Snoop(torch.nn.Module):
+    """an attacker's model: returns the first bytes of a file on the worker's machine"""
+
+    def forward(self, x):
+        t = torch.from_file("/etc/passwd", shared=False, size=4, dtype=torch.uint8)
+        return t.to(torch.float32).unsqueeze(0).repeat(x.shape[0], 1)
+
+
+class Leak(torch.nn.Module):
+    """an attacker's model: returns uninitialised memory (what an earlier job left in the heap)"""
+
+    def forward(self, x):
+        return torch.empty(x.shape[0], 4096) + x.sum()
+
+
 def make(out, resnet):
+    torch.jit.script(Snoop()).save(f"{out}/snoop.pt")
+    torch.jit.script(Leak()).save(f"{out}/leak.pt")
     torch.jit.script(Mlp(1).eval()).save(f"{out}/mlp_v1.pt")
     torch.jit.script(Mlp(2).eval()).save(f"{out}/mlp_v2.pt")
     torch.jit.script(TwoIn().eval()).save(f"{out}/two_in.pt")

@@ -21,6 +21,7 @@
 #include "workers/serve/torch_model.h"
 
 #include <ATen/Parallel.h>
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -112,6 +113,52 @@ extern "C" bool tm_available(void)
     return true;
 }
 
+/* What a served model may run.  A replica runs in the worker process, which can read the worker's
+ * state directory (other tenants' models and checkpoints, the cluster's secrets): TorchScript has
+ * ops that read and write files (aten::from_file, aten::save) and ops that hand out uninitialised
+ * memory (aten::empty and its kin: what an earlier job left in the heap).  A model whose forward,
+ * with every method and function it calls inlined, uses one of them, or an op outside the aten::
+ * and prim:: namespaces (profiler::, custom classes), is refused at load, naming the op.  What this
+ * does not cover: a bug in libtorch's loader or in an op itself (a sandboxed replica process would;
+ * docs/inference.md, "Security"). */
+static const char *const denied_ops[] = {"aten::from_file",
+                                         "aten::save",
+                                         "aten::empty",
+                                         "aten::empty_like",
+                                         "aten::empty_strided",
+                                         "aten::new_empty",
+                                         "aten::new_empty_strided",
+                                         "aten::resize_",
+                                         "aten::resize_as_",
+                                         "aten::_empty_affine_quantized",
+                                         "aten::_empty_per_channel_affine_quantized",
+                                         "aten::empty_quantized",
+                                         nullptr};
+
+static void check_ops(torch::jit::Block *block)
+{
+    for (torch::jit::Node *node : block->nodes()) {
+        const c10::Symbol kind = node->kind();
+        const char *name = kind.toQualString();
+        bool ok = kind.is_aten() || kind.is_prim();
+        for (const char *const *d = denied_ops; ok && *d; d++)
+            if (!strcmp(name, *d)) ok = false;
+        if (!ok)
+            throw std::runtime_error(std::string("the model uses ") + name +
+                                     ", which a served model may not (file access, uninitialised memory or an op outside "
+                                     "aten:: and prim::)");
+        for (torch::jit::Block *sub : node->blocks())
+            check_ops(sub);
+    }
+}
+
+static void check_model(torch::jit::script::Module &module)
+{
+    std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph()->copy();
+    torch::jit::Inline(*graph);
+    check_ops(graph->block());
+}
+
 extern "C" tm_model *tm_load(const char *path, int threads, char *err, size_t err_len)
 {
     return guarded<tm_model *>(err, err_len, nullptr, [&] {
@@ -122,6 +169,7 @@ extern "C" tm_model *tm_load(const char *path, int threads, char *err, size_t er
         set_threads(threads);
         torch::jit::script::Module module = torch::jit::load(path, torch::kCPU);
         module.eval();
+        check_model(module);
         const c10::FunctionSchema &schema = module.get_method("forward").function().getSchema();
         size_t nargs = schema.arguments().size() - 1, nmin = 0; /* arguments()[0] is self */
         for (size_t i = 1; i < schema.arguments().size(); i++)

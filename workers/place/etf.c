@@ -26,14 +26,19 @@
  * the ledger (ledger.h) accepts it, so no plan ever exceeds capacity.  An
  * (op, device) pair that does not fit is dropped for good: charges only grow.
  * When some ready op fits on no device the greedy pass is stuck (Baechi dies
- * there with "cannot place op").  We retry, up to MAX_RETRIES times, with
- * every unit that got stuck so far pinned to a device chosen first-fit
- * decreasing by its own memory, that device holding the room from the start;
- * if that still fails, we list-schedule m-TOPO's placement (it packs devices
- * in topological order, so it needs the fewest received copies and fits
- * when anything simple does), and only when that fails too the reason
- * names the op and the missing bytes.  Plans found these ways say so in
- * plan->note. */
+ * there with "cannot place op").  m-ETF's own ladder then runs:
+ *   - the memory reserve: a pair is taken only if the devices keep, in
+ *     total, room for the persistent bytes of every unit not placed yet
+ *     (place_ledger_free_total), so early ops cannot spend what later ones
+ *     need; refused pairs wait until the slack grew by their deficit; when
+ *     no pair meets the reserve, one step goes without it (same rule);
+ *   - then, up to MAX_RETRIES times, the reserve with every unit that got
+ *     stuck so far pinned to a device chosen first-fit decreasing by its
+ *     own memory, that device holding the room from the start.
+ * Plans found on the ladder say so in plan->note.  There is no fallback to
+ * another algorithm's plan: when every rung is stuck, the reason names the
+ * op, the missing bytes and the rules tried (the solver weighs m-TOPO and
+ * the single device on its own, under their own names). */
 #include "workers/place/etf.h"
 
 #include "common/alloc.h"
@@ -52,6 +57,13 @@
 #define BIT(dev) (UINT64_C(1) << ((dev)&63))
 
 enum { RUN_OK = 0, RUN_OOM = -1, RUN_STUCK = 1 };
+
+/* How a pass runs: which units are pinned where (NULL: none), whether
+ * their room is held from the start, whether the memory reserve is kept. */
+typedef struct pass {
+    const int *pin;
+    int hold, reserve;
+} pass;
 
 typedef struct fresh {
     double ready; /* producer's end */
@@ -104,6 +116,17 @@ typedef struct etf {
     /* m-SCT */
     int *last_op;  /* per device: the op it ran last, -1 */
     int *reserved; /* per device: favourite child it waits for, -1 */
+    /* the memory reserve (see "Memory" above) */
+    int reserve;                 /* this pass keeps room for the persistent bytes still to come */
+    int relax;                   /* one step without the reserve: nothing met it */
+    int64_t rem;                 /* persistent bytes of the units not placed yet (pinned units with held room excluded) */
+    int64_t drop;                /* sum of every decrease of the slack (free total - rem) so far */
+    int64_t slack;               /* the slack after the last step */
+    int64_t surplus;             /* while a candidate is computed: its smallest slack after a fitting try */
+    int short_fall;              /* the last fits_why failed on the reserve alone */
+    int64_t deficit;             /* ... by this many bytes */
+    int64_t *c_surplus, *c_drop; /* per device: its candidate's surplus, and drop when it was cached */
+    blocklist rblk;              /* pairs refused by the reserve: back once the slack grew by their deficit */
 } etf;
 
 /* ---- data-ready time and channel reservation ---- */
@@ -201,10 +224,32 @@ static int64_t held_for(const etf *s, int op, const int *unit, int n)
     return s->hold && s->pin && s->pin[op] >= 0 ? place_unit_memory(s->g, unit, n) : 0;
 }
 
-/* Whether op's unit fits on dev now (a unit already placed there does);
- * when not, *miss says where memory ran out and by how much. */
+/* The persistent bytes of a unit that the reserve counts (none for a
+ * pinned unit whose room is already held). */
+static int64_t reserve_part(const etf *s, int op, const int *unit, int n)
+{
+    if (held_for(s, op, unit, n)) return 0;
+    int64_t p = 0;
+    for (int i = 0; i < n; i++)
+        p += s->g->ops[unit[i]].persistent_bytes;
+    return p;
+}
+
+/* The reserve: after placing the unit (pending in the ledger), the devices
+ * must still have room, in total, for the persistent bytes of every unit
+ * not placed yet.  Returns the slack left (negative: the unit breaks it). */
+static int64_t surplus_after(const etf *s, int64_t part)
+{
+    return place_ledger_free_total(s->led) - (s->rem - part);
+}
+
+/* Whether op's unit fits on dev now (a unit already placed there does) and,
+ * in a reserve pass, leaves the reserve; when it does not fit, *miss says
+ * where memory ran out and by how much; when only the reserve refused it,
+ * s->short_fall and s->deficit say so. */
 static int fits_why(etf *s, int op, int dev, place_miss *miss)
 {
+    s->short_fall = 0;
     if (s->where[op] == dev) return 1;
     int n;
     const int *unit = place_unit_of(s->g, &s->gr, &op, &n);
@@ -212,7 +257,15 @@ static int fits_why(etf *s, int op, int dev, place_miss *miss)
     if (held && place_ledger_reserve(s->led, dev, -held) < 0) s->oom = 1;
     int rc = place_ledger_try(s->led, unit, n, dev, miss);
     if (rc == 1) {
-        s->fit_acc |= place_ledger_touched_mask(s->led);
+        if (s->reserve) {
+            int64_t sur = surplus_after(s, reserve_part(s, op, unit, n));
+            if (sur < 0 && !s->relax) {
+                rc = 0, s->short_fall = 1, s->deficit = -sur;
+            } else if (sur < s->surplus) {
+                s->surplus = sur;
+            }
+        }
+        if (rc == 1) s->fit_acc |= place_ledger_touched_mask(s->led);
         place_ledger_abort(s->led);
     }
     if (held && place_ledger_reserve(s->led, dev, held) < 0) s->oom = 1;
@@ -225,10 +278,13 @@ static int fits(etf *s, int op, int dev)
     return fits_why(s, op, dev, NULL);
 }
 
-/* op did not fit on dev: park it until memory is freed where it ran out. */
+/* op did not fit on dev: park it until memory is freed where it ran out,
+ * or, refused by the reserve, until the slack grew by its deficit (then
+ * min_missing is the slack it needs). */
 static void block(etf *s, int op, int dev, const place_miss *m)
 {
-    blocklist *b = &s->blk[m->over_dev >= 0 ? m->over_dev : dev];
+    blocklist *b = s->short_fall ? &s->rblk : &s->blk[m->over_dev >= 0 ? m->over_dev : dev];
+    int64_t missing = s->short_fall ? s->slack + s->deficit : m->missing;
     if (b->n == b->cap) {
         int cap = b->cap ? 2 * b->cap : 16;
         b->op = xreallocarray(b->op, (size_t)cap, sizeof *b->op);
@@ -236,7 +292,7 @@ static void block(etf *s, int op, int dev, const place_miss *m)
         b->cap = cap;
     }
     if (b->n == 0) b->freed = 0, b->min_missing = INT64_MAX;
-    if (m->missing < b->min_missing) b->min_missing = m->missing;
+    if (missing < b->min_missing) b->min_missing = missing;
     b->op[b->n] = op;
     b->dev[b->n++] = dev;
 }
@@ -410,6 +466,7 @@ static int assign_unit(etf *s, int op, int dev)
     int n;
     const int *unit = place_unit_of(s->g, &s->gr, &op, &n);
     int64_t held = held_for(s, op, unit, n);
+    s->rem -= reserve_part(s, op, unit, n);
     place_ledger_reserve(s->led, dev, -held);
     if (place_ledger_try(s->led, unit, n, dev, NULL) != 1) return -1; /* fits() said yes and nothing changed since */
     place_ledger_commit(s->led);
@@ -470,8 +527,10 @@ static int cached_candidate(etf *s, int d, double *start)
     if (!s->c_ok[d]) {
         s->dep_acc = s->fit_acc = 0;
         s->alt = -1;
+        s->surplus = INT64_MAX;
         s->c_op[d] = candidate(s, d, &s->c_start[d]);
         s->c_alt[d] = s->alt;
+        s->c_surplus[d] = s->surplus, s->c_drop[d] = s->drop;
         s->c_dep[d] = s->dep_acc, s->c_fit[d] = s->fit_acc, s->c_ok[d] = 1;
     }
     *start = s->c_start[d];
@@ -487,22 +546,44 @@ static void invalidate(etf *s, int dev)
         if ((s->c_dep[d] & s->send_changed) || (s->c_fit[d] & charged)) s->c_ok[d] = 0;
         if (s->c_op[d] >= 0 && s->ustamp[unit_key(s, s->c_op[d])] == s->epoch) s->c_ok[d] = 0;
         if (s->c_alt[d] >= 0 && s->ustamp[unit_key(s, s->c_alt[d])] == s->epoch) s->c_ok[d] = 0;
+        if (s->drop - s->c_drop[d] > s->c_surplus[d]) s->c_ok[d] = 0; /* its reserve check may no longer hold */
     }
     s->send_changed = 0;
     s->epoch++;
 }
 
-/* Parked pairs come back once enough was freed where they ran out. */
+/* The slack after a step; its decreases accumulate in s->drop. */
+static void track_slack(etf *s)
+{
+    int64_t now = place_ledger_free_total(s->led) - s->rem;
+    if (now < s->slack) s->drop += s->slack - now;
+    s->slack = now;
+}
+
+static void unpark(etf *s, blocklist *b)
+{
+    for (int k = 0; k < b->n; k++)
+        if (valid(s, b->op[k], b->dev[k])) push_new(s, b->dev[k], 0, b->op[k]);
+    b->n = 0;
+}
+
+/* Parked pairs come back once enough was freed where they ran out, or the
+ * slack grew enough for the reserve. */
 static void unblock(etf *s)
 {
+    if (s->rblk.n > 0 && s->slack >= s->rblk.min_missing) unpark(s, &s->rblk);
     for (int d = 0; d < s->g->n_devices; d++) {
         blocklist *b = &s->blk[d];
         b->freed += place_ledger_take_freed(s->led, d);
         if (b->n == 0 || b->freed < b->min_missing) continue;
-        for (int k = 0; k < b->n; k++)
-            if (valid(s, b->op[k], b->dev[k])) push_new(s, b->dev[k], 0, b->op[k]);
-        b->n = 0;
+        unpark(s, b);
     }
+}
+
+static void forget_candidates(etf *s)
+{
+    for (int d = 0; d < s->g->n_devices; d++)
+        s->c_ok[d] = 0;
 }
 
 /* One step: the earliest (start, topological position, finish, device). */
@@ -522,11 +603,20 @@ static int step(etf *s)
         best = op, best_dev = d, best_start = st, best_fin = fin;
     }
     if (s->oom) return RUN_OOM;
+    if (best < 0 && s->rblk.n > 0 && !s->relax) {
+        /* nothing meets the reserve: one step without it, by the same rule */
+        s->relax = 1;
+        unpark(s, &s->rblk);
+        forget_candidates(s);
+        return RUN_OK;
+    }
     if (best < 0) return RUN_STUCK;
     int waited_for = s->reserved && s->reserved[best_dev] == best;
     if (s->hetero && !waited_for) best_dev = fastest_finish(s, best, best_dev, &best_start);
     if (commit(s, best, best_dev) < 0) return RUN_OOM;
     invalidate(s, best_dev);
+    if (s->relax) s->relax = 0, forget_candidates(s); /* they were weighed without the reserve */
+    track_slack(s);
     unblock(s);
     return s->oom ? RUN_OOM : RUN_OK;
 }
@@ -547,6 +637,8 @@ static void etf_free(etf *s)
     for (int d = 0; s->blk && d < s->g->n_devices; d++)
         free(s->blk[d].op), free(s->blk[d].dev);
     free(s->blk);
+    free(s->rblk.op), free(s->rblk.dev);
+    free(s->c_surplus), free(s->c_drop);
     free(s->ustamp);
     free(s->c_op), free(s->c_alt), free(s->c_ok), free(s->c_start), free(s->c_dep), free(s->c_fit);
     place_pairmap_free(s->arrival);
@@ -570,6 +662,7 @@ static int alloc_arrays(etf *s)
     s->c_op = xmalloc(D * sizeof(int)), s->c_alt = xmalloc(D * sizeof(int)), s->c_ok = xcalloc(D, 1),
     s->c_start = xcalloc(D, sizeof(double));
     s->c_dep = xcalloc(D, sizeof(uint64_t)), s->c_fit = xcalloc(D, sizeof(uint64_t));
+    s->c_surplus = xcalloc(D, sizeof(int64_t)), s->c_drop = xcalloc(D, sizeof(int64_t));
     s->ustamp = xmalloc((N + (size_t)g->n_groups) * sizeof(int64_t));
     for (size_t i = 0; i < N + (size_t)g->n_groups; i++)
         s->ustamp[i] = -1;
@@ -597,9 +690,9 @@ static void hold_pins(etf *s)
     }
 }
 
-static int etf_init(etf *s, const place_graph *g, const place_etf_opts *o, const int *pin, int hold, place_plan *plan)
+static int etf_init(etf *s, const place_graph *g, const place_etf_opts *o, const pass *ps, place_plan *plan)
 {
-    *s = (etf){.g = g, .opt = o, .pin = pin, .hold = hold, .plan = plan, .where = plan->device};
+    *s = (etf){.g = g, .opt = o, .pin = ps->pin, .hold = ps->hold, .reserve = ps->reserve, .plan = plan, .where = plan->device};
     for (int i = 0; i < g->n_ops; i++)
         plan->device[i] = -1;
     place_plan_clear_xfers(plan);
@@ -607,8 +700,11 @@ static int etf_init(etf *s, const place_graph *g, const place_etf_opts *o, const
         s->hetero |= g->devices[d].speed != g->devices[0].speed;
     if (alloc_arrays(s) < 0) return -1;
     hold_pins(s);
-    for (int i = 0; i < g->n_ops; i++)
+    for (int i = 0; i < g->n_ops; i++) {
         s->pending[i] = g->in_off[i + 1] - g->in_off[i];
+        if (!(s->hold && s->pin && s->pin[i] >= 0)) s->rem += g->ops[i].persistent_bytes;
+    }
+    s->slack = place_ledger_free_total(s->led) - s->rem;
     for (int t = 0; t < g->n_ops; t++)
         if (s->pending[g->topo[t]] == 0) make_ready(s, g->topo[t]);
     return s->oom ? -1 : 0;
@@ -637,11 +733,11 @@ static int explain_stuck(etf *s, char *reason, size_t len)
 }
 
 /* One greedy pass.  RUN_STUCK sets *stuck and the reason. */
-static int run_once(const place_graph *g, const place_etf_opts *o, const int *pin, int hold, place_plan *plan, int *stuck,
-                    char *reason, size_t len)
+static int run_once(const place_graph *g, const place_etf_opts *o, const pass *ps, place_plan *plan, int *stuck, char *reason,
+                    size_t len)
 {
     etf s;
-    int rc = etf_init(&s, g, o, pin, hold, plan) < 0 ? RUN_OOM : RUN_OK;
+    int rc = etf_init(&s, g, o, ps, plan) < 0 ? RUN_OOM : RUN_OK;
     while (rc == RUN_OK && s.n_done < g->n_ops)
         rc = step(&s);
     if (rc == RUN_STUCK) *stuck = explain_stuck(&s, reason, len);
@@ -711,60 +807,52 @@ static int pin_unit(const place_graph *g, pinset *ps, int op)
     return assign_pins(g, ps);
 }
 
-/* Last resort: m-TOPO's placement (it packs devices in topological order
- * and so needs the fewest received copies), list-scheduled by pinning every
- * op to its m-TOPO device; when that order needs more memory than m-TOPO's
- * own, m-TOPO's plan as it is.  1 = list-scheduled, 2 = m-TOPO's plan, 0 =
- * m-TOPO failed too, -1 = out of memory. */
-static int schedule_topo_placement(const place_graph *g, const place_etf_opts *o, place_plan *plan)
+/* Whether op's unit alone needs more than any device has. */
+static int fits_no_device(const place_graph *g, int op)
 {
-    char reason[64];
-    int stuck = -1, rc = 0;
-    place_plan *topo = place_plan_new(g->n_ops);
-    if (!topo) return -1;
-    if (place_algo_topo(g, topo, reason, sizeof reason) == 0) {
-        int r = run_once(g, o, topo->device, 0, plan, &stuck, reason, sizeof reason);
-        rc = r == RUN_OK ? 1 : r == RUN_OOM ? -1 : 2;
-    }
-    if (rc == 2) {
-        memcpy(plan->device, topo->device, (size_t)g->n_ops * sizeof *plan->device);
-        memcpy(plan->order, topo->order, (size_t)g->n_ops * sizeof *plan->order);
-        place_plan_clear_xfers(plan);
-    }
-    place_plan_free(topo);
-    return rc;
+    place_groups gr = {0};
+    int n = 0;
+    if (place_groups_build(g, &gr) < 0) return 0;
+    const int *unit = place_unit_of(g, &gr, &op, &n);
+    int64_t own = place_unit_memory(g, unit, n);
+    place_groups_clear(&gr);
+    for (int d = 0; d < g->n_devices; d++)
+        if (own <= g->devices[d].memory_bytes) return 0;
+    return 1;
 }
 
+/* The ladder (see "Memory" at the top): the plain pass; when it is stuck,
+ * passes with the memory reserve, pinning one more stuck unit each time.
+ * Never another algorithm's plan: when every rung is stuck the reason is
+ * the plain pass's (later passes are skewed by the reserve and the pins)
+ * and says which rules were tried. */
 int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_plan *plan, char *reason, size_t reason_len)
 {
     static const place_etf_opts none;
     const place_etf_opts *o = opts ? opts : &none;
     pinset ps = {0};
-    int rc = RUN_STUCK, attempt = 0;
-    char first[320] = "";
+    pass p = {.pin = NULL, .hold = 1, .reserve = 0};
+    int stuck = -1, pinned = 0;
+    char first[320];
     plan->note[0] = '\0';
-    for (;; attempt++) {
-        int stuck = -1;
-        rc = run_once(g, o, ps.pin, 1, plan, &stuck, reason, reason_len);
-        if (rc != RUN_STUCK) break;
-        if (!first[0]) snprintf(first, sizeof first, "%s", reason);
-        if (attempt == MAX_RETRIES || (ps.pin && ps.pin[stuck] >= 0)) break;
+    int rc = run_once(g, o, &p, plan, &stuck, reason, reason_len);
+    if (rc != RUN_STUCK) return rc == RUN_OK ? 0 : -1;
+    snprintf(first, sizeof first, "%s", reason);
+    if (fits_no_device(g, stuck)) return -1; /* the reason says it all: no rule can help */
+    for (p.reserve = 1;; pinned++) {
+        rc = run_once(g, o, &p, plan, &stuck, reason, reason_len);
+        if (rc != RUN_STUCK || pinned == MAX_RETRIES || (ps.pin && ps.pin[stuck] >= 0)) break;
         if (pin_unit(g, &ps, stuck) < 0) break; /* the unit fits next to no other pinned unit */
+        p.pin = ps.pin;
     }
     free(ps.pin);
     free(ps.units);
     place_groups_clear(&ps.gr);
-    if (rc == RUN_OK && attempt > 0)
-        snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); placed after pinning %d unit%s", first, attempt,
-                 attempt > 1 ? "s" : "");
-    int topo = rc == RUN_STUCK ? schedule_topo_placement(g, o, plan) : 0;
-    if (topo < 0) rc = RUN_OOM, snprintf(reason, reason_len, "out of memory");
-    if (topo > 0) {
-        snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); %s", first,
-                 topo == 1 ? "list-scheduled m-TOPO's placement instead" : "fell back to m-TOPO's plan");
-        rc = RUN_OK;
-    }
-    if (rc == RUN_STUCK) snprintf(reason, reason_len, "%s", first); /* later passes are skewed by the pins */
+    char pins[64] = "";
+    if (pinned > 0) snprintf(pins, sizeof pins, " and %d pinned unit%s", pinned, pinned > 1 ? "s" : "");
+    if (rc == RUN_OK)
+        snprintf(plan->note, sizeof plan->note, "greedy pass stuck (%s); placed with the memory reserve%s", first, pins);
+    if (rc == RUN_STUCK) snprintf(reason, reason_len, "%s; still stuck with the memory reserve%s", first, pins);
     return rc == RUN_OK ? 0 : -1;
 }
 

@@ -23,9 +23,11 @@ typedef struct place_etf_opts {
 } place_etf_opts;
 
 /* Fills plan (devices and order).  0, or -1 with a reason naming the op
- * that fits nowhere and the bytes missing (or "out of memory").  When the
- * greedy pass gets stuck it retries with the stuck units pinned to devices
- * whose room is held for them (see etf.c). */
+ * that fits nowhere, the bytes missing and the rules tried (or "out of
+ * memory").  When the greedy pass gets stuck it retries with the memory
+ * reserve, then with stuck units pinned to devices whose room is held for
+ * them (see etf.c); plan->note then says so.  Never another algorithm's
+ * plan. */
 int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_plan *plan, char *reason, size_t reason_len);
 
 #endif

@@ -12,11 +12,23 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct delta {
     int dev, pos;
     int64_t bytes;
 } delta;
+
+/* An output read on other devices, waiting on its home device for a step
+ * that surely runs after its transfers (see watch_output). */
+typedef struct watch {
+    int op, off, n; /* need[off..off+n): (device, step of its first consumer there) */
+} watch;
+
+typedef struct watchlist {
+    watch *w;
+    size_t n, cap;
+} watchlist;
 
 typedef struct acc_undo {
     int src, dev;
@@ -53,7 +65,19 @@ struct place_ledger {
     int n_touched;
     int64_t inbound; /* bytes the attempt's device receives */
     uint64_t changed;
+    int64_t peak_sum;    /* sum of every device's peak, kept by prof_add */
+    int64_t cap_sum;     /* sum of the capacities */
+    watchlist *watching; /* per device, with l->after */
+    int *need_dev, *need_step;
+    size_t n_need, cap_need, cap_need_step;
+    size_t n_watched; /* over every device: while 0, the need pool is reused */
+    int *after; /* op x device: a copy of the op's output can reach the device no earlier than this step (see add_copy); NULL above
+                   ANC_MAX_DEVICES */
 };
+
+/* Above this many devices the op x device table of add_copy costs too much
+ * memory; copies are then charged from step 0. */
+#define ANC_MAX_DEVICES 32
 
 static int grow(void **a, size_t *cap, size_t n, size_t size)
 {
@@ -79,8 +103,11 @@ place_ledger *place_ledger_new(const place_graph *g, const int *where)
         l->step[i] = l->held_at[i] = l->last_local[i] = -1;
         l->pend[i] = g->out_off[i + 1] - g->out_off[i];
     }
-    for (size_t d = 0; d < D; d++)
+    if (D <= ANC_MAX_DEVICES) l->after = xcalloc(N * D, sizeof(int)), l->watching = xcalloc(D, sizeof *l->watching);
+    for (size_t d = 0; d < D; d++) {
         l->stamp[d] = -1;
+        l->cap_sum += g->devices[d].memory_bytes;
+    }
     return l;
 }
 
@@ -89,12 +116,25 @@ void place_ledger_free(place_ledger *l)
     if (!l) return;
     for (int d = 0; l->prof && d < l->g->n_devices; d++)
         place_profile_clear(&l->prof[d]);
+    for (int d = 0; l->watching && d < l->g->n_devices; d++)
+        free(l->watching[d].w);
+    free(l->watching), free(l->need_dev), free(l->need_step);
     free(l->prof), free(l->len), free(l->freed), free(l->step), free(l->held_at), free(l->pend), free(l->last_local);
     free(l->remote), free(l->stamp), free(l->targets), free(l->before), free(l->touched), free(l->is_touched);
-    free(l->deltas), free(l->undo), free(l->flagged), free(l->held), free(l->held_pos);
+    free(l->deltas), free(l->undo), free(l->flagged), free(l->held), free(l->held_pos), free(l->after);
     place_xfer_acc_free(l->acc);
     place_pairmap_free(l->last);
     free(l);
+}
+
+/* Every change to a profile goes through here, so peak_sum stays exact. */
+static int prof_add(place_ledger *l, int dev, int pos, int64_t bytes)
+{
+    place_profile *p = &l->prof[dev];
+    int64_t old = place_profile_peak(p);
+    int rc = place_profile_add(p, pos, bytes);
+    l->peak_sum += place_profile_peak(p) - old;
+    return rc;
 }
 
 /* ---- attempts ---- */
@@ -108,7 +148,7 @@ static int charge(place_ledger *l, int dev, int pos, int64_t bytes)
         l->before[dev] = place_profile_peak(&l->prof[dev]);
     }
     if (grow((void **)&l->deltas, &l->cap_deltas, l->n_deltas, sizeof *l->deltas) < 0) return -1;
-    if (place_profile_add(&l->prof[dev], pos, bytes) < 0) return -1;
+    if (prof_add(l, dev, pos, bytes) < 0) return -1;
     l->deltas[l->n_deltas++] = (delta){dev, pos, bytes};
     return 0;
 }
@@ -123,7 +163,14 @@ static int flag_remote(place_ledger *l, int op)
 }
 
 /* The tensor of `src` is now also read on `dev` through an edge of `bytes`:
- * the copy there may grow (xfer.h), and is held from the start. */
+ * the copy there may grow (xfer.h).  It is held from the first step at
+ * which it can exist: its transfer starts after src ends, src ends after
+ * every one of its ancestors, and an ancestor that ran at step j of `dev`
+ * has ended before dev's step j + 1 begins (a device runs its ops one at a
+ * time), so the copy cannot be allocated before that step (frees come
+ * before allocations at equal times, sim.h).  l->after holds that step per
+ * device for every op appended; otherwise (not appended yet, or too many
+ * devices) the copy is held from the start. */
 static int add_copy(place_ledger *l, int src, int dev, int64_t bytes, int unit_dev)
 {
     if (grow((void **)&l->undo, &l->cap_undo, l->n_undo, sizeof *l->undo) < 0) return -1;
@@ -133,7 +180,8 @@ static int add_copy(place_ledger *l, int src, int dev, int64_t bytes, int unit_d
     int64_t more = place_xfer_bytes(l->g, src, old + bytes) - place_xfer_bytes(l->g, src, old);
     if (dev == unit_dev) l->inbound += more;
     if (flag_remote(l, src) < 0) return -1;
-    return charge(l, dev, 0, more);
+    int from = l->after && l->step[src] >= 0 ? l->after[(size_t)src * (size_t)l->g->n_devices + (size_t)dev] : 0;
+    return charge(l, dev, from, more);
 }
 
 static int charge_op(place_ledger *l, int op, int dev)
@@ -169,7 +217,7 @@ static void end_attempt(place_ledger *l, int keep)
     if (!keep) {
         while (l->n_deltas > 0) { /* the positions exist: cannot fail */
             const delta *d = &l->deltas[--l->n_deltas];
-            place_profile_add(&l->prof[d->dev], d->pos, -d->bytes);
+            prof_add(l, d->dev, d->pos, -d->bytes);
         }
         while (l->n_undo > 0) {
             const acc_undo *u = &l->undo[--l->n_undo];
@@ -237,7 +285,67 @@ static int free_at(place_ledger *l, int dev, int pos, int64_t bytes)
 {
     if (bytes == 0) return 0;
     l->freed[dev] += bytes;
-    return place_profile_add(&l->prof[dev], pos, -bytes);
+    return prof_add(l, dev, pos, -bytes);
+}
+
+/* p's output is read on other devices, so its home device keeps it until
+ * its transfers are done, which depends on timing.  But a step x of the
+ * home device whose op has, on every such device, an ancestor that ran no
+ * earlier than p's first consumer there (l->after), begins after those
+ * consumers ended, hence after the transfers they waited for: the output
+ * is freed from x on (every local consumer ran before x, which comes
+ * later in the home device's order).  So p waits on its home device for
+ * such a step; without one, it stays to the end. */
+static int watch_output(place_ledger *l, int p)
+{
+    const place_graph *g = l->g;
+    int home = l->where[p];
+    watchlist *wl = &l->watching[home];
+    if (grow((void **)&wl->w, &wl->cap, wl->n, sizeof *wl->w) < 0) return -1;
+    watch *w = &wl->w[wl->n++];
+    l->n_watched++;
+    *w = (watch){p, (int)l->n_need, 0};
+    for (int k = g->out_off[p]; k < g->out_off[p + 1]; k++) {
+        int c = g->edges[g->out_edge[k]].dst, dc = l->where[c], j;
+        if (dc == home) continue;
+        for (j = 0; j < w->n && l->need_dev[w->off + j] != dc; j++)
+            ;
+        if (j < w->n) {
+            if (l->step[c] < l->need_step[w->off + j]) l->need_step[w->off + j] = l->step[c];
+            continue;
+        }
+        if (grow((void **)&l->need_dev, &l->cap_need, l->n_need, sizeof(int)) < 0 ||
+            grow((void **)&l->need_step, &l->cap_need_step, l->n_need, sizeof(int)) < 0)
+            return -1;
+        l->need_dev[l->n_need] = dc, l->need_step[l->n_need++] = l->step[c];
+        w->n++;
+    }
+    return 0;
+}
+
+/* Outputs waiting on dev whose transfers are surely done by its step i (op
+ * x): freed from i on.  Looks at the first WATCH_SCAN waiting outputs. */
+#define WATCH_SCAN 128
+static int free_watched(place_ledger *l, int dev, int x, int i)
+{
+    watchlist *wl = &l->watching[dev];
+    const int *row = &l->after[(size_t)x * (size_t)l->g->n_devices];
+    size_t keep = 0, k = 0;
+    for (; k < wl->n && k < WATCH_SCAN; k++) {
+        const watch *w = &wl->w[k];
+        int done = 1;
+        for (int j = 0; j < w->n && done; j++)
+            done = row[l->need_dev[w->off + j]] > l->need_step[w->off + j];
+        if (!done)
+            wl->w[keep++] = *w;
+        else if (free_at(l, dev, i, l->g->ops[w->op].output_bytes) < 0)
+            return -1;
+    }
+    if (keep < k) memmove(&wl->w[keep], &wl->w[k], (wl->n - k) * sizeof *wl->w);
+    wl->n -= k - keep;
+    l->n_watched -= k - keep;
+    if (l->n_watched == 0) l->n_need = 0; /* nothing refers to the pool: reuse it */
+    return 0;
 }
 
 /* Every consumer of p has its step: free what only they needed. */
@@ -246,6 +354,7 @@ static int release(place_ledger *l, int p)
     const place_graph *g = l->g;
     int home = l->where[p], nt = 0;
     if (!l->remote[p] && free_at(l, home, l->last_local[p] + 1, g->ops[p].output_bytes) < 0) return -1;
+    if (l->remote[p] && l->watching && g->ops[p].output_bytes > 0 && watch_output(l, p) < 0) return -1;
     for (int k = g->out_off[p]; k < g->out_off[p + 1]; k++) {
         int to = l->where[g->edges[g->out_edge[k]].dst];
         if (to == home || l->stamp[to] == p) continue;
@@ -261,15 +370,33 @@ static int release(place_ledger *l, int p)
     return 0;
 }
 
+/* l->after for op, from its inputs (appended before it, or ignored: a
+ * later bound from fewer ancestors is still a bound). */
+static void note_ancestors(place_ledger *l, int op)
+{
+    const place_graph *g = l->g;
+    size_t D = (size_t)g->n_devices;
+    int *row = &l->after[(size_t)op * D];
+    for (int k = g->in_off[op]; k < g->in_off[op + 1]; k++) {
+        int q = g->edges[g->in_edge[k]].src;
+        if (l->step[q] < 0) continue;
+        const int *qr = &l->after[(size_t)q * D];
+        for (size_t d = 0; d < D; d++)
+            if (qr[d] > row[d]) row[d] = qr[d];
+        if (l->step[q] + 1 > row[l->where[q]]) row[l->where[q]] = l->step[q] + 1;
+    }
+}
+
 int place_ledger_append(place_ledger *l, int op)
 {
     const place_graph *g = l->g;
     const place_op *o = &g->ops[op];
     int dev = l->where[op], i = l->len[dev]++;
-    place_profile *p = &l->prof[dev];
+    if (l->after) note_ancestors(l, op);
+    if (l->watching && l->watching[dev].n > 0 && free_watched(l, dev, op, i) < 0) return -1;
     l->step[op] = i;
-    if (l->held_at[op] >= 0 && place_profile_add(p, l->held_at[op], -(o->output_bytes + o->temp_bytes)) < 0) return -1;
-    if (place_profile_add(p, i, o->output_bytes + o->temp_bytes) < 0 || place_profile_add(p, i + 1, -o->temp_bytes) < 0) return -1;
+    if (l->held_at[op] >= 0 && prof_add(l, dev, l->held_at[op], -(o->output_bytes + o->temp_bytes)) < 0) return -1;
+    if (prof_add(l, dev, i, o->output_bytes + o->temp_bytes) < 0 || prof_add(l, dev, i + 1, -o->temp_bytes) < 0) return -1;
     l->held_at[op] = -1;
     l->freed[dev] += o->output_bytes + o->temp_bytes; /* the hold shrinks to the exact intervals: at most this much */
     for (int k = g->in_off[op]; k < g->in_off[op + 1]; k++) {
@@ -292,7 +419,12 @@ int64_t place_ledger_free_bytes(const place_ledger *l, int dev)
 
 int place_ledger_reserve(place_ledger *l, int dev, int64_t bytes)
 {
-    return place_profile_add(&l->prof[dev], 0, bytes);
+    return prof_add(l, dev, 0, bytes);
+}
+
+int64_t place_ledger_free_total(const place_ledger *l)
+{
+    return l->cap_sum - l->peak_sum;
 }
 
 uint64_t place_ledger_touched_mask(const place_ledger *l)

@@ -8,12 +8,20 @@
  * in a known order (the order ops are appended here):
  *   - persistent bytes of its ops: from the start;
  *   - an op's output: from its own step until the step of its last
- *     consumer when every consumer runs on the same device; to the end when
- *     some consumer is elsewhere (the tensor is held until its transfers
- *     finish, and that depends on timing);
+ *     consumer when every consumer runs on the same device; when some
+ *     consumer is elsewhere, the tensor is held until its transfers finish,
+ *     which depends on timing, so until the first later step of its device
+ *     whose op surely starts after them (it has, on every receiving device,
+ *     an ancestor that ran no earlier than the first consumer there), or to
+ *     the end when there is none;
  *   - an op's temporary bytes: during its step only;
- *   - a received copy: from the start (its transfer may come early) until
- *     the step of its last consumer on the device.
+ *   - a received copy: from the first step of the device that may begin
+ *     before the copy exists (the step after the last of the producer's
+ *     ancestors on the device; the start when none) until the step of its
+ *     last consumer on the device.
+ * Both causal bounds need, per op, the latest step of its ancestors on each
+ * device (an op x device table of ints, kept up to 32 devices; above that
+ * copies are held from the start and such outputs to the end).
  * The replay allocates each of these no earlier and frees them no later,
  * whatever the timing (sim.h), so a plan the ledger accepts never exceeds
  * capacity in the simulator nor on the workers.  Baechi, and this ledger's
@@ -65,6 +73,10 @@ int place_ledger_append(place_ledger *l, int op);
 
 /* Capacity minus the device's peak. */
 int64_t place_ledger_free_bytes(const place_ledger *l, int dev);
+/* The same summed over every device, the pending attempt included (O(1)):
+ * the room left for the persistent bytes of ops not placed yet, which the
+ * list schedulers' memory reserve weighs (etf.c). */
+int64_t place_ledger_free_total(const place_ledger *l);
 /* Holds `bytes` (negative: releases) on a device for the whole step: how
  * m-ETF keeps room for a pinned unit until it is placed. */
 int place_ledger_reserve(place_ledger *l, int dev, int64_t bytes);

@@ -13,12 +13,15 @@ every point it runs
   gantry-place G --algo all ... --plain | --coplace | --fuse | --fuse --coplace
                                                             (each variant forced)
 
-and reports, per (kind, ops, devices) over the memory levels: the default
+and once more without --algo (the spec's default algorithms: m-TOPO and
+single over every variant), and reports, per (kind, ops, devices) over the memory levels: the default
 plan's median and worst makespan / lower bound, the best ratio any algorithm
 reached with any forced variant, how many points the default misses the
 target (over 1.5x where some forced run is within 1.5x), the stuck count
-(greedy passes that got stuck, in any algorithm on any variant), the
-fallback count (plans that are another algorithm's), points with no
+(m-ETF/m-SCT runs, on any variant, that end with no plan of their own),
+the recovered count (their greedy pass got stuck and their own rules, the
+memory reserve and pinning, finished it), the fallback count (plans that
+are another algorithm's), points with no
 feasible plan at all, and the whole default search's time (metrics.search_ms:
 views, every algorithm on every variant, every replay).
 
@@ -44,6 +47,7 @@ TARGET = 1.5
 # A plan that is not the algorithm's own: the solver's fallback field, or a note saying another algorithm's plan was used.
 FALLBACK = re.compile(r"fell back|fallback|m-TOPO's (plan|placement)", re.I)
 STUCK = re.compile(r"stuck", re.I)
+LIST_SCHEDULERS = ("m-etf", "m-sct")
 
 
 def generate(kind, ops, path):
@@ -77,11 +81,17 @@ def runs_of(result):
             yield c["algorithm"], v
 
 
-def count(result, pattern):
-    n = 0
-    for _, v in runs_of(result):
-        n += bool(v.get("fallback")) if pattern is FALLBACK and "fallback" in v else bool(pattern.search(v.get("note", "")))
-    return n
+def counts(result):
+    """(stuck, recovered, fallback) over a result's runs: m-ETF/m-SCT runs with no plan of their own;
+    runs whose greedy pass got stuck and that their own rules (reserve, pins) finished; plans that
+    are another algorithm's."""
+    stuck = recovered = fallback = 0
+    for algo, v in runs_of(result):
+        note = v.get("note", "")
+        stuck += algo in LIST_SCHEDULERS and not v["feasible"] and not v.get("reason", "").startswith("simulation")
+        recovered += v["feasible"] and bool(STUCK.search(note))
+        fallback += bool(v.get("fallback")) or bool(FALLBACK.search(note))
+    return stuck, recovered, fallback
 
 
 def best_ratio(result):
@@ -96,14 +106,17 @@ def point(binary, path, devices, memory, forced):
         return p
     m = r["metrics"]
     p.update(ratio=m["makespan_us"] / r["lower_bound_us"], best=r["best"], variant=r["variant"],
-             search_ms=m["search_ms"], stuck=count(r, STUCK), fallback=count(r, FALLBACK), any=best_ratio(r))
+             search_ms=m["search_ms"], any=best_ratio(r))
+    p["stuck"], p["recovered"], p["fallback"] = counts(r)
+    d = place(binary, path, base[2:])  # the spec's default algorithms (m-topo, with single)
+    p["topo_search_ms"] = d["metrics"]["search_ms"] if d else None
     if forced:
         for name, flags in FORCED.items():
             f = place(binary, path, base + flags)
             if f is not None:
                 p["any"] = min(p["any"], best_ratio(f))
-                p["stuck"] += count(f, STUCK)
-                p["fallback"] += count(f, FALLBACK)
+                for key, n in zip(("stuck", "recovered", "fallback"), counts(f)):
+                    p[key] += n
     return p
 
 
@@ -142,8 +155,9 @@ def main():
     a = ap.parse_args()
     points = []
     print("| graph | ops | devices | points | default: median / worst x bound | best any variant at the worst "
-          "| misses (>%.1fx, some run <=%.1fx) | stuck | fallback | no plan | search ms: median / max |" % (TARGET, TARGET))
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| misses (>%.1fx, some run <=%.1fx) | stuck | recovered | fallback | no plan | search ms: median / max "
+          "| default algorithms: search ms max |" % (TARGET, TARGET))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for kind in a.kinds.split(","):
             for ops in map(int, a.sizes.split(",")):
@@ -159,31 +173,38 @@ def main():
                         points.append(p)
                     ok = [p for p in row if p["feasible"]]
                     if not ok:
-                        print("| %s | %d | %d | %d | no plan | | | | | %d | |" % (kind, n, devices, len(row), len(row)))
+                        print("| %s | %d | %d | %d | no plan | | | | | | %d | | |" % (kind, n, devices, len(row), len(row)))
                         continue
                     worst = max(ok, key=lambda p: p["ratio"])
                     misses = sum(p["ratio"] > TARGET and p["any"] <= TARGET for p in ok)
                     ms = [p["search_ms"] for p in ok]
-                    print("| %s | %d | %d | %d | %.2f / %.2f | %.2f | %d | %d | %d | %d | %.1f / %.1f |" % (
+                    topo_ms = [p["topo_search_ms"] for p in ok if p["topo_search_ms"] is not None]
+                    print("| %s | %d | %d | %d | %.2f / %.2f | %.2f | %d | %d | %d | %d | %d | %.1f / %.1f | %s |" % (
                         kind, n, devices, len(row), statistics.median(p["ratio"] for p in ok), worst["ratio"],
-                        worst["any"], misses, sum(p["stuck"] for p in ok), sum(p["fallback"] for p in ok),
-                        len(row) - len(ok), statistics.median(ms), max(ms)))
+                        worst["any"], misses, sum(p["stuck"] for p in ok), sum(p["recovered"] for p in ok),
+                        sum(p["fallback"] for p in ok),
+                        len(row) - len(ok), statistics.median(ms), max(ms),
+                        "%.1f" % max(topo_ms) if topo_ms else "-"))
                     sys.stdout.flush()
     ok = [p for p in points if p["feasible"]]
     print()
     by_level(points, a.kinds.split(","), a.levels)
     print()
     if ok:
-        print("All %d points: default median %.2fx, worst %.2fx; %d misses; stuck %d; fallback %d; no plan %d; "
+        print("All %d points: default median %.2fx, worst %.2fx; %d misses; stuck %d; recovered %d; fallback %d; no plan %d; "
               "search ms at the largest size: median %.1f, max %.1f." % (
                   len(points), statistics.median(p["ratio"] for p in ok), max(p["ratio"] for p in ok),
                   sum(p["ratio"] > TARGET and p["any"] <= TARGET for p in ok), sum(p["stuck"] for p in ok),
+                  sum(p["recovered"] for p in ok),
                   sum(p["fallback"] for p in ok), len(points) - len(ok),
                   statistics.median(p["search_ms"] for p in ok if p["ops"] == max(q["ops"] for q in ok)),
                   max(p["search_ms"] for p in ok if p["ops"] == max(q["ops"] for q in ok))))
     print("Memory per device from 1.1x (single-device peak / devices) to the peak in %d geometric steps; "
-          "x bound: makespan / lower bound (max(critical path, total work / devices)); stuck and fallback "
-          "count (algorithm, variant) runs of the default search%s." % (
+          "x bound: makespan / lower bound (max(critical path, total work / devices)); stuck, recovered and "
+          "fallback count (algorithm, variant) runs of the default search%s: stuck = m-ETF/m-SCT found no plan of "
+          "their own, recovered = their greedy pass got stuck and their own rules finished it, fallback = a plan "
+          "that is another algorithm's; search ms: metrics.search_ms of --algo all, "
+          "and of the spec's default algorithms (m-topo, single) in the last column." % (
               a.levels, "" if a.no_forced else " and of the four forced variants"))
     if a.json:
         with open(a.json, "w") as f:

@@ -129,18 +129,35 @@ static void test_redundant_variants_skipped(void **state)
     json_decref(spec);
 }
 
+static json_t *candidate(const json_t *r, const char *algo)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(r, "candidates"), i, c) if (!strcmp(str(c, "algorithm"), algo)) return c;
+    fail_msg("no candidate %s", algo);
+    return NULL;
+}
+
 static void test_search_stops_at_the_bound(void **state)
 {
     (void)state;
-    /* a chain: fused into one op, m-TOPO's plan is the lower bound, so nothing else is weighed */
+    /* a chain: m-TOPO's plan on the plain graph is the lower bound, so m-ETF runs there only;
+     * the cheap algorithms run on every variant, and the tie goes to the plain graph */
     json_t *spec = J("{'graph':{'ops':[{'name':'a','compute_us':5,'output_bytes':10},{'name':'b','compute_us':7,"
                      "'output_bytes':10},{'name':'c','compute_us':3}],'edges':[{'src':'a','dst':'b'},{'src':'b','dst':'c'}],"
-                     "'devices':[{'name':'g0','memory_bytes':1000},{'name':'g1','memory_bytes':1000}]}}");
+                     "'devices':[{'name':'g0','memory_bytes':1000},{'name':'g1','memory_bytes':1000}]},"
+                     "'algorithms':['m-etf']}");
     json_t *r = solve_ok(spec);
-    assert_int_equal(weighed(r), 1);
-    assert_string_equal(str(r, "variant"), place_variants[0].name);
+    assert_true(weighed(r) >= 2);
+    assert_string_equal(str(r, "variant"), "plain");
     assert_close(json_real_value(json_object_get(json_object_get(r, "metrics"), "makespan_us")), 15.0);
     assert_close(json_real_value(json_object_get(r, "lower_bound_us")), 15.0);
+    json_t *etf = candidate(r, "m-etf"), *topo = candidate(r, "m-topo");
+    assert_string_equal(str(etf, "variant"), "plain");
+    assert_null(json_object_get(etf, "variants"));
+    assert_int_equal(json_array_size(json_object_get(topo, "variants")), weighed(r));
+    /* requested first */
+    assert_string_equal(str(json_array_get(json_object_get(r, "candidates"), 0), "algorithm"), "m-etf");
     json_decref(r);
     json_decref(spec);
 }

@@ -3,15 +3,17 @@
  * Algorithms are rows of ALGOS (name -> function, the names from spec.h);
  * "all", the CLI's --help and the docs read this one table.  The solver
  * builds the views the algorithms see (the graph variants of variant.h:
- * with co-placement and fusion, co-placement, fusion, plain; only the one
- * the spec forces when it sets "fuse" or "coplace"), runs every requested
- * algorithm on each, always adds the single-device and m-TOPO plans (a
- * split plan is only worth its transfers when it beats one device, and a
- * list scheduler is not always faster than filling devices in order),
- * replays every plan in the simulator, and returns the feasible plan with
- * the lowest simulated makespan (ties: the plainer variant, then request
- * order), with its schedule and the variant it came from.  The search stops early once a
- * plan is within PLACE_SEARCH_CLOSE of the lower bound.  A spec with
+ * plain, co-placement, fusion, both; only the one the spec forces when it
+ * sets "fuse" or "coplace"), runs every requested algorithm on them, always
+ * adds the single-device and m-TOPO plans (a split plan is only worth its
+ * transfers when it beats one device, and a list scheduler is not always
+ * faster than filling devices in order), replays every plan in the
+ * simulator, and returns the feasible plan with the lowest simulated
+ * makespan (ties: the plainer variant, then request order), with its
+ * schedule and the variant it came from.  The cheap algorithms run on every
+ * variant first; the list schedulers then go variant by variant (every
+ * requested one runs on the first) and stop once a plan is within
+ * PLACE_SEARCH_CLOSE of the lower bound.  A spec with
  * "strategy" instead of "graph" is an AMP strategy search (amp.h). */
 #include "common/utf8.h"
 #include "workers/place/perr.h"
@@ -180,14 +182,14 @@ static const place_candidate *clearest_failure(const place_candidate *c, int n)
 /* ---- solve ---- */
 
 /* The fastest feasible candidate; on a tie the plainer variant (views are built in table order,
- * plain last), then the earlier in request order. */
+ * plain first), then the earlier in request order. */
 static const place_candidate *pick_best(const place_candidate *c, int n)
 {
     const place_candidate *best = NULL;
     for (int i = 0; i < n; i++) {
         if (!c[i].feasible) continue;
         double d = best ? c[i].sim.makespan_us - best->sim.makespan_us : -1;
-        if (d < 0 || (d == 0 && c[i].view > best->view)) best = &c[i];
+        if (d < 0 || (d == 0 && (c[i].view < best->view || (c[i].view == best->view && c[i].rank < best->rank)))) best = &c[i];
     }
     return best;
 }
@@ -195,9 +197,11 @@ static const place_candidate *pick_best(const place_candidate *c, int n)
 /* Every view placed on and every candidate made on them. */
 typedef struct search {
     place_view views[PLACE_N_VARIANTS];
+    const place_variant *variant[PLACE_N_VARIANTS];
     int n_views;
     place_candidate *c; /* PLACE_N_VARIANTS * N_ALGOS */
     int n;
+    int order[N_ALGOS], n_order; /* table rows: the requested ones in request order, then the added ones */
 } search;
 
 static json_t *answer(const search *s, const place_search *info, double lb, char *err, size_t err_len)
@@ -218,9 +222,9 @@ static json_t *answer(const search *s, const place_search *info, double lb, char
     return r;
 }
 
-/* Builds variant x's view and runs the algorithms on it; 0 (also when the view equals a plainer
- * variant's and is skipped), or -1 with a message when the forced variant cannot be built. */
-static int weigh(search *s, const place_graph *g, const place_variant *x, const options *o, char *err, size_t err_len)
+/* Builds variant x's view; 0 (also when the view equals a plainer variant's and is dropped, or
+ * cannot be built while searching), or -1 with a message when the forced variant cannot be built. */
+static int build_view(search *s, const place_graph *g, const place_variant *x, const options *o, char *err, size_t err_len)
 {
     place_view *v = &s->views[s->n_views];
     if (place_view_build(g, x->coplace, x->fuse, v, err, err_len) < 0) return o->variant ? -1 : 0;
@@ -228,36 +232,55 @@ static int weigh(search *s, const place_graph *g, const place_variant *x, const 
         place_view_clear(v);
         return 0;
     }
-    int chosen[N_ALGOS] = {0};
-    for (int k = 0; k < o->n_sel + N_ALGOS; k++) {
-        int a = k < o->n_sel ? o->sel[k] : k - o->n_sel;
-        if (k >= o->n_sel && (!ALGOS[a].always || chosen[a])) continue;
-        chosen[a] = 1;
-        run_candidate(v, s->n_views, x, &ALGOS[a], k < o->n_sel, &s->c[s->n++]);
-    }
-    s->n_views++;
+    s->variant[s->n_views++] = x;
     return 0;
 }
 
-/* The search may stop: the best plan so far is within PLACE_SEARCH_CLOSE of the lower bound. */
-static int close_enough(const search *s, double lb)
+/* Runs the ordered algorithms that are (cheap = 1) or are not (0) always weighed on view i. */
+static void run_on_view(search *s, int i, const options *o, int cheap)
 {
-    const place_candidate *best = pick_best(s->c, s->n);
-    return best && best->sim.makespan_us <= PLACE_SEARCH_CLOSE * lb;
+    for (int k = 0; k < s->n_order; k++) {
+        int a = s->order[k];
+        if (ALGOS[a].always != cheap) continue;
+        run_candidate(&s->views[i], i, s->variant[i], &ALGOS[a], k < o->n_sel, &s->c[s->n]);
+        s->c[s->n++].rank = k;
+    }
 }
 
+/* The search may stop: the best plan so far is within PLACE_SEARCH_CLOSE of the lower bound. */
+static int close_enough(const search *s, const options *o, double lb)
+{
+    const place_candidate *best = pick_best(s->c, s->n);
+    return !o->variant && best && best->sim.makespan_us <= PLACE_SEARCH_CLOSE * lb;
+}
+
+/* The requested algorithms, then the ones always weighed, each once. */
+static void order_algorithms(search *s, const options *o)
+{
+    int chosen[N_ALGOS] = {0};
+    for (int k = 0; k < o->n_sel; k++)
+        s->order[s->n_order++] = o->sel[k], chosen[o->sel[k]] = 1;
+    for (int a = 0; a < N_ALGOS; a++)
+        if (ALGOS[a].always && !chosen[a]) s->order[s->n_order++] = a;
+}
+
+/* Two rounds: the cheap algorithms (m-TOPO, single) on every variant, then the others variant by
+ * variant, plainest first (every requested one runs at least there), until a plan is close
+ * enough to the lower bound. */
 static json_t *solve(const place_graph *g, const options *o, char *err, size_t err_len)
 {
     int64_t t0 = clock_mono_us();
     double lb = place_lower_bound_us(g);
     search st = {.c = xcalloc(PLACE_N_VARIANTS * N_ALGOS, sizeof *st.c)}, *s = &st;
     json_t *r = NULL;
-    int k = 0;
-    for (; k < PLACE_N_VARIANTS && !(!o->variant && close_enough(s, lb)); k++) {
-        const place_variant *x = &place_variants[k];
-        if (o->variant && x != o->variant) continue;
-        if (weigh(s, g, x, o, err, err_len) < 0) goto out;
-    }
+    order_algorithms(s, o);
+    for (int k = 0; k < PLACE_N_VARIANTS; k++)
+        if ((!o->variant || &place_variants[k] == o->variant) && build_view(s, g, &place_variants[k], o, err, err_len) < 0)
+            goto out;
+    for (int i = 0; i < s->n_views; i++)
+        run_on_view(s, i, o, 1);
+    for (int i = 0; i < s->n_views && (i == 0 || !close_enough(s, o, lb)); i++)
+        run_on_view(s, i, o, 0);
     place_search info = {.search_ms = (double)(clock_mono_us() - t0) / 1000.0, .variants = s->n_views, .forced = !!o->variant};
     r = answer(s, &info, lb, err, err_len);
 out:

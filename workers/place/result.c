@@ -6,6 +6,7 @@
 #include "workers/place/solve.h"
 
 #include "common/alloc.h"
+#include "workers/place/variant.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +135,7 @@ static const place_candidate *representative(const place_candidate *c, int n, co
     for (int i = 0; i < n; i++) {
         if (strcmp(c[i].name, name) != 0) continue;
         if (c[i].feasible) {
-            if (!r || !r->feasible || c[i].sim.makespan_us <= r->sim.makespan_us) r = &c[i]; /* tie: the plainer */
+            if (!r || !r->feasible || c[i].sim.makespan_us < r->sim.makespan_us) r = &c[i]; /* tie: the plainer, run first */
         } else if (!r || (!r->feasible && strcmp(c[i].variant, "plain") == 0)) {
             r = &c[i];
         }
@@ -142,28 +143,30 @@ static const place_candidate *representative(const place_candidate *c, int n, co
     return r;
 }
 
-/* One entry per algorithm, in the order they were first run. */
+/* One entry per algorithm, by rank (request order, then the added ones). */
 static json_t *candidates_json(const place_graph *g, const place_candidate *c, int n, double lb)
 {
     json_t *cands = json_array();
-    for (int i = 0; i < n; i++) {
-        int seen = 0, variants = 0;
-        for (int k = 0; k < n; k++) {
-            seen |= k < i && strcmp(c[k].name, c[i].name) == 0;
-            variants += strcmp(c[k].name, c[i].name) == 0;
-        }
-        const place_candidate *r = representative(c, n, c[i].name);
-        if (seen || (!r->requested && !r->feasible)) continue;
+    for (int rank = 0;; rank++) {
+        int first = -1, variants = 0;
+        for (int k = 0; k < n; k++)
+            if (c[k].rank == rank) {
+                if (first < 0) first = k;
+                variants++;
+            }
+        if (first < 0) return cands;
+        const place_candidate *r = representative(c, n, c[first].name);
+        if (!r->requested && !r->feasible) continue;
         json_t *o = candidate_json(g, r, lb);
         if (variants > 1) {
             json_t *all = json_array();
-            for (int k = 0; k < n; k++)
-                if (strcmp(c[k].name, c[i].name) == 0) json_array_append_new(all, variant_json(&c[k], lb));
+            for (int v = 0; v < PLACE_N_VARIANTS; v++) /* in view order: plainest first */
+                for (int k = 0; k < n; k++)
+                    if (c[k].rank == rank && c[k].view == v) json_array_append_new(all, variant_json(&c[k], lb));
             json_object_set_new(o, "variants", all);
         }
         json_array_append_new(cands, o);
     }
-    return cands;
 }
 
 json_t *place_result_json(const place_view *v, const place_candidate *c, int n, const place_candidate *best,

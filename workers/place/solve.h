@@ -16,6 +16,7 @@ typedef struct place_candidate {
     const char *name;
     const char *variant; /* the graph variant it was placed on (variant.h) */
     int view;            /* index of that variant's view in the solver's views */
+    int rank;            /* the algorithm's place: requested ones in request order, then the added ones */
     int requested;       /* 0: the solver added it (single, m-topo), shown only when feasible */
     int simulated;       /* sim holds a replay (on the view) */
     int feasible;

@@ -4,10 +4,10 @@
 #include <stddef.h>
 
 const place_variant place_variants[PLACE_N_VARIANTS] = {
-    {"coplace+fuse", 1, 1},
+    {"plain", 0, 0},
     {"coplace", 1, 0},
     {"fuse", 0, 1},
-    {"plain", 0, 0},
+    {"coplace+fuse", 1, 1},
 };
 
 const place_variant *place_variant_of(int coplace, int fuse)

@@ -16,19 +16,22 @@
  * graph the plain ops leave them the most freedom; which wins depends on
  * the graph, and each variant costs one more run of the algorithms.
  *
- * Order: the variant with the fewest units first, because it is the
- * cheapest to place, and the search stops once a plan is within
- * PLACE_SEARCH_CLOSE of the lower bound (nothing left can gain more than
- * that).  A variant whose view turns out to equal a plainer one (no op
- * joined a group, or none was fused) is skipped: the plainer one is weighed
- * in its own turn. */
+ * Order: the search runs in two rounds.  First the cheap algorithms
+ * (m-TOPO, single) on every variant; then the list schedulers variant by
+ * variant in table order, plainest first, and it stops once the best plan
+ * so far is within PLACE_SEARCH_CLOSE of the lower bound (nothing left can
+ * gain more than that); every requested algorithm runs on the plainest
+ * variant at least.  Where the plain graph's plan is at the bound, the list
+ * schedulers run once.  A tie goes to the plainer variant.  A variant whose
+ * view turns out to equal a plainer one (no op joined a group, or none was
+ * fused) is dropped, since the plainer one is weighed. */
 #ifndef GANTRY_PLACE_VARIANT_H
 #define GANTRY_PLACE_VARIANT_H
 
 #include "workers/place/view.h"
 
 typedef struct place_variant {
-    const char *name; /* "coplace+fuse", "coplace", "fuse", "plain" */
+    const char *name; /* "plain", "coplace", "fuse", "coplace+fuse" */
     int coplace, fuse;
 } place_variant;
 

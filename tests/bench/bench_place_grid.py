@@ -18,7 +18,8 @@ single over every variant), and reports, per (kind, ops, devices) over the memor
 plan's median and worst makespan / lower bound, the best ratio any algorithm
 reached with any forced variant, how many points the default misses the
 target (over 1.5x where some forced run is within 1.5x), the stuck count
-(m-ETF/m-SCT runs, on any variant, that end with no plan of their own),
+(m-ETF/m-SCT runs that end with no plan of their own on a variant where
+m-TOPO found one),
 the recovered count (their greedy pass got stuck and their own rules, the
 memory reserve and pinning, finished it), the fallback count (plans that
 are another algorithm's), points with no
@@ -82,13 +83,14 @@ def runs_of(result):
 
 
 def counts(result):
-    """(stuck, recovered, fallback) over a result's runs: m-ETF/m-SCT runs with no plan of their own;
-    runs whose greedy pass got stuck and that their own rules (reserve, pins) finished; plans that
-    are another algorithm's."""
+    """(stuck, recovered, fallback) over a result's runs: m-ETF/m-SCT runs with no plan of their own on
+    a variant where m-TOPO, the simple rule, found one; runs whose greedy pass got stuck and that
+    their own rules (reserve, pins) finished; plans that are another algorithm's."""
     stuck = recovered = fallback = 0
+    topo = {v["variant"] for algo, v in runs_of(result) if algo == "m-topo" and v["feasible"]}
     for algo, v in runs_of(result):
         note = v.get("note", "")
-        stuck += algo in LIST_SCHEDULERS and not v["feasible"] and not v.get("reason", "").startswith("simulation")
+        stuck += algo in LIST_SCHEDULERS and not v["feasible"] and v["variant"] in topo
         recovered += v["feasible"] and bool(STUCK.search(note))
         fallback += bool(v.get("fallback")) or bool(FALLBACK.search(note))
     return stuck, recovered, fallback
@@ -202,7 +204,7 @@ def main():
     print("Memory per device from 1.1x (single-device peak / devices) to the peak in %d geometric steps; "
           "x bound: makespan / lower bound (max(critical path, total work / devices)); stuck, recovered and "
           "fallback count (algorithm, variant) runs of the default search%s: stuck = m-ETF/m-SCT found no plan of "
-          "their own, recovered = their greedy pass got stuck and their own rules finished it, fallback = a plan "
+          "their own where m-TOPO found one on that variant, recovered = their greedy pass got stuck and their own rules finished it, fallback = a plan "
           "that is another algorithm's; search ms: metrics.search_ms of --algo all, "
           "and of the spec's default algorithms (m-topo, single) in the last column." % (
               a.levels, "" if a.no_forced else " and of the four forced variants"))

@@ -421,7 +421,7 @@ static void test_infeasible_error_names_op(void **state)
     assert_null(place_solve(spec, err, sizeof err));
     assert_string_equal(err,
                         "no feasible placement; m-sct: op 'lstm' needs 700 bytes but the largest free device memory is 600 bytes "
-                        "on 'g1' (missing 100 bytes); still stuck with the memory reserve and 1 pinned unit");
+                        "on 'g1' (missing 100 bytes); still stuck with the memory reserve and 1 unit pinned with their inputs");
     json_decref(spec);
 }
 

@@ -48,7 +48,12 @@ static int ref_step(etf *s)
             best = op, best_dev = d, best_start = st, best_fin = fin;
         }
     }
+    if (best < 0 && s->reserve && !s->relax) { /* nothing meets the reserve: one step without it */
+        s->relax = 1;
+        return RUN_OK;
+    }
     if (best < 0) return RUN_STUCK;
+    s->relax = 0;
     if (s->hetero) best_dev = fastest_finish(s, best, best_dev, &best_start);
     return commit(s, best, best_dev) < 0 ? RUN_OOM : RUN_OK;
 }
@@ -56,7 +61,7 @@ static int ref_step(etf *s)
 static int ref_etf(const place_graph *g, place_plan *plan)
 {
     static const place_etf_opts none;
-    static const pass plain = {NULL, 0, 0};
+    static const pass plain = {NULL, 1, 1}; /* m-ETF's first pass: with the memory reserve */
     etf s;
     int rc = etf_init(&s, g, &none, &plain, plan) < 0 ? RUN_OOM : RUN_OK;
     while (rc == RUN_OK && s.n_done < g->n_ops)
@@ -198,15 +203,14 @@ static void own_plan_or_reason(const place_graph *g, place_algo_fn f, const char
         const char *v = replay_violation(g, p, &r);
         if (v) fail_msg("seed %d %s: %s", seed, name, v);
         place_sim_result_clear(&r);
-        if (p->note[0] &&
-            (strncmp(p->note, "greedy pass stuck (", 19) != 0 || !strstr(p->note, "); placed with the memory reserve")))
+        if (p->note[0] && (strncmp(p->note, "greedy pass stuck (", 19) != 0 || !strstr(p->note, "); placed after pinning ")))
             fail_msg("seed %d %s: note '%s'", seed, name, p->note);
         if (strstr(p->note, "m-TOPO") || strstr(p->note, "fell back")) fail_msg("seed %d %s: a fallback: %s", seed, name, p->note);
         p->note[0] ? c->ladder++ : c->plain++;
     } else {
         if (!strstr(reason, "missing") && !strstr(reason, "fits on no device"))
             fail_msg("seed %d %s: unclear failure: %s", seed, name, reason);
-        if (!strstr(reason, "; still stuck with the memory reserve")) {
+        if (!strstr(reason, "; still stuck with the memory reserve and ")) {
             /* only when the op's unit alone is larger than every device */
             char op[64] = "";
             if (sscanf(reason, "op '%63[^']'", op) != 1 || !fits_no_device(g, op_index(g, op)))
@@ -248,6 +252,9 @@ static void test_tight_memory_own_plan_or_reason(void **state)
                   "m-sct plain %d, ladder %d, failed %d (m-topo placed %d)\n",
                   topo_ok, etf.plain, etf.ladder, etf.failed, etf.failed_topo_ok, sct.plain, sct.ladder, sct.failed,
                   sct.failed_topo_ok);
+    /* measured: 43 and 60; m-TOPO's plan stays the solver's own candidate there */
+    assert_true(etf.failed_topo_ok <= 50);
+    assert_true(sct.failed_topo_ok <= 70);
 }
 
 /* ---- m-ETF against m-TOPO ---- */

@@ -24,10 +24,10 @@ typedef struct place_etf_opts {
 
 /* Fills plan (devices and order).  0, or -1 with a reason naming the op
  * that fits nowhere, the bytes missing and the rules tried (or "out of
- * memory").  When the greedy pass gets stuck it retries with the memory
- * reserve, then with stuck units pinned to devices whose room is held for
- * them (see etf.c); plan->note then says so.  Never another algorithm's
- * plan. */
+ * memory").  Every pass keeps a memory reserve for the units still to
+ * come; when a pass gets stuck it is rerun with the stuck units pinned,
+ * with their inputs, to devices whose room is held for them (see etf.c),
+ * and plan->note says so.  Never another algorithm's plan. */
 int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_plan *plan, char *reason, size_t reason_len);
 
 #endif

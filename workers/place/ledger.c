@@ -67,6 +67,7 @@ struct place_ledger {
     uint64_t changed;
     int64_t peak_sum;    /* sum of every device's peak, kept by prof_add */
     int64_t cap_sum;     /* sum of the capacities */
+    int64_t freed_total; /* bytes freed so far on any device (frees, holds shrunk, reserves released) */
     watchlist *watching; /* per device, with l->after */
     int *need_dev, *need_step;
     size_t n_need, cap_need, cap_need_step;
@@ -285,6 +286,7 @@ static int free_at(place_ledger *l, int dev, int pos, int64_t bytes)
 {
     if (bytes == 0) return 0;
     l->freed[dev] += bytes;
+    l->freed_total += bytes;
     return prof_add(l, dev, pos, -bytes);
 }
 
@@ -399,6 +401,7 @@ int place_ledger_append(place_ledger *l, int op)
     if (prof_add(l, dev, i, o->output_bytes + o->temp_bytes) < 0 || prof_add(l, dev, i + 1, -o->temp_bytes) < 0) return -1;
     l->held_at[op] = -1;
     l->freed[dev] += o->output_bytes + o->temp_bytes; /* the hold shrinks to the exact intervals: at most this much */
+    l->freed_total += o->output_bytes + o->temp_bytes;
     for (int k = g->in_off[op]; k < g->in_off[op + 1]; k++) {
         int src = g->edges[g->in_edge[k]].src;
         if (l->where[src] == dev)
@@ -419,12 +422,18 @@ int64_t place_ledger_free_bytes(const place_ledger *l, int dev)
 
 int place_ledger_reserve(place_ledger *l, int dev, int64_t bytes)
 {
+    if (bytes < 0) l->freed_total -= bytes;
     return prof_add(l, dev, 0, bytes);
 }
 
 int64_t place_ledger_free_total(const place_ledger *l)
 {
     return l->cap_sum - l->peak_sum;
+}
+
+int64_t place_ledger_freed_total(const place_ledger *l)
+{
+    return l->freed_total;
 }
 
 uint64_t place_ledger_touched_mask(const place_ledger *l)

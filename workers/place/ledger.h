@@ -77,6 +77,11 @@ int64_t place_ledger_free_bytes(const place_ledger *l, int dev);
  * the room left for the persistent bytes of ops not placed yet, which the
  * list schedulers' memory reserve weighs (etf.c). */
 int64_t place_ledger_free_total(const place_ledger *l);
+/* Bytes freed so far on any device (frees, holds shrunk to their exact
+ * intervals, reserves released; never aborted attempts).  It only grows,
+ * and adding charges never makes room, so a unit refused for lack of N
+ * bytes, on one device or in total, cannot fit before N more were freed. */
+int64_t place_ledger_freed_total(const place_ledger *l);
 /* Holds `bytes` (negative: releases) on a device for the whole step: how
  * m-ETF keeps room for a pinned unit until it is placed. */
 int place_ledger_reserve(place_ledger *l, int dev, int64_t bytes);

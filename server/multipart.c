@@ -260,7 +260,7 @@ int multipart_parse(const char *content_type, const char *body, size_t len, mp_p
     char boundary[MP_BOUNDARY_MAX + 1], lb[96];
     *nparts = 0;
     if (parse_content_type(content_type, boundary, msg, msg_len) != 0) return -1;
-    if (!body) len = 0;
+    if (!body) body = "", len = 0;
     /* the delimiter with the line break before it: "\r\n--boundary" */
     char delim[4 + MP_BOUNDARY_MAX + 1];
     int dl = snprintf(delim, sizeof(delim), "\r\n--%s", boundary);

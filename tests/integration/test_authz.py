@@ -20,6 +20,10 @@ SUCCESS = {
     # placement jobs: no logs, no outputs (a program job's: test_program_logs.py, tenants included)
     ("GET", "/v1/jobs/{id}/logs"): 404, ("GET", "/v1/jobs/{id}/outputs"): 404, ("GET", "/v1/jobs/{id}/outputs/{path}"): 404,
     ("GET", "/v1/events"): 200, ("GET", "/v1/workers"): 200, ("GET", "/v1/models"): 200, ("GET", "/v1/models/{name}"): 404,
+    # a JSON body where an upload is multipart: 415; "{alias}" is not an alias: 400 (tested for real, tenants
+    # included: test_torchscript.py)
+    ("POST", "/v1/models/{name}/versions"): 415, ("PUT", "/v1/models/{name}/aliases/{alias}"): 400,
+    ("DELETE", "/v1/models/{name}/aliases/{alias}"): 400,
     ("GET", "/v2/models/{name}"): 404, ("GET", "/v2/models/{name}/ready"): 404,
     ("POST", "/v2/models/{name}/infer"): 404,
     ("GET", "/v1/cluster"): 200, ("GET", "/v1/cluster/timeline"): 200,

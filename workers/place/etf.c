@@ -33,8 +33,10 @@
  * heaps commit what a rescan would); when no pair meets the reserve, one
  * step goes without it.  With plenty of memory the reserve never binds.
  * When some ready op still fits on no device the pass is stuck (Baechi
- * dies there with "cannot place op").  Then, up to MAX_RETRIES times, the
- * pass is rerun with every unit that got stuck so far pinned, together
+ * dies there with "cannot place op").  Then, up to MAX_RETRIES times (and
+ * no more once a pinned pass commits fewer ops than the pass before: the
+ * pins are not converging), the pass is rerun with every unit that got
+ * stuck so far pinned, together
  * with its producers' units (so it pulls no input from another device; the
  * unit alone when the bundle does not fit), first-fit decreasing by memory
  * on the device with the most room, that device holding the room from the
@@ -739,15 +741,16 @@ static int explain_stuck(etf *s, char *reason, size_t len)
     return op;
 }
 
-/* One greedy pass.  RUN_STUCK sets *stuck and the reason. */
-static int run_once(const place_graph *g, const place_etf_opts *o, const pass *ps, place_plan *plan, int *stuck, char *reason,
-                    size_t len)
+/* One greedy pass.  RUN_STUCK sets *stuck, *done (the ops it committed)
+ * and the reason. */
+static int run_once(const place_graph *g, const place_etf_opts *o, const pass *ps, place_plan *plan, int *stuck, int *done,
+                    char *reason, size_t len)
 {
     etf s;
     int rc = etf_init(&s, g, o, ps, plan) < 0 ? RUN_OOM : RUN_OK;
     while (rc == RUN_OK && s.n_done < g->n_ops)
         rc = step(&s);
-    if (rc == RUN_STUCK) *stuck = explain_stuck(&s, reason, len);
+    if (rc == RUN_STUCK) *stuck = explain_stuck(&s, reason, len), *done = s.n_done;
     if (rc == RUN_OOM) snprintf(reason, len, "out of memory");
     etf_free(&s);
     return rc;
@@ -883,10 +886,10 @@ int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_p
     const place_etf_opts *o = opts ? opts : &none;
     pinset ps = {0};
     pass p = {.pin = NULL, .hold = 1, .reserve = 1};
-    int stuck = -1, pinned = 0;
+    int stuck = -1, pinned = 0, done = 0, before;
     char first[320];
     plan->note[0] = '\0';
-    int rc = run_once(g, o, &p, plan, &stuck, reason, reason_len);
+    int rc = run_once(g, o, &p, plan, &stuck, &done, reason, reason_len);
     if (rc != RUN_STUCK) return rc == RUN_OK ? 0 : -1;
     snprintf(first, sizeof first, "%s", reason);
     if (fits_no_device(g, stuck)) return -1; /* the reason says it all: no rule can help */
@@ -894,7 +897,12 @@ int place_etf_schedule(const place_graph *g, const place_etf_opts *opts, place_p
         if (ps.pin && ps.pin[stuck] >= 0) break;
         if (pin_unit(g, &ps, stuck) < 0) break; /* the bundle fits next to no other pinned one */
         p.pin = ps.pin;
-        rc = run_once(g, o, &p, plan, &stuck, reason, reason_len);
+        before = done;
+        rc = run_once(g, o, &p, plan, &stuck, &done, reason, reason_len);
+        if (rc == RUN_STUCK && done < before) { /* pinning made it worse: not converging */
+            pinned++;
+            break;
+        }
     }
     free(ps.pin);
     free(ps.mark);

@@ -14,6 +14,7 @@
 
 #include "server/db.h"
 #include "server/limits.h"
+#include "testpath.h"
 
 static const long long defaults[LIMIT_COUNT] = {86400, 1000, 10000000, 8589934592LL};
 
@@ -65,11 +66,10 @@ static void test_parse(void **state)
 static void test_store_defaults_and_json(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/gantry-limits-XXXXXX", path[128], mig[1024], err[256];
+    char dir[] = "/tmp/gantry-limits-XXXXXX", path[128], err[256];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/db", dir);
-    const char *root = getenv("GANTRY_SOURCE_DIR");
-    snprintf(mig, sizeof(mig), "%s/migrations", root ? root : ".");
+    const char *mig = source_path("migrations");
     sqlite3 *db;
     assert_int_equal(db_open(path, &db, err, sizeof(err)), 0);
     assert_true(db_migrate(db, mig, err, sizeof(err)) >= 5);

@@ -11,16 +11,17 @@
 
 #include "server/db.h"
 #include "server/models.h"
+#include "testpath.h"
 
 static sqlite3 *open_db(char *dir)
 {
     snprintf(dir, 64, "/tmp/gantry-models-XXXXXX");
     assert_non_null(mkdtemp(dir));
-    char path[128], err[256], mig[512];
+    char path[128], err[256];
     snprintf(path, sizeof(path), "%s/t.db", dir);
     sqlite3 *db;
     assert_int_equal(db_open(path, &db, err, sizeof(err)), 0);
-    snprintf(mig, sizeof(mig), "%s/migrations", getenv("GANTRY_SOURCE_DIR") ? getenv("GANTRY_SOURCE_DIR") : ".");
+    const char *mig = source_path("migrations");
     assert_true(db_migrate(db, mig, err, sizeof(err)) >= 3);
     assert_int_equal(db_exec(db, "INSERT INTO tenants (id, name, created_at) VALUES ('t_a', 'a', 0), ('t_b', 'b', 0);"
                                  "INSERT INTO jobs (id, tenant_id, type, name, priority, state, spec, created_at, "

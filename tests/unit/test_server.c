@@ -22,6 +22,7 @@
 #include "server/jobs.h"
 #include "server/spec.h"
 #include "server/store.h"
+#include "testpath.h"
 
 /* ---- fixture: a temporary directory with a database in it ---- */
 
@@ -55,10 +56,7 @@ static void rm_rf(const char *path)
 
 static const char *migrations_dir(void)
 {
-    static char dir[1024];
-    const char *root = getenv("GANTRY_SOURCE_DIR");
-    snprintf(dir, sizeof(dir), "%s/migrations", root ? root : ".");
-    return dir;
+    return source_path("migrations");
 }
 
 static int open_only(void **state)
@@ -927,7 +925,7 @@ static void test_jobs_queued_counter_migration(void **state)
     while ((ent = readdir(d))) { /* every migration before 0006 */
         long version = strtol(ent->d_name, NULL, 10);
         if (version < 1 || !strstr(ent->d_name, ".sql")) continue;
-        char path[1400];
+        char path[4400];
         snprintf(path, sizeof(path), "%s/%s", migrations_dir(), ent->d_name);
         FILE *fp = fopen(path, "r");
         assert_non_null(fp);

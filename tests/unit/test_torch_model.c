@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "workers/serve/torch_model.h"
+#include "testpath.h"
 
 #define SKIP_WITHOUT_TORCH()                                                                                                       \
     do {                                                                                                                           \
@@ -25,10 +26,9 @@
 /* tests/data/torchscript/NAME in the source tree */
 static const char *fixture(const char *name)
 {
-    static char path[4096];
-    const char *root = getenv("GANTRY_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/tests/data/torchscript/%s", root ? root : ".", name);
-    return path;
+    char rel[1024];
+    snprintf(rel, sizeof rel, "tests/data/torchscript/%s", name);
+    return source_path(rel);
 }
 
 /* a tm_tensor from {"datatype","shape","data"} of expected.json; data malloc'd */

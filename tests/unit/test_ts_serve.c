@@ -20,6 +20,7 @@
 #include "workers/serve/torch_model.h"
 #include "workers/serve/ts_request.h"
 #include "workers/serve/ts_serve.h"
+#include "testpath.h"
 
 /* x FP32 [-1, 2, 3], ids INT64 [-1, -1] */
 static model_sig two_inputs(void)
@@ -468,10 +469,9 @@ static void test_outputs_check(void **state)
 
 static const char *fixture(const char *name)
 {
-    static char path[4096];
-    const char *root = getenv("GANTRY_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/tests/data/torchscript/serve/%s", root ? root : ".", name);
-    return path;
+    char rel[1024];
+    snprintf(rel, sizeof rel, "tests/data/torchscript/serve/%s", name);
+    return source_path(rel);
 }
 
 static json_t *expected(void)

@@ -14,14 +14,15 @@
 #include <string.h>
 
 #include "server/tsarchive.h"
+#include "testpath.h"
 
 static char msg[512];
 
 static unsigned char *load(const char *name, size_t *len)
 {
-    const char *root = getenv("GANTRY_SOURCE_DIR");
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/tests/data/torchscript/archives/%s", root ? root : ".", name);
+    char rel[1024];
+    snprintf(rel, sizeof(rel), "tests/data/torchscript/archives/%s", name);
+    const char *path = source_path(rel);
     FILE *f = fopen(path, "rb");
     if (!f) fail_msg("cannot open %s", path);
     fseek(f, 0, SEEK_END);

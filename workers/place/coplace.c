@@ -94,7 +94,7 @@ static place_graph *copy_graph(const place_graph *g)
         c->ops[i].name = xstrdup(g->ops[i].name);
         c->n_ops = i + 1;
     }
-    memcpy(c->edges, g->edges, (size_t)g->n_edges * sizeof *c->edges);
+    if (g->n_edges) memcpy(c->edges, g->edges, (size_t)g->n_edges * sizeof *c->edges); /* a graph without edges has none */
     c->n_edges = g->n_edges;
     return c;
 }

@@ -96,6 +96,8 @@ export function mount(root, { live, params, signal }) {
 
         const facts = [
             ['Plan from', h('span', { class: 'mono', 'data-testid': 'plan-algorithm' }, plan.algorithm || r.best || '—')],
+            // the graph it was placed as: plain, fused, co-placed (docs/placement.md, "Graph variants")
+            ['Graph variant', h('span', { class: 'mono', 'data-testid': 'plan-variant' }, plan.variant || r.variant || '—')],
             ['Makespan', fmtMicros(makespan)],
             ['Lower bound', lower === null ? '—' : fmtMicros(lower)],
             ['Makespan / lower bound', ratio === null ? '—' : `${ratio.toFixed(2)}×`],

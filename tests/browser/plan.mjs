@@ -89,6 +89,10 @@ async function main() {
         const best = rows.filter((x) => x.best === 'true').map((x) => x.algorithm);
         assert(best.length === 1 && best[0] === r.best, `best rows ${JSON.stringify(best)}, result says ${r.best}`);
     });
+    await check('the plan names the graph variant it was placed as, as the result says', async () => {
+        const shown = (await page.textContent('[data-testid="plan-variant"]')).trim();
+        assert(r.variant && shown === r.variant, `shown '${shown}', result says '${r.variant}'`);
+    });
     await check('hovering an op bar names the op and its device', async () => {
         const box = await page.locator('[data-testid="gantt-canvas"]').boundingBox();
         // Row 0's op lane sits just under the time axis; walk along it.

@@ -188,7 +188,11 @@ static const place_candidate *pick_best(const place_candidate *c, int n)
     const place_candidate *best = NULL;
     for (int i = 0; i < n; i++) {
         if (!c[i].feasible) continue;
-        double d = best ? c[i].sim.makespan_us - best->sim.makespan_us : -1;
+        if (!best) {
+            best = &c[i];
+            continue;
+        }
+        double d = c[i].sim.makespan_us - best->sim.makespan_us;
         if (d < 0 || (d == 0 && (c[i].view < best->view || (c[i].view == best->view && c[i].rank < best->rank)))) best = &c[i];
     }
     return best;

@@ -110,7 +110,7 @@ static void run(ts_model *m, const char *name, int version, serve_request *reqs,
     const model_sig *sig = &m->sig;
     const ts_request *first = &rs[idx[0]];
     tm_tensor in[SIG_MAX_TENSORS];
-    size_t sample[SIG_MAX_TENSORS], samples = 0;
+    size_t sample[SIG_MAX_TENSORS] = {0}, samples = 0;
     for (int j = 0; j < g; j++)
         samples += (size_t)rs[idx[j]].samples;
     for (int k = 0; k < sig->nin; k++) {
@@ -175,7 +175,8 @@ void ts_batch(ts_model *m, const char *name, int version, serve_request *reqs, i
     int *idx = xmalloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) {
         reqs[i].reply = NULL, reqs[i].status = 200, reqs[i].err[0] = '\0';
-        if (ts_request_parse(&m->sig, m->cap, reqs[i].body, reqs[i].len, reqs[i].json_len, &rs[i], reqs[i].err, sizeof reqs[i].err)) {
+        if (ts_request_parse(&m->sig, m->cap, reqs[i].body, reqs[i].len, reqs[i].json_len, &rs[i], reqs[i].err,
+                             sizeof reqs[i].err)) {
             reqs[i].status = 400;
             taken[i] = true;
         }

@@ -2,6 +2,7 @@
 #include "common/alloc.h"
 #include "common/utf8.h"
 
+#include "workers/serve/reply_text.h"
 #include "workers/serve/scan.h"
 #include "workers/train/ckpt.h"
 
@@ -152,44 +153,12 @@ static int fill(serve_model *s, serve_request *r, const parsed *p, float *x)
 
 /* ---- response text ---- */
 
-typedef struct {
-    char *b;
-    size_t len, cap;
-} buf;
-
-static void put(buf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *o, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
-        va_end(ap);
-        if (k >= 0 && o->len + (size_t)k < o->cap) {
-            o->len += (size_t)k;
-            return;
-        }
-        o->cap = o->cap * 2 + (size_t)(k > 0 ? k : 64);
-        o->b = xrealloc(o->b, o->cap);
-    }
-}
-
 static char *reply(serve_model *s, const char *name, int version, const parsed *p, const float *logits)
 {
     size_t k = serve_model_out_size(s);
-    buf o = {xmalloc(4096), 0, 4096};
-    json_t *idj = json_object_get(p->doc, "id");
-    json_t *namej = json_string(name);
-    char *nm = json_dumps(namej, JSON_ENCODE_ANY); /* escaped */
-    json_decref(namej);
-    put(&o, "{\"model_name\":%s,\"model_version\":\"%d\"", nm ? nm : "\"\"", version);
-    free(nm);
-    if (json_is_string(idj)) {
-        char *id = json_dumps(idj, JSON_ENCODE_ANY);
-        put(&o, ",\"id\":%s", id ? id : "\"\"");
-        free(id);
-    }
-    put(&o, ",\"outputs\":[{\"name\":\"probabilities\",\"shape\":[%d,%zu],\"datatype\":\"FP32\",\"data\":[", p->samples, k);
+    reply_text o = reply_text_start(name, version, p->doc);
+    reply_text_put(&o, ",\"outputs\":[{\"name\":\"probabilities\",\"shape\":[%d,%zu],\"datatype\":\"FP32\",\"data\":[", p->samples,
+                   k);
     int64_t *labels = xmalloc(sizeof(int64_t) * (size_t)p->samples);
     for (int i = 0; i < p->samples; i++) {
         const float *z = logits + (p->offset + (size_t)i) * k;
@@ -200,13 +169,13 @@ static char *reply(serve_model *s, const char *name, int version, const parsed *
         for (size_t j = 0; j < k; j++)
             sum += exp((double)z[j] - z[arg]);
         for (size_t j = 0; j < k; j++)
-            put(&o, "%s%.6g", i || j ? "," : "", exp((double)z[j] - z[arg]) / sum);
+            reply_text_put(&o, "%s%.6g", i || j ? "," : "", exp((double)z[j] - z[arg]) / sum);
         labels[i] = (int64_t)arg;
     }
-    put(&o, "]},{\"name\":\"label\",\"shape\":[%d],\"datatype\":\"INT64\",\"data\":[", p->samples);
+    reply_text_put(&o, "]},{\"name\":\"label\",\"shape\":[%d],\"datatype\":\"INT64\",\"data\":[", p->samples);
     for (int i = 0; i < p->samples; i++)
-        put(&o, "%s%lld", i ? "," : "", (long long)labels[i]);
-    put(&o, "]}]}");
+        reply_text_put(&o, "%s%lld", i ? "," : "", (long long)labels[i]);
+    reply_text_put(&o, "]}]}");
     free(labels);
     return o.b;
 }

@@ -4,6 +4,7 @@
 
 #include "common/alloc.h"
 #include "common/utf8.h"
+#include "workers/serve/reply_text.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -299,45 +300,11 @@ int ts_outputs_check(const model_sig *sig, const tm_tensor *out, int nout, int64
 
 /* ---- the reply's text ---- */
 
-typedef struct {
-    char *b;
-    size_t len, cap;
-} buf;
-
-static void reserve(buf *o, size_t more)
-{
-    if (o->len + more < o->cap) return;
-    o->cap = (o->len + more) * 2;
-    o->b = xrealloc(o->b, o->cap);
-}
-
-static void put(buf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *o, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    reserve(o, (size_t)(k > 0 ? k : 0) + 1);
-    va_start(ap, fmt);
-    vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
-    va_end(ap);
-    o->len += (size_t)(k > 0 ? k : 0);
-}
-
-/* a JSON string's text (escaped) */
-static void put_json(buf *o, const json_t *j)
-{
-    char *t = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
-    put(o, "%s", t ? t : "\"\"");
-    free(t);
-}
-
 /* values [from, from + n) of t, comma-separated; each printed into a small buffer (a number is
  * at most 24 characters), not through a growing vsnprintf */
-static void put_values(buf *o, const tm_tensor *t, size_t from, size_t n)
+static void put_values(reply_text *o, const tm_tensor *t, size_t from, size_t n)
 {
-    reserve(o, n * 26 + 1);
+    reply_text_reserve(o, n * 26 + 1);
     char *p = o->b + o->len;
     for (size_t j = 0; j < n; j++) {
         if (j) *p++ = ',';
@@ -386,28 +353,18 @@ char *ts_reply(const model_sig *sig, const char *name, int version, const ts_req
             }
         }
     }
-    buf o = {xmalloc(4096), 0, 4096};
-    put(&o, "{\"model_name\":");
-    json_t *nj = json_string(name);
-    put_json(&o, nj);
-    json_decref(nj);
-    put(&o, ",\"model_version\":\"%d\"", version);
-    json_t *id = json_object_get(r->doc, "id");
-    if (json_is_string(id)) {
-        put(&o, ",\"id\":");
-        put_json(&o, id);
-    }
-    put(&o, ",\"outputs\":[");
+    reply_text o = reply_text_start(name, version, r->doc);
+    reply_text_put(&o, ",\"outputs\":[");
     for (int i = 0; i < nout; i++) {
-        put(&o, "%s{\"name\":\"%s\",\"datatype\":\"%s\",\"shape\":[%d", i ? "," : "", output_name(sig, i, nm, sizeof nm),
-            sig_dtype_name(out[i].dtype), r->samples);
+        reply_text_put(&o, "%s{\"name\":\"%s\",\"datatype\":\"%s\",\"shape\":[%d", i ? "," : "", output_name(sig, i, nm, sizeof nm),
+                       sig_dtype_name(out[i].dtype), r->samples);
         for (int d = 1; d < out[i].ndim; d++)
-            put(&o, ",%" PRId64, out[i].shape[d]);
-        put(&o, "],\"data\":[");
+            reply_text_put(&o, ",%" PRId64, out[i].shape[d]);
+        reply_text_put(&o, "],\"data\":[");
         size_t row = row_size(&out[i]);
         put_values(&o, &out[i], (size_t)offset * row, (size_t)r->samples * row);
-        put(&o, "]}");
+        reply_text_put(&o, "]}");
     }
-    put(&o, "]}");
+    reply_text_put(&o, "]}");
     return o.b;
 }

@@ -1,24 +1,38 @@
-/* exec_infer.c - an inference replica: loads the model the server resolved
- * (spec.resolved, or the newer version in gantry:infer:model:<job> when the job's alias moved),
- * then serves batches from the job's request queue (workers/serve_io.c) until the job is
- * cancelled or replaced by a newer generation.  It reports "replica ready" once and its counters
- * every second (gantry:infer:stats:<job>, for the autoscaler); latency is measured where the
- * client waits, in the server.
+/* exec_infer.c - an inference replica: starts the model the server resolved (spec.resolved, or
+ * the newer version in gantry:infer:model:<job> when the job's alias moved) in its own sandboxed
+ * process (workers/replica_proc.h), then moves batches from the job's request queue
+ * (workers/serve_io.c) to that process and its replies back, until the job is cancelled or
+ * replaced by a newer generation.  It reports "replica ready" once and its counters every second
+ * (gantry:infer:stats:<job>, for the autoscaler); latency is measured where the client waits, in
+ * the server.  The model's code never runs here: this loop only waits, with a deadline, on
+ * pipes, so the worker stays responsive (and heart-beats from its own thread) whatever the
+ * model does.
+ *
+ * Deadlines, from outside:
+ *   - loading (and the warm-up pass): LOAD_DEADLINE_S; a model that crashes, fails or hangs
+ *     while loading fails the job with the reason ("the model crashed while loading: signal 11
+ *     (Segmentation fault)", "the model did not load in 60 s"): it would do the same on the next
+ *     worker, so it is not placed again;
+ *   - a batch: the job's timeout_ms (the server answers its clients 504 at the same deadline);
+ *     past it the process is killed (SIGKILL), the batch's requests are answered 504 and the
+ *     replica starts again;
+ *   - a replica that dies while serving (a crash, its memory limit) is started again after
+ *     0 s, 1 s, 2 s ... up to RESTART_MAX_S while it keeps dying (a minute without a death resets
+ *     the wait), each time with an event on the job saying why;
+ *   - a cancel is seen within CONTROL_EVERY_MS, also while a batch runs: the process is killed.
  *
  * A moved alias (server/models.h models_alias_set) rolls the replica without dropping a request:
- * a thread loads the new version beside the one being served (and runs its warm-up pass), the
- * loop keeps answering with the old one meanwhile, and swaps between two batches once the new
- * one is ready.  A version that fails to load is reported and the old one kept. */
-#include "common/clock.h"
+ * a second process loads the new version beside the one being served, the loop keeps answering
+ * with the old one meanwhile and swaps between two batches once the new one is ready.  A version
+ * that fails to load is reported and the old one kept. */
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/keys.h"
+#include "common/log.h"
 #include "common/lua_scripts.h"
 #include "workers/executor.h"
-#include "workers/serve/replica_model.h"
+#include "workers/replica_proc.h"
 #include "workers/serve_io.h"
-
-#include <pthread.h>
-#include <stdatomic.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +42,9 @@
 #define POLL_MS 100          /* longest wait for a request before checking for a stop */
 #define CONTROL_EVERY_MS 500 /* cancel / superseded checks */
 #define STATS_EVERY_MS 1000
+#define LOAD_DEADLINE_S 60
+#define RESTART_MAX_S 30
+#define HEALTHY_S 60 /* a replica up this long resets the restart backoff */
 
 /* the job was requeued as a newer generation (a replica was lost), or the autoscaler
  * drains this replica: it steps aside */
@@ -51,44 +68,73 @@ static json_t *wanted_model(exec_ctx *ctx)
     return j;
 }
 
-/* a version being loaded beside the served one */
+/* one model version in its process */
 typedef struct {
-    pthread_t thread;
-    bool running;
-    atomic_bool done;
-    json_t *resolved;
-    int threads;
-    replica_model *loaded;
-    char err[400];
-} switcher;
+    replica_proc *proc;
+    int version;
+    int64_t started_us;
+} running;
 
-static void *load_thread(void *arg)
+static int start(exec_ctx *ctx, const serve_settings *s, const json_t *resolved, running *out, char *err, size_t errlen)
 {
-    switcher *w = arg;
-    w->loaded = replica_model_load(w->resolved, w->threads, w->err, sizeof(w->err));
-    atomic_store(&w->done, true);
-    return NULL;
+    char *text = json_dumps(resolved, JSON_COMPACT);
+    rp_spec sp = {
+        .name = s->model,
+        .resolved = text ? text : "{}",
+        .threads = ctx->threads,
+        .memory_bytes = ctx->task->max_memory_bytes,
+        .bin_dir = ctx->bin_dir,
+    };
+    out->proc = rp_start(&sp, err, errlen);
+    free(text);
+    out->version = (int)json_integer_value(json_object_get(resolved, "version"));
+    out->started_us = clock_mono_us();
+    return out->proc ? 0 : -1;
 }
 
-static void switch_start(switcher *w, json_t *resolved, int threads)
+/* a cancel, checked at most every CONTROL_EVERY_MS while a batch or a load runs */
+typedef struct {
+    exec_ctx *ctx;
+    int64_t next_us;
+    bool cancelled;
+} stop_check;
+
+static bool stop_now(void *arg)
 {
-    w->resolved = resolved, w->threads = threads, w->loaded = NULL, w->err[0] = '\0';
-    atomic_store(&w->done, false);
-    w->running = pthread_create(&w->thread, NULL, load_thread, w) == 0;
-    if (!w->running) {
-        snprintf(w->err, sizeof(w->err), "cannot start a loading thread");
-        atomic_store(&w->done, true);
+    stop_check *c = arg;
+    int64_t now = clock_mono_us();
+    if (!c->cancelled && now >= c->next_us) {
+        c->cancelled = c->ctx->cancelled(c->ctx);
+        c->next_us = now + CONTROL_EVERY_MS * 1000;
+    }
+    return c->cancelled;
+}
+
+/* waits for the process to load: 1 ready, -1 failed (why), 0 cancelled meanwhile */
+static int await_ready(running *r, stop_check *sc, char *why, size_t whylen)
+{
+    int64_t deadline = r->started_us + (int64_t)LOAD_DEADLINE_S * 1000000;
+    for (;;) {
+        int rc = rp_ready(r->proc, POLL_MS, why, whylen);
+        if (rc != 0) return rc;
+        if (stop_now(sc)) return 0;
+        if (clock_mono_us() >= deadline) {
+            snprintf(why, whylen, "the model did not load in %d s", LOAD_DEADLINE_S);
+            return -1;
+        }
     }
 }
 
-/* joins a finished load: the new model or NULL (w->err says why) */
-static replica_model *switch_finish(switcher *w)
+/* answers every request of a batch the replica did not: status and message */
+static void answer_all(serve_msg *batch, int n, int status, const char *message)
 {
-    if (w->running) pthread_join(w->thread, NULL);
-    w->running = false;
-    json_decref(w->resolved);
-    w->resolved = NULL;
-    return w->loaded;
+    for (int i = 0; i < n; i++) {
+        json_t *e = json_pack("{s:{s:s, s:s, s:n}}", "error", "code", status == 504 ? "timeout" : "unavailable", "message", message,
+                              "field");
+        batch[i].req.reply = e ? json_dumps(e, JSON_COMPACT) : NULL;
+        batch[i].req.status = status;
+        json_decref(e);
+    }
 }
 
 int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
@@ -100,61 +146,121 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         snprintf(err, errlen, "an inference replica needs Redis");
         return EXEC_FAILED;
     }
+    stop_check sc = {.ctx = ctx};
     json_t *moved = wanted_model(ctx); /* a replica started after an alias moved serves the new version */
-    const json_t *resolved = moved ? moved : json_object_get(ctx->task->spec, "resolved");
-    char why[400];
-    replica_model *m = replica_model_load(resolved, ctx->threads, why, sizeof(why));
+    json_t *resolved = json_deep_copy(moved ? moved : json_object_get(ctx->task->spec, "resolved"));
     json_decref(moved);
-    if (!m) {
-        snprintf(err, errlen, "cannot load model %s version %d: %s", s.model, s.version, why);
+    char why[700], msg[900];
+    running cur = {0}, next = {0};
+    json_t *loading = NULL; /* the version next loads */
+    int version = (int)json_integer_value(json_object_get(resolved, "version"));
+    int rc = start(ctx, &s, resolved, &cur, why, sizeof(why)) == 0 ? await_ready(&cur, &sc, why, sizeof(why)) : -1;
+    if (rc <= 0) {
+        rp_free(cur.proc);
+        json_decref(resolved);
+        if (rc == 0) {
+            snprintf(err, errlen, "stopped");
+            return EXEC_FAILED; /* the worker sees the cancel and reports nothing */
+        }
+        snprintf(err, errlen, "cannot load model %s version %d: %s", s.model, version, why);
         return EXEC_FAILED;
     }
     serve_msg *batch = xcalloc((size_t)s.max_batch, sizeof(serve_msg));
-    serve_request *reqs = xcalloc((size_t)s.max_batch, sizeof(serve_request));
-    char msg[600];
-    snprintf(msg, sizeof(msg), "replica ready: model %s version %d", s.model, replica_model_version(m));
+    snprintf(msg, sizeof(msg), "replica ready: model %s version %d", s.model, cur.version);
     ctx->progress(ctx, 0.0, msg, NULL);
     long long served = 0, batches = 0;
     double busy_s = 0;
-    int64_t next_control = 0, next_stats = 0;
-    int rc = EXEC_SILENT, failed_version = 0;
-    switcher sw = {0};
+    int64_t next_control = 0, next_stats = 0, restart_at = 0, restart_wait_s = 0;
+    int failed_version = 0, deaths = 0;
+    rc = EXEC_SILENT;
     for (;;) {
         int64_t now = clock_mono_us() / 1000;
         if (now >= next_control) {
-            if (ctx->cancelled(ctx)) {
+            if (stop_now(&sc)) {
                 snprintf(err, errlen, "stopped");
                 rc = EXEC_FAILED; /* the worker sees the cancel and reports nothing */
                 break;
             }
             if (superseded(ctx)) break;
-            json_t *want = sw.running ? NULL : wanted_model(ctx);
+            json_t *want = next.proc ? NULL : wanted_model(ctx);
             int v = (int)json_integer_value(json_object_get(want, "version"));
-            if (want && v > 0 && v != replica_model_version(m) && v != failed_version)
-                switch_start(&sw, want, ctx->threads); /* takes want */
-            else
-                json_decref(want);
+            if (want && v > 0 && v != cur.version && v != failed_version) {
+                if (start(ctx, &s, want, &next, why, sizeof(why)) == 0) {
+                    loading = json_incref(want);
+                } else {
+                    failed_version = v;
+                    snprintf(msg, sizeof(msg), "replica keeps model %s version %d: version %d cannot start: %s", s.model,
+                             cur.version, v, why);
+                    ctx->progress(ctx, 0.0, msg, NULL);
+                }
+            }
+            json_decref(want);
             next_control = now + CONTROL_EVERY_MS;
         }
-        if (sw.running && atomic_load(&sw.done)) { /* between two batches: the new version takes over */
-            int from = replica_model_version(m), to = (int)json_integer_value(json_object_get(sw.resolved, "version"));
-            replica_model *next = switch_finish(&sw);
-            if (next) {
-                replica_model_free(m);
-                m = next;
-                snprintf(msg, sizeof(msg), "replica switched: model %s version %d -> %d", s.model, from, to);
-            } else {
-                failed_version = to;
-                snprintf(msg, sizeof(msg), "replica keeps model %s version %d: version %d does not load: %s", s.model, from, to,
-                         sw.err);
+        if (next.proc) { /* between two batches: a loaded new version takes over */
+            int ready = rp_ready(next.proc, 0, why, sizeof(why));
+            if (ready == 0 && clock_mono_us() - next.started_us > (int64_t)LOAD_DEADLINE_S * 1000000) {
+                snprintf(why, sizeof(why), "the model did not load in %d s", LOAD_DEADLINE_S);
+                ready = -1;
             }
-            ctx->progress(ctx, 0.0, msg, NULL);
+            if (ready == 1) {
+                snprintf(msg, sizeof(msg), "replica switched: model %s version %d -> %d", s.model, cur.version, next.version);
+                rp_free(cur.proc);
+                cur = next;
+                json_decref(resolved);
+                resolved = loading; /* what a restart loads from now on */
+                loading = NULL;
+            } else if (ready < 0) {
+                failed_version = next.version;
+                snprintf(msg, sizeof(msg), "replica keeps model %s version %d: version %d does not load: %s", s.model, cur.version,
+                         next.version, why);
+                rp_free(next.proc);
+                json_decref(loading);
+                loading = NULL;
+            }
+            if (ready != 0) {
+                next = (running){0};
+                ctx->progress(ctx, 0.0, msg, NULL);
+            }
         }
+        if (cur.proc && !rp_alive(cur.proc, why, sizeof(why))) { /* died between batches */
+            rp_free(cur.proc);
+            cur.proc = NULL;
+            restart_at = -1;
+        }
+        if (!cur.proc) { /* (re)start after the backoff; the queue waits meanwhile, or goes to other replicas */
+            if (restart_at < 0) {
+                restart_wait_s = deaths == 0 ? 0 : restart_wait_s == 0 ? 1 : restart_wait_s * 2;
+                if (restart_wait_s > RESTART_MAX_S) restart_wait_s = RESTART_MAX_S;
+                deaths++;
+                restart_at = now + restart_wait_s * 1000;
+                snprintf(msg, sizeof(msg), "replica restarting in %lld s: %s (%d time%s)", (long long)restart_wait_s, why, deaths,
+                         deaths == 1 ? "" : "s in a row");
+                ctx->progress(ctx, 0.0, msg, NULL);
+                log_warn("job %s: %s", ctx->task->job_id, msg);
+            }
+            if (now < restart_at) {
+                usleep(POLL_MS * 1000);
+                continue;
+            }
+            int up = start(ctx, &s, resolved, &cur, why, sizeof(why)) == 0 ? await_ready(&cur, &sc, why, sizeof(why)) : -1;
+            if (up == 1) {
+                restart_at = 0;
+                snprintf(msg, sizeof(msg), "replica ready again: model %s version %d", s.model, cur.version);
+                ctx->progress(ctx, 0.0, msg, NULL);
+            } else {
+                rp_free(cur.proc);
+                cur.proc = NULL;
+                restart_at = -1; /* cancelled: seen at the next control check */
+            }
+            continue;
+        }
+        if (deaths && clock_mono_us() - cur.started_us > (int64_t)HEALTHY_S * 1000000) deaths = 0, restart_wait_s = 0;
         if (now >= next_stats) {
             char stats[256];
             snprintf(stats, sizeof(stats),
                      "{\"ts\":%lld,\"served\":%lld,\"batches\":%lld,\"busy_s\":%.6f,\"attempt\":%d,\"version\":%d}",
-                     (long long)clock_now_ms(), served, batches, busy_s, ctx->task->attempt, replica_model_version(m));
+                     (long long)clock_now_ms(), served, batches, busy_s, ctx->task->attempt, cur.version);
             serve_io_stats(ctx->redis, ctx->task->job_id, ctx->worker_id, stats);
             next_stats = now + STATS_EVERY_MS;
         }
@@ -162,18 +268,34 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         if (n < 0) usleep(POLL_MS * 1000); /* Redis unreachable: wait as a pop would, do not spin */
         if (n <= 0) continue;
         int64_t t0 = clock_mono_us();
+        serve_request *reqs = xcalloc((size_t)n, sizeof(*reqs));
         for (int i = 0; i < n; i++)
             reqs[i] = batch[i].req;
-        replica_model_batch(m, s.model, reqs, n);
+        rp_result res = rp_batch(cur.proc, reqs, n, t0 + (int64_t)s.timeout_ms * 1000, POLL_MS, stop_now, &sc, why, sizeof(why));
         for (int i = 0; i < n; i++)
             batch[i].req = reqs[i];
+        free(reqs);
         busy_s += (double)(clock_mono_us() - t0) / 1e6;
         served += n, batches++;
+        if (res != RP_OK) {
+            if (res == RP_TIMEOUT)
+                snprintf(msg, sizeof(msg),
+                         "the model did not answer within %d ms (timeout_ms): its replica was killed and restarts", s.timeout_ms);
+            else
+                snprintf(msg, sizeof(msg), "the replica could not answer: %s", why);
+            answer_all(batch, n, res == RP_TIMEOUT ? 504 : 503, msg);
+            if (res == RP_TIMEOUT) snprintf(why, sizeof(why), "the model did not answer within %d ms", s.timeout_ms);
+            rp_free(cur.proc);
+            cur.proc = NULL;
+            restart_at = res == RP_STOPPED ? 0 : -1;
+            if (res == RP_STOPPED) next_control = 0;
+        }
         serve_io_reply(ctx->redis, batch, n);
     }
-    if (sw.running) replica_model_free(switch_finish(&sw)); /* a load in flight finishes first */
+    rp_free(next.proc);
+    rp_free(cur.proc);
+    json_decref(loading);
+    json_decref(resolved);
     free(batch);
-    free(reqs);
-    replica_model_free(m);
     return rc;
 }

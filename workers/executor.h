@@ -4,6 +4,8 @@
  * It reports progress and polls for cancellation through its context; it never
  * touches Redis itself (an inference replica moves its requests through ctx->redis
  * with workers/serve_io.c, a federated site its messages with workers/fed_io.c).
+ * A tenant's code never runs in the worker: program ranks and model replicas are sandboxed
+ * child processes (workers/program/rank.h, workers/replica_proc.h).
  * The job type table (common/jobtypes.h) names each type's executor;
  * executor.c looks them up.  A new type's executor is declared below and
  * named in its row (docs/adding-a-job-type.md). */
@@ -42,6 +44,7 @@ typedef struct exec_ctx {
      * requeue after EXEC_RETRY allows before the job fails; 0: the worker's --max-attempts */
     int max_failures;
     int threads; /* CPU threads this slot's compute may use (--threads; default the machine's cores) */
+    const char *bin_dir; /* the worker binary's directory: gantry-rank-init and gantry-replica are beside it */
 } exec_ctx;
 
 /* What an executor returns: */

@@ -75,6 +75,7 @@ static config_opt opts[] = {
  * thread, where volatile sig_atomic_t is only the former. */
 static atomic_int stopping;
 static char state_dir[PATH_MAX]; /* absolute: paths in results must mean the same thing to every process */
+static char bin_dir[PATH_MAX];   /* this binary's directory (gantry-rank-init, gantry-replica) */
 static char worker_id[40], source[96], info_json[2048];
 static char site_label[64];            /* --labels site=NAME: the federated site this worker runs */
 static unsigned char fed_secret[4096]; /* --fed-secret: the file's bytes, trailing white space dropped */
@@ -470,7 +471,8 @@ static bool run_task(rs_conn *r, const char *raw)
                     .site = site_label,
                     .fed_secret = fed_secret_len ? fed_secret : NULL,
                     .fed_secret_len = fed_secret_len,
-                    .threads = atoi(OPT("threads")) > 0 ? atoi(OPT("threads")) : (int)sysconf(_SC_NPROCESSORS_ONLN)};
+                    .threads = atoi(OPT("threads")) > 0 ? atoi(OPT("threads")) : (int)sysconf(_SC_NPROCESSORS_ONLN),
+                    .bin_dir = bin_dir};
     json_t *result = NULL;
     char err[4096] = "";
     int rc = -1;
@@ -642,6 +644,12 @@ int main(int argc, char **argv)
     if (path_mkdirs(OPT("state")) != 0 || !realpath(OPT("state"), state_dir)) {
         log_error("cannot use the state directory %s: %s", OPT("state"), strerror(errno));
         return 1;
+    }
+    ssize_t exe = readlink("/proc/self/exe", bin_dir, sizeof(bin_dir) - 1);
+    if (exe > 0) {
+        bin_dir[exe] = '\0';
+        char *slash = strrchr(bin_dir, '/');
+        if (slash) *slash = '\0';
     }
     max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
     if (OPT("fed-secret")[0] && load_fed_secret(OPT("fed-secret")) != 0) return 2;

@@ -12,6 +12,7 @@
 /* splits "<id> <reply> <bytes of JSON> <body>" in place; 0 or -1 */
 static int split(serve_msg *m, char *raw, size_t len)
 {
+    memset(&m->req, 0, sizeof(m->req));
     char *a = memchr(raw, ' ', len);
     char *b = a ? memchr(a + 1, ' ', len - (size_t)(a + 1 - raw)) : NULL;
     char *c = b ? memchr(b + 1, ' ', len - (size_t)(b + 1 - raw)) : NULL;
@@ -103,7 +104,8 @@ void serve_io_reply(rs_conn *r, serve_msg *msgs, int n)
         if (!body) body = serve_error_body(q->err);
         size_t blen = body ? strlen(body) : 0, vlen = strlen(msgs[i].id) + blen + 16;
         char *val = body ? xmalloc(vlen) : NULL;
-        if (val) vlen = (size_t)snprintf(val, vlen, "%s %d %s", msgs[i].id, q->reply ? 200 : q->status, body);
+        int status = q->status ? q->status : q->reply ? 200 : 400; /* the replica's 200/400, or the worker's 503/504 */
+        if (val) vlen = (size_t)snprintf(val, vlen, "%s %d %s", msgs[i].id, status, body);
         if (val && redisAppendCommand(r->c, "XADD %s MAXLEN ~ 100000 * r %b", msgs[i].reply_to, val, vlen) == REDIS_OK) sent++;
         free(val);
         free(body);

@@ -134,6 +134,10 @@ static int check(const sbx_desc *d, char *err, size_t errlen)
                 return fail(err, errlen, "%s[%zu].src: must be an absolute path", sets[s].field, i);
             if (check_dst(d, sets[s].field, i, sets[s].b[i].dst, err, errlen) != 0) return -1;
         }
+    for (size_t i = 0; i < d->n_data; i++) {
+        if (d->data[i].fd < 3) return fail(err, errlen, "data[%zu].fd: must be 3 or more", i);
+        if (check_dst(d, "data", i, d->data[i].dst, err, errlen) != 0) return -1;
+    }
     return 0;
 }
 
@@ -148,6 +152,10 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
     strv_push(&a, "--unshare-pid");
     strv_push(&a, "--unshare-ipc");
     strv_push(&a, "--unshare-cgroup-try");
+    if (d->no_network) {
+        strv_push(&a, "--unshare-net");
+        strv_push(&a, "--unshare-uts");
+    }
     for (const char *const *s = d->system; s && *s; s++) {
         parents(&a, *s);
         strv_push(&a, "--ro-bind-try");
@@ -159,8 +167,18 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
         strv_push(&a, d->links[i].src);
         strv_push(&a, d->links[i].dst);
     }
-    strv_push(&a, "--proc");
-    strv_push(&a, "/proc");
+    if (!d->no_proc) {
+        strv_push(&a, "--proc");
+        strv_push(&a, "/proc");
+    } else { /* what libtorch's cpuinfo reads to size its thread pool: the processors, nothing of any process */
+        const char *cpu[] = {"/proc/cpuinfo", "/sys/devices/system/cpu"};
+        for (size_t i = 0; i < 2; i++) {
+            parents(&a, cpu[i]);
+            strv_push(&a, "--ro-bind-try");
+            strv_push(&a, cpu[i]);
+            strv_push(&a, cpu[i]);
+        }
+    }
     strv_push(&a, "--dev");
     strv_push(&a, "/dev");
     for (const char *const *dev = d->devices; dev && *dev; dev++) { /* after --dev: inside the new /dev */
@@ -196,6 +214,13 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
         strv_push(&a, "--bind");
         strv_push(&a, d->rw[i].src);
         strv_push(&a, d->rw[i].dst);
+    }
+    for (size_t i = 0; i < d->n_data; i++) {
+        strv_push(&a, "--perms");
+        strv_push(&a, "0444");
+        strv_push(&a, "--ro-bind-data");
+        strv_pushf(&a, "%d", d->data[i].fd);
+        strv_push(&a, d->data[i].dst);
     }
     strv_push(&a, "--ro-bind");
     strv_push(&a, d->init);

@@ -25,6 +25,7 @@
 #ifndef GANTRY_PROGRAM_SANDBOX_H
 #define GANTRY_PROGRAM_SANDBOX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* where things are inside the sandbox */
@@ -38,6 +39,13 @@ typedef struct {
     const char *src; /* outside (a link's target, for links) */
     const char *dst; /* inside: absolute, no "." or ".." component, no repeated or trailing '/' */
 } sbx_bind;
+
+/* a file made inside from what an open fd holds (bwrap --ro-bind-data: a copy, read-only, mode
+ * 0444): the sandbox sees the bytes, not the path or the owner of the file outside */
+typedef struct {
+    int fd; /* >= 3, inherited by bwrap (not close-on-exec) */
+    const char *dst;
+} sbx_data;
 
 typedef struct {
     const char *bwrap;         /* the bwrap binary (absolute) */
@@ -55,6 +63,10 @@ typedef struct {
     unsigned uid, gid;          /* who the program runs as; 0 is refused */
     int status_fd;              /* the rank init's report (init.c), >= 3 */
     const char *const *argv;    /* the program, NULL-terminated, at least argv[0] */
+    const sbx_data *data;       /* files copied in (a model replica's model) */
+    size_t n_data;
+    bool no_network; /* a network namespace of its own with only loopback (model replicas) */
+    bool no_proc;    /* no /proc at all (model replicas: nothing there they need, and it names host paths) */
 } sbx_desc;
 
 /* A NULL-terminated malloc'd argv for execve, or NULL with err naming the field

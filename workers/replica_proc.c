@@ -1,0 +1,438 @@
+/* replica_proc.c - a replica's sandboxed process, started and spoken to by the worker (replica_proc.h) */
+#include "workers/replica_proc.h"
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "workers/program/cgroup.h"
+#include "workers/program/sandbox.h"
+#include "workers/serve/replica_wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define STATUS_FD 3
+#define MODEL_FD 4 /* the model file, which bwrap copies in (sandbox.h sbx_data) */
+#define NOFILE 64
+#define TMP_BYTES (16LL << 20)
+#define REPLY_LIMIT_S 30 /* a reply's payload once its header came: at most this long */
+
+/* what a replica's loader and libtorch need of the host, read-only: the loader's files and BLAS's
+ * alternatives; not /etc whole, no users, no resolver (it has no network) */
+static const char *const replica_system[] = {
+    "/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", NULL,
+};
+
+struct replica_proc {
+    pid_t bwrap;
+    int to, from, err, status; /* its stdin, stdout, stderr and the rank init's report */
+    pcg *cg;
+    bool ready, dead;
+    int prog_exit, prog_signal; /* from the report; -1 until known */
+    char last_err[512];         /* the last line it wrote on stderr */
+    size_t err_len;
+    char errbuf[512];
+    char why[600]; /* once dead */
+};
+
+static void drain_stderr(replica_proc *p)
+{
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(p->err, buf, sizeof(buf))) > 0)
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] == '\n') {
+                if (p->err_len) {
+                    p->errbuf[p->err_len] = '\0';
+                    snprintf(p->last_err, sizeof(p->last_err), "%s", p->errbuf);
+                    log_debug("replica %d: %s", (int)p->bwrap, p->errbuf);
+                }
+                p->err_len = 0;
+            } else if (p->err_len + 1 < sizeof(p->errbuf)) {
+                p->errbuf[p->err_len++] = (unsigned char)buf[i] < 0x20 ? '?' : buf[i];
+            }
+        }
+}
+
+static void drain_status(replica_proc *p)
+{
+    char buf[256];
+    ssize_t n = read(p->status, buf, sizeof(buf) - 1);
+    if (n <= 0) return;
+    buf[n] = '\0';
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        int v;
+        if (sscanf(line, "exit %d", &v) == 1) p->prog_exit = v;
+        if (sscanf(line, "signal %d", &v) == 1) p->prog_signal = v;
+    }
+}
+
+/* SIGKILL to bwrap (its namespace dies with it), then reaps it and reads its last words */
+static void kill_and_reap(replica_proc *p)
+{
+    if (p->bwrap > 0) {
+        kill(p->bwrap, SIGKILL);
+        while (waitpid(p->bwrap, NULL, 0) < 0 && errno == EINTR) {
+        }
+        p->bwrap = -1;
+    }
+}
+
+/* the process ended on its own (its stdout closed): waits for the report, says how */
+static void ended(replica_proc *p, const char *when)
+{
+    int64_t until = clock_mono_us() + 2000000;
+    int st = 0;
+    pid_t w = 0;
+    while (p->bwrap > 0 && (w = waitpid(p->bwrap, &st, WNOHANG)) == 0 && clock_mono_us() < until) {
+        struct pollfd f = {p->status, POLLIN, 0};
+        poll(&f, 1, 20);
+        drain_status(p);
+    }
+    if (w == p->bwrap) p->bwrap = -1;
+    kill_and_reap(p);
+    drain_status(p);
+    drain_stderr(p);
+    char how[160];
+    if (p->prog_signal > 0)
+        snprintf(how, sizeof(how), "signal %d (%s)", p->prog_signal, strsignal(p->prog_signal));
+    else if (p->prog_exit >= 0)
+        snprintf(how, sizeof(how), "exit status %d", p->prog_exit);
+    else
+        snprintf(how, sizeof(how), "its sandbox ended (status %d)", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    if (pcg_oom_kills(p->cg) > 0) snprintf(how, sizeof(how), "its memory limit (the kernel's OOM killer)");
+    if (p->last_err[0])
+        snprintf(p->why, sizeof(p->why), "the model crashed while %s: %s; its last message: %.300s", when, how, p->last_err);
+    else
+        snprintf(p->why, sizeof(p->why), "the model crashed while %s: %s", when, how);
+    p->dead = true;
+}
+
+static void die(replica_proc *p, const char *fmt, const char *what)
+{
+    kill_and_reap(p);
+    snprintf(p->why, sizeof(p->why), fmt, what);
+    p->dead = true;
+}
+
+/* the system paths and the merged-/usr links this host has */
+static size_t system_paths(const char **system, sbx_bind *links, char (*targets)[256], size_t *nlinks)
+{
+    size_t ns = 0, nl = 0;
+    for (const char *const *s = replica_system; *s; s++)
+        system[ns++] = *s;
+    for (const char *const *l = sbx_usr_links; *l; l++) {
+        struct stat st;
+        if (lstat(*l, &st) != 0) continue;
+        if (S_ISLNK(st.st_mode)) {
+            ssize_t len = readlink(*l, targets[nl], 255);
+            if (len <= 0) continue;
+            targets[nl][len] = '\0';
+            links[nl] = (sbx_bind){targets[nl], *l};
+            nl++;
+        } else if (S_ISDIR(st.st_mode)) {
+            system[ns++] = *l;
+        }
+    }
+    system[ns] = NULL;
+    *nlinks = nl;
+    return ns;
+}
+
+static void child(const replica_proc *p, const rp_spec *s, char **argv, int in, int out, int err, int status, int model,
+                  pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    setsid();
+    if (p->cg && pcg_join(p->cg) != 0) _exit(127);
+    struct rlimit nofile = {NOFILE, NOFILE}, core = {0, 0};
+    setrlimit(RLIMIT_NOFILE, &nofile);
+    setrlimit(RLIMIT_CORE, &core);
+#ifndef __SANITIZE_ADDRESS__ /* ASan reserves terabytes of shadow address space: CI's sanitized build goes without */
+    long long mem = s->memory_bytes > 0 ? s->memory_bytes : RP_DEFAULT_MEMORY;
+    struct rlimit as = {(rlim_t)(mem + RP_AS_HEADROOM), (rlim_t)(mem + RP_AS_HEADROOM)};
+    setrlimit(RLIMIT_AS, &as);
+#else
+    (void)s;
+#endif
+    /* above every target first, so that no dup2 below overwrites a source */
+    int src[] = {in, out, err, status, model};
+    for (int i = 0; i < 5; i++)
+        if ((src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0) _exit(127);
+    for (int i = 0; i < 5; i++)
+        if (dup2(src[i], i) < 0) _exit(127); /* 0 1 2, STATUS_FD, MODEL_FD: dup2 clears close-on-exec */
+    syscall(SYS_close_range, MODEL_FD + 1, ~0U, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+    char *env[] = {NULL}; /* nothing of the worker's environment */
+    execve(argv[0], argv, env);
+    _exit(127);
+}
+
+/* spec.resolved with the artifact as the sandbox shows it; the outside path in *artifact */
+static char *inside_resolved(const char *resolved, char *artifact, size_t alen, char *err, size_t errlen)
+{
+    json_t *r = json_loads(resolved, 0, NULL);
+    const char *a = json_string_value(json_object_get(r, "artifact"));
+    if (!a || a[0] != '/') {
+        snprintf(err, errlen, "the job has no resolved model artifact (submit it through the API)");
+        json_decref(r);
+        return NULL;
+    }
+    snprintf(artifact, alen, "%s", a);
+    json_object_set_new(r, "artifact", json_string(RP_MODEL_PATH));
+    char *s = json_dumps(r, JSON_COMPACT);
+    json_decref(r);
+    return s;
+}
+
+replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
+{
+    char artifact[4096], init[4096], bin[4096];
+    char *resolved = inside_resolved(s->resolved, artifact, sizeof(artifact), err, errlen);
+    if (!resolved) return NULL;
+    snprintf(init, sizeof(init), "%s/gantry-rank-init", s->bin_dir);
+    snprintf(bin, sizeof(bin), "%s/gantry-replica", s->bin_dir);
+    if (access(init, X_OK) != 0 || access(bin, X_OK) != 0) {
+        snprintf(err, errlen, "this worker cannot run replicas: gantry-replica or gantry-rank-init is missing beside it");
+        free(resolved);
+        return NULL;
+    }
+    int model = open(artifact, O_RDONLY | O_CLOEXEC);
+    if (model < 0) {
+        snprintf(err, errlen, "the model file is missing on this worker: %s", strerror(errno));
+        free(resolved);
+        return NULL;
+    }
+    const char *system[16];
+    sbx_bind links[8];
+    char targets[8][256];
+    size_t nlinks;
+    system_paths(system, links, targets, &nlinks);
+    sbx_bind ro[1] = {{bin, RP_BIN_PATH}};
+    sbx_data data[1] = {{MODEL_FD, RP_MODEL_PATH}};
+    char threads[16];
+    snprintf(threads, sizeof(threads), "%d", s->threads > 0 ? s->threads : 1);
+    const char *argv[] = {RP_BIN_PATH, s->name, threads, resolved, NULL};
+    sbx_desc d = {
+        .bwrap = s->bwrap ? s->bwrap : "/usr/bin/bwrap",
+        .system = system,
+        .links = links,
+        .n_links = nlinks,
+        .ro = ro,
+        .n_ro = 1,
+        .data = data,
+        .n_data = 1,
+        .init = init,
+        .cwd = "/",
+        .tmp_bytes = TMP_BYTES,
+        .uid = s->uid ? s->uid : 65534,
+        .gid = s->gid ? s->gid : 65534,
+        .status_fd = STATUS_FD,
+        .argv = argv,
+        .no_network = true,
+        .no_proc = true,
+    };
+    char **bargv = sbx_argv(&d, err, errlen);
+    free(resolved);
+    if (!bargv) {
+        close(model);
+        return NULL;
+    }
+
+    replica_proc *p = xcalloc(1, sizeof(*p));
+    p->bwrap = -1;
+    p->prog_exit = p->prog_signal = -1;
+    p->to = p->from = p->err = p->status = -1;
+    static unsigned seq;
+    char name[96], why[256];
+    snprintf(name, sizeof(name), "gantry-replica-%d-%u", (int)getpid(), ++seq);
+    long long mem = s->memory_bytes > 0 ? s->memory_bytes : RP_DEFAULT_MEMORY;
+    p->cg = pcg_create(name, mem, 256, why, sizeof(why));
+    if (!pcg_has_memory(p->cg)) log_warn("replica %s: no memory cgroup (%s): RLIMIT_AS alone limits it", name, why);
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, st[2] = {-1, -1};
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(er, O_CLOEXEC) != 0 || pipe2(st, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "cannot make the replica's pipes: %s", strerror(errno));
+        goto fail;
+    }
+    pid_t parent = getpid();
+    p->bwrap = fork();
+    if (p->bwrap < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        goto fail;
+    }
+    if (p->bwrap == 0) child(p, s, bargv, in[0], out[1], er[1], st[1], model, parent);
+    close(in[0]), close(out[1]), close(er[1]), close(st[1]), close(model);
+    p->to = in[1], p->from = out[0], p->err = er[0], p->status = st[0];
+    int fds[] = {p->to, p->from, p->err, p->status};
+    for (int i = 0; i < 4; i++)
+        fcntl(fds[i], F_SETFL, O_NONBLOCK);
+    sbx_argv_free(bargv);
+    return p;
+fail:
+    for (int i = 0; i < 2; i++) {
+        int *pp[] = {in, out, er, st};
+        for (int j = 0; j < 4; j++)
+            if (pp[j][i] >= 0) close(pp[j][i]);
+    }
+    close(model);
+    sbx_argv_free(bargv);
+    pcg_destroy(p->cg);
+    free(p);
+    return NULL;
+}
+
+int rp_ready(replica_proc *p, int timeout_ms, char *why, size_t whylen)
+{
+    if (p->ready) return 1;
+    if (p->dead) {
+        snprintf(why, whylen, "%s", p->why);
+        return -1;
+    }
+    struct pollfd f[2] = {{p->from, POLLIN, 0}, {p->err, POLLIN, 0}};
+    poll(f, 2, timeout_ms);
+    drain_stderr(p);
+    if (!(f[0].revents & (POLLIN | POLLHUP | POLLERR))) return 0;
+    rw_header h;
+    int64_t until = clock_mono_us() + 1000000; /* the hello is 16 bytes and a line: it comes whole */
+    if (rw_read_header(p->from, &h, until) != 0) {
+        if (errno == EPIPE)
+            ended(p, "loading");
+        else
+            die(p, "the replica broke the wire format while %s", "loading");
+        snprintf(why, whylen, "%s", p->why);
+        return -1;
+    }
+    char msg[1024];
+    size_t len = h.len < sizeof(msg) - 1 ? (size_t)h.len : sizeof(msg) - 1;
+    if ((h.type != RW_READY && h.type != RW_FAILED) || h.len >= sizeof(msg) || rw_read_exact(p->from, msg, len, until) != 0) {
+        die(p, "the replica broke the wire format while %s", "loading");
+        snprintf(why, whylen, "%s", p->why);
+        return -1;
+    }
+    msg[len] = '\0';
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20) *c = ' ';
+    if (h.type == RW_FAILED) {
+        kill_and_reap(p);
+        snprintf(p->why, sizeof(p->why), "%.500s", msg);
+        p->dead = true;
+        snprintf(why, whylen, "%s", p->why);
+        return -1;
+    }
+    p->ready = true;
+    return 1;
+}
+
+bool rp_alive(replica_proc *p, char *why, size_t whylen)
+{
+    if (!p->dead) {
+        struct pollfd f = {p->from, POLLIN, 0};
+        drain_stderr(p);
+        if (poll(&f, 1, 0) > 0 && (f.revents & (POLLHUP | POLLERR)) && !(f.revents & POLLIN))
+            ended(p, "serving");
+        else if (f.revents & POLLIN)
+            die(p, "the replica wrote without being asked (%s): killed", "it broke the wire format");
+    }
+    if (p->dead) snprintf(why, whylen, "%s", p->why);
+    return !p->dead;
+}
+
+rp_result rp_batch(replica_proc *p, serve_request *reqs, int n, int64_t deadline_us, int poll_ms, bool (*stop)(void *), void *arg,
+                   char *why, size_t whylen)
+{
+    if (p->dead || !p->ready) {
+        snprintf(why, whylen, "%s", p->dead ? p->why : "the replica is not ready");
+        return RP_DIED;
+    }
+    const void **pieces = xcalloc(2 * (size_t)n + 1, sizeof(*pieces));
+    size_t *lens = xcalloc(2 * (size_t)n + 1, sizeof(*lens));
+    char *scratch = NULL;
+    int k = rw_batch_pieces(reqs, n, pieces, lens, &scratch);
+    /* a deadline for the write too: a replica that stops reading is as late as one that stops answering */
+    int rc = rw_write(p->to, RW_BATCH, pieces, lens, k, deadline_us);
+    int e = errno;
+    free(scratch);
+    free(pieces);
+    free(lens);
+    rp_result res = RP_OK;
+    char *payload = NULL;
+    if (rc != 0) {
+        res = e == ETIMEDOUT ? RP_TIMEOUT : RP_DIED;
+        goto out;
+    }
+    for (;;) { /* the reply's header, in slices of poll_ms so that a stop is seen */
+        int64_t now = clock_mono_us(), left = deadline_us - now;
+        if (left <= 0) {
+            res = RP_TIMEOUT;
+            goto out;
+        }
+        int ms = left / 1000 + 1 < poll_ms ? (int)(left / 1000 + 1) : poll_ms;
+        struct pollfd f[2] = {{p->from, POLLIN, 0}, {p->err, POLLIN, 0}};
+        poll(f, 2, ms);
+        drain_stderr(p);
+        if (f[0].revents & (POLLIN | POLLHUP | POLLERR)) break;
+        if (stop && stop(arg)) {
+            res = RP_STOPPED;
+            goto out;
+        }
+    }
+    rw_header h;
+    int64_t limit = clock_mono_us() + (int64_t)REPLY_LIMIT_S * 1000000;
+    if (rw_read_header(p->from, &h, deadline_us > limit ? deadline_us : limit) != 0) {
+        res = errno == ETIMEDOUT ? RP_TIMEOUT : RP_DIED;
+        e = errno;
+        goto out;
+    }
+    if (h.type != RW_REPLIES) {
+        res = RP_DIED, e = EPROTO;
+        goto out;
+    }
+    payload = xmalloc((size_t)h.len + 1);
+    if (rw_read_exact(p->from, payload, (size_t)h.len, limit) != 0) {
+        res = errno == ETIMEDOUT ? RP_TIMEOUT : RP_DIED;
+        e = errno;
+        goto out;
+    }
+    if (rw_parse_replies(payload, (size_t)h.len, reqs, n) != 0) res = RP_DIED, e = EPROTO;
+out:
+    free(payload);
+    if (res == RP_TIMEOUT || res == RP_STOPPED) {
+        kill_and_reap(p);
+        p->dead = true;
+        snprintf(p->why, sizeof(p->why), "%s", res == RP_TIMEOUT ? "the model did not answer by the deadline: killed" : "stopped");
+    } else if (res == RP_DIED) {
+        if (e == EPROTO)
+            die(p, "the replica broke the wire format while %s: killed", "serving");
+        else
+            ended(p, "serving");
+    }
+    if (res != RP_OK) snprintf(why, whylen, "%s", p->why);
+    return res;
+}
+
+void rp_free(replica_proc *p)
+{
+    if (!p) return;
+    kill_and_reap(p);
+    int fds[] = {p->to, p->from, p->err, p->status};
+    for (int i = 0; i < 4; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    pcg_destroy(p->cg);
+    free(p);
+}

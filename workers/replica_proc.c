@@ -43,7 +43,8 @@ struct replica_proc {
     char last_err[512];         /* the last line it wrote on stderr */
     size_t err_len;
     char errbuf[512];
-    char why[600]; /* once dead */
+    char why[1200]; /* once dead */
+    char hello[1024];
 };
 
 static void drain_stderr(replica_proc *p)
@@ -335,8 +336,14 @@ int rp_ready(replica_proc *p, int timeout_ms, char *why, size_t whylen)
         snprintf(why, whylen, "%s", p->why);
         return -1;
     }
+    snprintf(p->hello, sizeof(p->hello), "%s", msg);
     p->ready = true;
     return 1;
+}
+
+const char *rp_hello(const replica_proc *p)
+{
+    return p->hello;
 }
 
 bool rp_alive(replica_proc *p, char *why, size_t whylen)

@@ -54,6 +54,9 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen);
  * message, ...; the process is gone). */
 int rp_ready(replica_proc *p, int timeout_ms, char *why, size_t whylen);
 
+/* what the replica said when it became ready (the version it loaded), "" before */
+const char *rp_hello(const replica_proc *p);
+
 typedef enum {
     RP_OK,      /* every request answered (status 200 or 400, reply set) */
     RP_TIMEOUT, /* not answered by the deadline: killed */

@@ -104,8 +104,7 @@ static int read_central(const unsigned char *buf, uint64_t p, uint64_t end, zent
 /* the CRC-32 of a deflated entry's inflated bytes, fed to code when not NULL; -1 when the stream
  * is broken or does not inflate to usize bytes, -2 when it would take *budget past 0, -3 when code
  * refuses the bytes */
-static int inflate_crc(const unsigned char *src, uint64_t csize, uint64_t usize, uint64_t *budget, uint32_t *crc,
-                       tscode_scan *code)
+static int inflate_crc(const unsigned char *src, uint64_t csize, uint64_t usize, uint64_t *budget, uint32_t *crc, tscode_scan *code)
 {
     if (usize > *budget) return -2;
     z_stream zs;
@@ -147,14 +146,15 @@ static int code_fail(const tscode_scan *code, const char *name, char *msg, size_
 {
     char why[128];
     tscode_describe(code, why, sizeof(why));
-    return fail(msg, msg_len, "entry '%s': the model's code %s: refused before torch::jit::load compiles it", name, why);
+    return fail(msg, msg_len, "entry '%s': the model's code %s: not allowed in a model (docs/inference.md, \"Model checks\")", name,
+                why);
 }
 
 /* Checks the entry's local header, data and data descriptor, all before cd (the central
  * directory's offset); *end is then just past them.  code, when not NULL, reads the entry's
  * (inflated) bytes.  -1 with msg. */
-static int check_entry(const unsigned char *buf, uint64_t cd, const zentry *z, uint64_t *budget, uint64_t *end,
-                       tscode_scan *code, char *msg, size_t msg_len)
+static int check_entry(const unsigned char *buf, uint64_t cd, const zentry *z, uint64_t *budget, uint64_t *end, tscode_scan *code,
+                       char *msg, size_t msg_len)
 {
     char q[80];
     const char *name = quote(q, sizeof(q), z->name, z->name_len);

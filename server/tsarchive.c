@@ -12,6 +12,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "workers/serve/tscode.h"
+
 #define SIG_LOCAL 0x04034b50u
 #define SIG_CENTRAL 0x02014b50u
 #define SIG_EOCD 0x06054b50u
@@ -99,9 +101,10 @@ static int read_central(const unsigned char *buf, uint64_t p, uint64_t end, zent
     return -1;
 }
 
-/* the CRC-32 of a deflated entry's inflated bytes; -1 when the stream is broken or does not
- * inflate to usize bytes, -2 when it would take *budget past 0 */
-static int inflate_crc(const unsigned char *src, uint64_t csize, uint64_t usize, uint64_t *budget, uint32_t *crc)
+/* the CRC-32 of a deflated entry's inflated bytes, fed to code when not NULL; -1 when the stream
+ * is broken or does not inflate to usize bytes, -2 when it would take *budget past 0, -3 when code
+ * refuses the bytes */
+static int inflate_crc(const unsigned char *src, uint64_t csize, uint64_t usize, uint64_t *budget, uint32_t *crc, tscode_scan *code)
 {
     if (usize > *budget) return -2;
     z_stream zs;
@@ -125,6 +128,10 @@ static int inflate_crc(const unsigned char *src, uint64_t csize, uint64_t usize,
         total += got;
         if (total > usize) break;
         c = crc32_z(c, out, got);
+        if (code && tscode_feed(code, out, got) != 0) {
+            inflateEnd(&zs);
+            return -3;
+        }
         if (rc == Z_BUF_ERROR && zs.avail_in == 0 && in_left > 0) rc = Z_OK; /* more input to come */
     }
     inflateEnd(&zs);
@@ -134,10 +141,20 @@ static int inflate_crc(const unsigned char *src, uint64_t csize, uint64_t usize,
     return 0;
 }
 
+/* a refusal of code's for entry name */
+static int code_fail(const tscode_scan *code, const char *name, char *msg, size_t msg_len)
+{
+    char why[128];
+    tscode_describe(code, why, sizeof(why));
+    return fail(msg, msg_len, "entry '%s': the model's code %s: not allowed in a model (docs/inference.md, \"Model checks\")", name,
+                why);
+}
+
 /* Checks the entry's local header, data and data descriptor, all before cd (the central
- * directory's offset); *end is then just past them.  -1 with msg. */
-static int check_entry(const unsigned char *buf, uint64_t cd, const zentry *z, uint64_t *budget, uint64_t *end, char *msg,
-                       size_t msg_len)
+ * directory's offset); *end is then just past them.  code, when not NULL, reads the entry's
+ * (inflated) bytes.  -1 with msg. */
+static int check_entry(const unsigned char *buf, uint64_t cd, const zentry *z, uint64_t *budget, uint64_t *end, tscode_scan *code,
+                       char *msg, size_t msg_len)
 {
     char q[80];
     const char *name = quote(q, sizeof(q), z->name, z->name_len);
@@ -171,14 +188,21 @@ static int check_entry(const unsigned char *buf, uint64_t cd, const zentry *z, u
     if (z->method == 0) {
         if (z->csize != z->usize) return fail(msg, msg_len, "damaged: entry '%s': a stored entry with two sizes", name);
         crc = (uint32_t)crc32_z(0L, buf + data, (z_size_t)z->csize);
+        if (code && tscode_feed(code, buf + data, (size_t)z->csize) != 0) return code_fail(code, name, msg, msg_len);
     } else {
-        int rc = inflate_crc(buf + data, z->csize, z->usize, budget, &crc);
+        int rc = inflate_crc(buf + data, z->csize, z->usize, budget, &crc, code);
+        if (rc == -3) return code_fail(code, name, msg, msg_len);
         if (rc == -2)
             return fail(msg, msg_len, "entry '%s': the compressed entries expand to more than %u MiB (torch's are kilobytes)", name,
                         TSARCHIVE_MAX_INFLATED >> 20);
         if (rc != 0) return fail(msg, msg_len, "damaged: entry '%s': its compressed data is broken", name);
     }
     if (crc != z->crc) return fail(msg, msg_len, "damaged: entry '%s': CRC mismatch (the file was changed or cut)", name);
+    if (code) {
+        tscode_scan last = *code; /* the file's last identifier ends with it */
+        static const unsigned char nl = '\n';
+        if (tscode_feed(&last, &nl, 1) != 0) return code_fail(&last, name, msg, msg_len);
+    }
     *end = after;
     return 0;
 }
@@ -247,7 +271,13 @@ int tsarchive_check(const unsigned char *buf, size_t len, char *msg, size_t msg_
                         (unsigned)z.method);
         if (z.offset < prev_end)
             return fail(msg, msg_len, "damaged: entry '%s' overlaps the entry before it in the central directory", name);
-        if (check_entry(buf, cd, &z, &budget, &prev_end, msg, msg_len) != 0) return -1;
+        /* TorchScript source: P/code/... .py, read for tscode.h's bound as it is checked */
+        const unsigned char *first = memchr(z.name, '/', z.name_len);
+        size_t after = first ? z.name_len - (size_t)(first + 1 - z.name) : 0;
+        int is_code = after > 8 && memcmp(first + 1, "code/", 5) == 0 && memcmp(z.name + z.name_len - 3, ".py", 3) == 0;
+        tscode_scan code;
+        if (is_code) tscode_init(&code);
+        if (check_entry(buf, cd, &z, &budget, &prev_end, is_code ? &code : NULL, msg, msg_len) != 0) return -1;
         /* one top-level folder for all */
         if (!prefix) {
             const unsigned char *slash = memchr(z.name, '/', z.name_len);

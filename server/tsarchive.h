@@ -27,6 +27,10 @@
  *   and at least one P/code/ entry.  torch.save (a state_dict, or a whole nn.Module pickled) writes
  *   P/data.pkl without code/ and constants.pkl: refused with how to script the model instead.  A
  *   legacy (non-ZIP) torch.save pickle is named as such.
+ * - The TorchScript source, P/code/ ... .py (stored or inflated bytes, as they are read): no
+ *   definition of __setstate__ (torch::jit::load would run it), brackets and indentation nested at
+ *   most TSCODE_MAX_DEPTH (200) deep (the loader's parser would overflow its stack):
+ *   workers/serve/tscode.h, which the TorchScript loader applies again before it loads a file.
  * Every read is bounds-checked against len (tests/fuzz/fuzz_tsarchive.c); the work is linear in len
  * plus the inflated bytes.
  *

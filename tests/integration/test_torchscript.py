@@ -210,7 +210,7 @@ def test_models_that_read_files_or_leak_memory_are_refused():
             jid = s.submit(tok, {"type": "inference", "name": name, "spec": {"model": name}})
             job = s.wait_state(tok, jid, "failed", timeout=60)
             reason = [e["reason"] for e in s.events(tok, jid) if e["state"] == "failed"][-1]
-            assert f"the model uses {op}" in reason, reason
+            assert f"the model calls {op} in" in reason, reason
             r = infer(s, tok, name, [{"name": "x", "datatype": "FP32", "shape": [1, 1], "data": [0]}])
             assert r.status == 404, r  # nothing serves it
             assert job["state"] == "failed"

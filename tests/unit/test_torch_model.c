@@ -1,8 +1,12 @@
 /* test_torch_model.c - workers/serve/torch_model: the libtorch backend on the fixtures of
  * tests/data/torchscript (made by its make.py): torch's own outputs for two inputs (FP32, INT64)
  * and a tuple of the four served datatypes, a wrong input count, dtype or shape, an output
- * datatype gantry does not serve, and files that are not TorchScript.  In a build without
- * libtorch only the stub's refusal is checked; the other tests are skipped. */
+ * datatype gantry does not serve, and files that are not TorchScript.  The model checks (issue 27):
+ * every attacker's model of tests/data/torchscript/attack (its make.py says what each does) that
+ * the checks catch is refused at load with a message naming the op, the method or the attribute,
+ * before any forward runs; the two only the sandbox contains load; the project's good fixtures
+ * load.  In a build without libtorch only the stub's refusal is checked; the other tests are
+ * skipped. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -238,6 +242,57 @@ static void test_not_torchscript(void **state)
     expect_load_error(path, "No such file or directory");
 }
 
+/* the attacker's models the checks refuse, and what the refusal must say */
+static const struct {
+    const char *file, *want[2];
+} attacks[] = {
+    /* before torch::jit::load (tscode.h): the load would run __setstate__, or overflow the stack */
+    {"setstate_read.pt", {"code/__torch__.py defines __setstate__", "refused before torch::jit::load"}},
+    {"setstate_write.pt", {"code/__torch__.py defines __setstate__", "refused before torch::jit::load"}},
+    {"deep_nesting.pt", {"code/__torch__.py brackets nest more than 200 deep", "refused before torch::jit::load"}},
+    /* the allow list, after the load and before any forward */
+    {"interface.pt", {"the model calls prim::CallMethod in Interface.forward", "interface type"}},
+    {"fork.pt", {"the model calls prim::fork in Fork.forward", "not an op of the allow list"}},
+    {"resize.pt", {"the model calls aten::resize_as_ in Resize.forward", "uninitialised memory"}},
+    {"segment_reduce_unsafe.pt", {"the model calls aten::segment_reduce in SegmentReduceUnsafe.forward", "unsafe"}},
+    {"sparse_unsafe.pt", {"the model calls aten::_sparse_coo_tensor_unsafe in SparseUnsafe.forward", "bounds checks"}},
+    {"efficientzerotensor.pt", {"the model calls aten::_efficientzerotensor in EfficientZeroTensor.forward", "crashes"}},
+    /* the tensor check */
+    {"oversized_attribute.pt", {"the model's tensor Oversized.w addresses 4000000 bytes of its storage, which holds 64", ""}},
+};
+
+static void test_attacks_refused(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_TORCH();
+    for (size_t i = 0; i < sizeof attacks / sizeof attacks[0]; i++) {
+        char rel[256], err[512] = "";
+        snprintf(rel, sizeof rel, "attack/%s", attacks[i].file);
+        tm_model *m = tm_load(fixture(rel), 1, err, sizeof err);
+        if (m) fail_msg("%s: loaded", attacks[i].file);
+        for (int k = 0; k < 2; k++)
+            if (!strstr(err, attacks[i].want[k])) fail_msg("%s: error '%s' lacks '%s'", attacks[i].file, err, attacks[i].want[k]);
+        assert_null(strchr(err, '\n'));
+    }
+}
+
+/* what only the sandbox contains passes the checks (its forward is never run here), and the
+ * project's own models still load */
+static void test_allowed_models_load(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_TORCH();
+    static const char *const files[] = {
+        "attack/infinite_loop.pt", "attack/huge_allocation.pt", "two_inputs.pt",       "bool_output.pt", "serve/seq.pt",
+        "serve/picky.pt",          "serve/nonbatched.pt",       "archives/scripted.pt"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char err[512] = "";
+        tm_model *m = tm_load(fixture(files[i]), 1, err, sizeof err);
+        if (!m) fail_msg("%s: %s", files[i], err);
+        tm_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +301,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wrong_inputs, setup, teardown),
         cmocka_unit_test(test_unserved_output_dtype),
         cmocka_unit_test(test_not_torchscript),
+        cmocka_unit_test(test_attacks_refused),
+        cmocka_unit_test(test_allowed_models_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,7 +21,11 @@
 #include "workers/serve/torch_model.h"
 
 #include <ATen/Parallel.h>
-#include <torch/csrc/jit/passes/inliner.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/operator.h>
+#include <torch/custom_class.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -31,10 +35,13 @@
 #include <exception>
 #include <mutex>
 #include <string>
+#include <tuple>
+#include <unordered_set>
 #include <vector>
 
 extern "C" {
 #include "common/alloc.h"
+#include "workers/serve/tscode.h"
 }
 
 struct tm_model {
@@ -113,50 +120,367 @@ extern "C" bool tm_available(void)
     return true;
 }
 
-/* What a served model may run.  A replica runs in the worker process, which can read the worker's
- * state directory (other tenants' models and checkpoints, the cluster's secrets): TorchScript has
- * ops that read and write files (aten::from_file, aten::save) and ops that hand out uninitialised
- * memory (aten::empty and its kin: what an earlier job left in the heap).  A model whose forward,
- * with every method and function it calls inlined, uses one of them, or an op outside the aten::
- * and prim:: namespaces (profiler::, custom classes), is refused at load, naming the op.  What this
- * does not cover: a bug in libtorch's loader or in an op itself (a sandboxed replica process would;
- * docs/inference.md, "Security"). */
-static const char *const denied_ops[] = {"aten::from_file",
-                                         "aten::save",
-                                         "aten::empty",
-                                         "aten::empty_like",
-                                         "aten::empty_strided",
-                                         "aten::new_empty",
-                                         "aten::new_empty_strided",
-                                         "aten::resize_",
-                                         "aten::resize_as_",
-                                         "aten::_empty_affine_quantized",
-                                         "aten::_empty_per_channel_affine_quantized",
-                                         "aten::empty_quantized",
-                                         nullptr};
+/* What a served model may run (docs/inference.md, "Model checks").  A replica's process can reach
+ * more than the model should (the sandboxed replica process of issue 27 is the boundary; this is
+ * defence in depth inside it), and an uploaded model is attacker's code: TorchScript has ops that
+ * read and write files (aten::from_file, aten::save), that hand out uninitialised memory
+ * (aten::empty and kin, resize_), that skip their bounds checks (the *_unsafe constructors,
+ * segment_reduce's unsafe=True) or crash (_efficientzerotensor), and a module may run code while
+ * it is unpickled (__setstate__).  So before the load the archive's source is bounded (tscode.h:
+ * no __setstate__, nesting at most 200 deep), and after it every method of every module and
+ * class, every function of the model's compilation unit and every function or method they call
+ * must use only the ops below, and every tensor the model holds must be a dense CPU tensor its
+ * storage covers.  The first op or tensor that is not is named, with the method or attribute,
+ * and the model is refused before its forward runs.  Not covered: a bug in libtorch's loader or
+ * in an allowed op; time and memory (an endless loop, torch.zeros(2**36)): the sandbox's. */
 
-static void check_ops(torch::jit::Block *block)
+/* Ops that are refused whatever the tables below say, with why; checked first, so the message
+ * names the danger and an op added to the tables by mistake stays refused.  "*x" matches names
+ * ending with x, "x*" names starting with it, "*x*" names containing it. */
+struct denied_rule {
+    const char *pattern, *why;
+};
+static const denied_rule denied_rules[] = {
+    {"*_unsafe", "it skips its bounds checks"},
+    {"*resize*", "uninitialised memory"},
+    {"*empty*", "uninitialised memory"},
+    {"set_", "it points a tensor at any storage"},
+    {"as_strided*", "a view the op does not bound"},
+    {"_efficientzerotensor", "a tensor without storage that crashes the ops it reaches"},
+    {"from_file", "file access"},
+    {"save", "file access"},
+    {"load", "file access"},
+    {"*sparse*", "sparse tensors are built from unchecked indices"},
+    {"to_dense", "sparse, mkldnn and nested layouts are refused"},
+    {"*mkldnn*", "sparse, mkldnn and nested layouts are refused"},
+    {"*quantize*", "quantized tensors are refused"},
+    {"_nested_from*", "nested tensors from raw buffers"},
+    {"_nested_view*", "nested tensors from raw buffers"},
+    {"_nested_tensor_from_tensor_list", "nested tensors are built only from a mask"},
+    {"wait", "asynchronous execution (torch.jit.fork, torch.jit.wait)"},
+};
+
+/* prim:: nodes a model may hold: the language itself (control flow, constants, calls, attributes,
+ * lists, tuples, dicts, objects, casts), scalars and tensor properties.  prim::CallFunction and
+ * prim::CallMethod are followed into their target (a call on an interface type is refused: its
+ * target is only known when it runs); refused by not being here: prim::fork, prim::rpc_*,
+ * prim::Print, prim::PythonOp, prim::profile*, prim::*Group. */
+// clang-format off
+static const char *const allowed_prim[] = {
+    /* control flow, calls, constants */
+    "CallFunction", "CallMethod", "Constant", "If", "Loop", "RaiseException", "Uninitialized", "Enter", "Exit",
+    /* module and object attributes, objects, isinstance and casts of optionals and unions */
+    "CreateObject", "GetAttr", "SetAttr", "isinstance", "unchecked_cast", "unchecked_unwrap_optional",
+    /* lists, tuples, dicts, enums, strings */
+    "DictConstruct", "DictIndex", "EnumName", "EnumValue", "ListConstruct", "ListUnpack", "StringIndex", "TupleConstruct",
+    "TupleIndex", "TupleSlice", "TupleUnpack", "tolist",
+    /* scalars and tensor properties */
+    "NumToTensor", "abs", "data", "device", "dtype", "is_cpu", "is_cuda", "is_meta", "is_mkldnn", "is_nested",
+    "is_quantized", "is_sparse", "is_xpu", "layout", "max", "min", "name", "requires_grad", "shape",
+};
+// clang-format on
+
+/* aten:: ops a model may call, by name (every overload; an in-place NAME_ also, unless refused
+ * above).  Pure functions of their tensor arguments that check their indices and shapes; tensors
+ * are created only initialised (zeros, ones, full, arange, random) and of the sizes asked for
+ * (a huge size is the sandbox's memory limit's). */
+// clang-format off
+static const char *const allowed_aten[] = {
+    /* TorchScript's Python builtins on ints, floats, bools, strings, lists and dicts */
+    "Bool", "ComplexImplicit", "Float", "FloatImplicit", "Int", "IntImplicit", "ScalarImplicit", "__and__", "__contains__",
+    "__derive_index", "__getitem__", "__interpolate", "__is__", "__isnot__", "__lshift__", "__not__", "__or__",
+    "__range_length", "__round_to_zero_floordiv", "__rshift__", "__upsample", "__upsample_bilinear", "__xor__", "_set_item",
+    "append", "bin", "capitalize", "ceil", "chr", "clear", "copy", "count", "dict", "divmod", "endswith", "extend", "find",
+    "floor", "floordiv", "format", "get", "hash", "index", "insert", "isalnum", "isalpha", "isdigit", "islower", "isspace",
+    "isupper", "items", "join", "keys", "len", "list", "ljust", "lower", "lstrip", "mathremainder", "ord", "pop", "remove",
+    "replace", "reverse", "rjust", "rstrip", "setdefault", "sort", "sorted", "split", "splitlines", "startswith", "str",
+    "strip", "update", "upper", "values", "warn",
+    /* tensor properties and the autograd/autocast state */
+    "dim", "element_size", "is_autocast_cpu_enabled", "is_autocast_enabled", "is_complex", "is_contiguous",
+    "is_floating_point", "is_grad_enabled", "is_nonzero", "is_same_size", "is_signed", "item", "numel", "requires_grad",
+    "size", "stride",
+    /* tensor creation: initialised, of the sizes asked for */
+    "arange", "bernoulli", "eye", "full", "full_like", "linspace", "logspace", "multinomial", "new_full", "new_ones",
+    "new_zeros", "normal", "ones", "ones_like", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
+    "randperm", "scalar_tensor", "tensor", "tril_indices", "triu_indices", "uniform", "zero", "zeros", "zeros_like",
+    /* conversions and copies */
+    "bool", "byte", "char", "clone", "contiguous", "detach", "double", "float", "half", "int", "long", "short", "to",
+    "type_as",
+    /* shapes and views (each checks its sizes against its input's) */
+    "broadcast_tensors", "broadcast_to", "cat", "chunk", "column_stack", "concat", "diag", "diag_embed", "diagonal",
+    "dsplit", "expand", "expand_as", "flatten", "flip", "fliplr", "flipud", "hsplit", "hstack", "meshgrid", "movedim",
+    "moveaxis", "narrow", "numpy_T", "permute", "ravel", "repeat", "repeat_interleave", "reshape", "reshape_as", "roll",
+    "rot90", "select", "slice", "split_with_sizes", "squeeze", "stack", "swapaxes", "swapdims", "t", "tensor_split", "tile",
+    "transpose", "tril", "triu", "unbind", "unflatten", "unfold", "unsqueeze", "view", "view_as", "vsplit", "vstack",
+    /* indexing, gathering, scattering (indices bounds-checked) */
+    "bucketize", "fill", "gather", "index_add", "index_copy", "index_fill", "index_put", "index_select", "masked_fill",
+    "masked_scatter", "masked_select", "nonzero", "put", "scatter", "scatter_add", "scatter_reduce", "searchsorted", "take",
+    "take_along_dim", "where",
+    /* elementwise math */
+    "absolute", "acos", "acosh", "add", "addcdiv", "addcmul", "angle", "arccos", "arcsin", "arctan", "arctan2", "asin",
+    "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "clamp", "clamp_max",
+    "clamp_min", "clip", "copysign", "cos", "cosh", "deg2rad", "digamma", "div", "divide", "erf", "erfc", "erfinv", "exp",
+    "exp2", "expm1", "fix", "float_power", "floor_divide", "fmax", "fmin", "fmod", "frac", "hypot", "i0", "lerp", "lgamma",
+    "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2", "logit", "maximum", "minimum", "mul", "multiply",
+    "nan_to_num", "neg", "negative", "pow", "rad2deg", "reciprocal", "remainder", "round", "rsqrt", "rsub", "sgn", "sign",
+    "signbit", "sin", "sinc", "sinh", "sqrt", "square", "sub", "subtract", "tan", "true_divide", "trunc", "xlogy",
+    /* comparisons and logic */
+    "allclose", "eq", "equal", "ge", "greater", "greater_equal", "gt", "isclose", "isfinite", "isinf", "isnan", "isneginf",
+    "isposinf", "le", "less", "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "lt", "ne",
+    "not_equal",
+    /* reductions, sorting, scans */
+    "all", "amax", "amin", "aminmax", "any", "argmax", "argmin", "argsort", "count_nonzero", "cummax", "cummin", "cumprod",
+    "cumsum", "dist", "histc", "kthvalue", "logcumsumexp", "logsumexp", "max", "mean", "median", "min", "mode", "nanmean",
+    "nanmedian", "nansum", "norm", "prod", "std", "std_mean", "sum", "topk", "unique_consecutive", "unique_dim", "var",
+    "var_mean", "_unique2",
+    /* linear algebra */
+    "addbmm", "addmm", "addmv", "addr", "baddbmm", "bilinear", "bmm", "cdist", "chain_matmul", "cross", "det", "dot",
+    "einsum", "frobenius_norm", "ger", "inner", "inverse", "kron", "linalg_det", "linalg_inv", "linalg_matrix_norm",
+    "linalg_norm", "linalg_solve", "linalg_vector_norm", "linear", "matmul", "mm", "mv", "outer", "pinverse", "tensordot",
+    "trace", "vdot",
+    /* neural network layers and activations (torch.nn.functional) */
+    "_convolution", "_native_multi_head_attention", "_softmax", "_transformer_encoder_layer_fwd", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+    "alpha_dropout", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "celu", "channel_shuffle", "constant_pad_nd", "conv1d", "conv2d", "conv3d",
+    "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution", "cosine_embedding_loss",
+    "cosine_similarity", "cross_entropy_loss", "dropout", "elu", "embedding", "feature_alpha_dropout", "feature_dropout",
+    "gelu", "glu", "group_norm", "gru", "gru_cell", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "huber_loss",
+    "instance_norm", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "log_sigmoid", "log_softmax", "logsigmoid", "lstm",
+    "lstm_cell", "margin_ranking_loss", "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices",
+    "max_pool3d", "max_pool3d_with_indices", "mish", "mse_loss", "nll_loss", "nll_loss2d", "nll_loss_nd", "one_hot", "pad",
+    "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "prelu", "reflection_pad1d", "reflection_pad2d",
+    "reflection_pad3d", "relu", "relu6", "replication_pad1d", "replication_pad2d", "replication_pad3d", "rnn_relu",
+    "rnn_relu_cell", "rnn_tanh", "rnn_tanh_cell", "rrelu", "selu", "sigmoid", "silu", "smooth_l1_loss", "soft_margin_loss",
+    "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold", "triplet_margin_loss",
+    "upsample_bicubic2d", "upsample_bilinear2d", "upsample_linear1d", "upsample_nearest1d", "upsample_nearest2d",
+    "upsample_nearest3d", "upsample_trilinear3d",
+    /* nn.TransformerEncoder's fast path: a nested tensor built from a dense one and a boolean mask
+     * whose shapes the op checks, and turned back into a dense one (the raw-buffer constructors
+     * are refused above) */
+    "_nested_tensor_from_mask", "_nested_tensor_from_mask_left_aligned", "to_padded_tensor",
+};
+// clang-format on
+
+/* whether name matches one of denied_rules' patterns */
+static bool matches(const std::string &name, const char *pattern)
 {
-    for (torch::jit::Node *node : block->nodes()) {
-        const c10::Symbol kind = node->kind();
-        const char *name = kind.toQualString();
-        bool ok = kind.is_aten() || kind.is_prim();
-        for (const char *const *d = denied_ops; ok && *d; d++)
-            if (!strcmp(name, *d)) ok = false;
-        if (!ok)
-            throw std::runtime_error(std::string("the model uses ") + name +
-                                     ", which a served model may not (file access, uninitialised memory or an op outside "
-                                     "aten:: and prim::)");
-        for (torch::jit::Block *sub : node->blocks())
-            check_ops(sub);
-    }
+    std::string p(pattern);
+    bool head = p.front() == '*', tail = p.back() == '*';
+    std::string core = p.substr(head ? 1 : 0, p.size() - (head ? 1 : 0) - (tail ? 1 : 0));
+    if (head && tail) return name.find(core) != std::string::npos;
+    if (head) return name.size() >= core.size() && name.compare(name.size() - core.size(), core.size(), core) == 0;
+    if (tail) return name.compare(0, core.size(), core) == 0;
+    return name == core;
 }
 
-static void check_model(torch::jit::script::Module &module)
+/* The walk over a loaded model: its objects (modules and classes, their attributes), and the
+ * functions to check, each once. */
+class model_check
 {
-    std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph()->copy();
-    torch::jit::Inline(*graph);
-    check_ops(graph->block());
+  public:
+    explicit model_check(const torch::jit::script::Module &root) : root_(root)
+    {
+        for (const char *n : allowed_prim)
+            prim_.insert(n);
+        for (const char *n : allowed_aten)
+            aten_.insert(n);
+    }
+
+    void run()
+    {
+        /* the module tree first (its methods, from forward down), then everything else the
+         * compilation unit holds: functions no method reaches, classes no attribute holds */
+        check_value(root_._ivalue(), short_name(root_.type()->name()->qualifiedName()));
+        for (torch::jit::Function *f : root_._ivalue()->compilation_unit()->get_functions())
+            add(f);
+        for (size_t i = 0; i < todo_.size(); i++) /* in the order found: the root's methods first */
+            check_function(*todo_[i]);
+    }
+
+  private:
+    const torch::jit::script::Module &root_;
+    std::unordered_set<std::string> prim_, aten_;
+    std::unordered_set<const void *> seen_;
+    std::vector<torch::jit::Function *> todo_;
+
+    static std::string short_name(const std::string &q)
+    {
+        static const std::string torch_prefix = "__torch__.";
+        return q.compare(0, torch_prefix.size(), torch_prefix) == 0 ? q.substr(torch_prefix.size()) : q;
+    }
+
+    void add(torch::jit::Function *f)
+    {
+        if (f && seen_.insert(f).second) todo_.push_back(f);
+    }
+
+    void add_class(const c10::ClassTypePtr &cls)
+    {
+        if (!seen_.insert(cls.get()).second) return;
+        for (torch::jit::Function *f : cls->methods())
+            add(f);
+    }
+
+    [[noreturn]] static void refuse_op(const std::string &op, const std::string &fn, const std::string &why)
+    {
+        throw std::runtime_error("the model calls " + op + " in " + fn + ": not allowed (" + why +
+                                 "; docs/inference.md, \"Model checks\")");
+    }
+
+    [[noreturn]] static void refuse_tensor(const std::string &name, const std::string &why)
+    {
+        throw std::runtime_error("the model's tensor " + name + " " + why + ": refused (docs/inference.md, \"Model checks\")");
+    }
+
+    static void check_tensor(const at::Tensor &t, const std::string &name)
+    {
+        if (!t.defined()) return;
+        if (t.layout() != c10::kStrided || t.is_sparse() || t.is_mkldnn() || t.is_nested())
+            refuse_tensor(name, "is not a dense strided tensor (layout " + c10::str(t.layout()) + ")");
+        if (t.is_quantized()) refuse_tensor(name, "is quantized");
+        if (!t.device().is_cpu()) refuse_tensor(name, "is not on the CPU (" + t.device().str() + ")");
+        if (t._is_zerotensor()) refuse_tensor(name, "is a zero tensor without storage");
+        static const c10::ScalarType dtypes[] = {torch::kFloat32, torch::kFloat64, torch::kFloat16, torch::kBFloat16, torch::kUInt8,
+                                                 torch::kInt8,    torch::kInt16,   torch::kInt32,   torch::kInt64,    torch::kBool};
+        if (std::find(std::begin(dtypes), std::end(dtypes), t.scalar_type()) == std::end(dtypes))
+            refuse_tensor(name, std::string("has datatype ") + c10::toString(t.scalar_type()) + ", which a model may not hold");
+        if (!t.has_storage()) refuse_tensor(name, "has no storage");
+        int64_t offset = t.storage_offset();
+        if (offset < 0) refuse_tensor(name, "has a negative storage offset");
+        for (int64_t d = 0; d < t.dim(); d++)
+            if (t.stride(d) < 0 || t.size(d) < 0) refuse_tensor(name, "has a negative size or stride");
+        if (t.numel() == 0) return;
+        /* the last byte it addresses: (offset + sum (size - 1) * stride + 1) * itemsize */
+        uint64_t last = (uint64_t)offset, term;
+        bool over = false;
+        for (int64_t d = 0; d < t.dim(); d++) {
+            over |= __builtin_mul_overflow((uint64_t)(t.size(d) - 1), (uint64_t)t.stride(d), &term);
+            over |= __builtin_add_overflow(last, term, &last);
+        }
+        uint64_t need = 0;
+        over |= __builtin_add_overflow(last, (uint64_t)1, &last);
+        over |= __builtin_mul_overflow(last, (uint64_t)t.element_size(), &need);
+        uint64_t have = t.storage().nbytes();
+        if (over || need > have)
+            refuse_tensor(name, "addresses " + (over ? std::string("more than 2^64") : std::to_string(need)) +
+                                    " bytes of its storage, which holds " + std::to_string(have));
+    }
+
+    /* an attribute, a constant or an element of one: tensors checked, objects walked */
+    void check_value(const c10::IValue &v, const std::string &name)
+    {
+        if (v.isTensor()) {
+            check_tensor(v.toTensor(), name);
+        } else if (v.isTensorList()) {
+            c10::List<at::Tensor> l = v.toTensorList();
+            for (size_t i = 0; i < l.size(); i++)
+                check_tensor(l.get(i), name + "[" + std::to_string(i) + "]");
+        } else if (v.isList()) {
+            c10::List<c10::IValue> l = v.toList();
+            for (size_t i = 0; i < l.size(); i++)
+                check_value(l.get(i), name + "[" + std::to_string(i) + "]");
+        } else if (v.isTuple()) {
+            const auto &e = v.toTupleRef().elements();
+            for (size_t i = 0; i < e.size(); i++)
+                check_value(e[i], name + "[" + std::to_string(i) + "]");
+        } else if (v.isGenericDict()) {
+            for (const auto &kv : v.toGenericDict()) {
+                check_value(kv.key(), name + ".key");
+                check_value(kv.value(), name + "[...]");
+            }
+        } else if (v.isObject()) {
+            if (torch::isCustomClass(v))
+                throw std::runtime_error("the model's attribute " + name + " is an object of the C++ class " + v.type()->str() +
+                                         ", which a served model may not hold");
+            c10::intrusive_ptr<c10::ivalue::Object> obj = v.toObject();
+            if (!seen_.insert(obj.get()).second) return;
+            c10::ClassTypePtr cls = obj->type();
+            add_class(cls);
+            for (size_t i = 0; i < obj->slots().size(); i++)
+                check_value(obj->getSlot(i), name + "." + cls->getAttributeName(i));
+        } else if (v.isFuture() || v.isRRef() || v.isCapsule() || v.isPyObject() || v.isQuantizer() || v.isStorage() ||
+                   v.isGenerator() || v.isStream()) {
+            throw std::runtime_error("the model's attribute " + name + " is a " + v.tagKind() +
+                                     ", which a served model may not hold");
+        }
+    }
+
+    void check_function(torch::jit::Function &f)
+    {
+        const std::string fn = short_name(f.qualname().qualifiedName());
+        const std::string &base = f.qualname().name();
+        if (base == "__setstate__" || base == "__getstate__")
+            throw std::runtime_error("the model defines " + fn +
+                                     ": a class with __setstate__ or __getstate__ runs code while it is loaded, not allowed "
+                                     "(docs/inference.md, \"Model checks\")");
+        torch::jit::GraphFunction *gf = torch::jit::tryToGraphFunction(f);
+        if (!gf) throw std::runtime_error("the model's function " + fn + " is not TorchScript");
+        check_block(gf->graph()->block(), fn);
+    }
+
+    void check_block(torch::jit::Block *block, const std::string &fn)
+    {
+        for (torch::jit::Node *node : block->nodes()) {
+            check_node(node, fn);
+            for (torch::jit::Block *sub : node->blocks())
+                check_block(sub, fn);
+        }
+    }
+
+    void check_node(torch::jit::Node *node, const std::string &fn)
+    {
+        const c10::Symbol kind = node->kind();
+        const std::string op = kind.toQualString(), name = kind.toUnqualString();
+        if (kind.is_prim()) {
+            if (!prim_.count(name)) refuse_op(op, fn, "not an op of the allow list");
+            if (kind == c10::prim::CallFunction) {
+                c10::FunctionTypePtr ft = node->input(0)->type()->cast<c10::FunctionType>();
+                if (!ft) refuse_op(op, fn, "a call of a function that is not known at load");
+                add(ft->function());
+            } else if (kind == c10::prim::CallMethod) {
+                c10::ClassTypePtr cls = node->input(0)->type()->cast<c10::ClassType>();
+                if (!cls)
+                    refuse_op(op, fn,
+                              "a call on the interface type " + node->input(0)->type()->str() +
+                                  ", whose method is only known when it runs");
+                add(cls->findMethod(node->s(c10::attr::name)));
+            } else if (kind == c10::prim::Constant && node->outputs().size() == 1) {
+                c10::optional<c10::IValue> v = torch::jit::toIValue(node->output());
+                if (v) check_value(*v, "constant in " + fn);
+            } else if (kind == c10::prim::CreateObject) {
+                if (c10::ClassTypePtr cls = node->output()->type()->cast<c10::ClassType>()) add_class(cls);
+            }
+            return;
+        }
+        if (!kind.is_aten()) refuse_op(op, fn, "an op outside aten:: and prim::");
+        for (const denied_rule &r : denied_rules)
+            if (matches(name, r.pattern)) refuse_op(op, fn, r.why);
+        for (const std::shared_ptr<torch::jit::Operator> &o : torch::jit::getAllOperatorsFor(kind))
+            for (const c10::Argument &a : o->schema().arguments())
+                if (a.name() == "unsafe") refuse_op(op, fn, "it has an argument `unsafe` that skips its checks");
+        /* NAME_ is NAME in place; dunders (__and__) are themselves */
+        std::string plain = name;
+        if (plain.size() > 1 && plain.back() == '_' && plain[plain.size() - 2] != '_') plain.pop_back();
+        if (!aten_.count(name) && !aten_.count(plain)) refuse_op(op, fn, "not an op of the allow list");
+    }
+};
+
+/* tscode.h's bound on the archive's code/ ... .py records, before torch::jit::load parses them
+ * (and runs a __setstate__) */
+static void check_code(const char *path)
+{
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    for (const std::string &rec : reader.getAllRecords()) {
+        if (rec.compare(0, 5, "code/") != 0 || rec.size() < 8 || rec.compare(rec.size() - 3, 3, ".py") != 0) continue;
+        at::DataPtr data;
+        size_t size = 0;
+        std::tie(data, size) = reader.getRecord(rec);
+        char why[160];
+        if (tscode_check(static_cast<const unsigned char *>(data.get()), size, why, sizeof why) != 0)
+            throw std::runtime_error("the model's " + rec + " " + why +
+                                     ": refused before torch::jit::load (docs/inference.md, \"Model checks\")");
+    }
 }
 
 extern "C" tm_model *tm_load(const char *path, int threads, char *err, size_t err_len)
@@ -167,9 +491,10 @@ extern "C" tm_model *tm_load(const char *path, int threads, char *err, size_t er
         if (!f) throw std::runtime_error(std::string(path) + ": " + strerror(errno));
         fclose(f);
         set_threads(threads);
+        check_code(path);
         torch::jit::script::Module module = torch::jit::load(path, torch::kCPU);
         module.eval();
-        check_model(module);
+        model_check(module).run();
         const c10::FunctionSchema &schema = module.get_method("forward").function().getSchema();
         size_t nargs = schema.arguments().size() - 1, nmin = 0; /* arguments()[0] is self */
         for (size_t i = 1; i < schema.arguments().size(); i++)

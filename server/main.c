@@ -2,6 +2,7 @@
 #include "common/config.h"
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/redis_auth.h"
 #include "server/auth.h"
 #include "server/bus.h"
 #include "server/infer.h"
@@ -28,7 +29,9 @@
 static config_opt opts[] = {
     CONFIG_OPT("listen", "HTTP address host:port", "127.0.0.1:8080"),
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
-    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
+    CONFIG_OPT("redis-user", "Redis ACL user to authenticate as (empty: the default user)", ""),
+    CONFIG_OPT("redis-password-file", "file holding the Redis password (mode 600 or 400; trailing white space dropped)", ""),
+    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none; prefer redis-password-file, which ps does not show)", ""),
     CONFIG_OPT("state", "state directory (database, admin token)", "./var"),
     CONFIG_OPT("db", "SQLite database file (default: STATE/gantry.db)", ""),
     CONFIG_OPT("web", "directory of the dashboard's static files", GANTRY_SOURCE_DIR "/web"),
@@ -276,13 +279,15 @@ int main(int argc, char **argv)
         log_error("--redis must be host:port");
         return 2;
     }
+    redis_auth rauth;
+    if (redis_auth_from_options(&rauth, OPT("redis-user"), OPT("redis-password"), OPT("redis-password-file")) != 0) return 2;
     srv.store = store_create(srv.loop, srv.db);
     srv.sse = sse_create(srv.loop);
     srv.metrics = metrics_create(routes_count);
     srv.ratelimit = ratelimit_create(strtod(OPT("rate-limit"), NULL), strtod(OPT("rate-burst"), NULL));
     srv.infer_ratelimit = ratelimit_create(strtod(OPT("infer-rate-limit"), NULL), strtod(OPT("infer-rate-burst"), NULL));
-    srv.bus = bus_create(&srv, rhost, rport, OPT("redis-password"), OPT("consumer"));
-    srv.infer = infer_create(&srv, rhost, rport, OPT("redis-password"));
+    srv.bus = bus_create(&srv, rhost, rport, &rauth, OPT("consumer"));
+    srv.infer = infer_create(&srv, rhost, rport, &rauth);
     srv.logs = logs_create(&srv);
     body_gate = gate_create(&srv, strtoull(OPT("body-memory"), NULL, 10), strtoull(OPT("token-body-memory"), NULL, 10));
     if (setup_tls(OPT("tls-cert"), OPT("tls-key")) != 0 || setup_http(OPT("listen")) != 0) return 1;

@@ -51,7 +51,9 @@
 
 static config_opt opts[] = {
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
-    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
+    CONFIG_OPT("redis-user", "Redis ACL user to authenticate as (empty: the default user)", ""),
+    CONFIG_OPT("redis-password-file", "file holding the Redis password (mode 600 or 400; trailing white space dropped)", ""),
+    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none; prefer redis-password-file, which ps does not show)", ""),
     CONFIG_OPT("id", "worker id (default: generated w_<hex>)", ""),
     CONFIG_OPT("labels", "comma-separated key=value labels, e.g. site=a,zone=1", ""),
     CONFIG_OPT("kind", "cpu or gpu (GPU workers need a build with the gpu feature)", "cpu"),
@@ -646,8 +648,10 @@ int main(int argc, char **argv)
     max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
     if (OPT("fed-secret")[0] && load_fed_secret(OPT("fed-secret")) != 0) return 2;
 
+    redis_auth rauth;
+    if (redis_auth_from_options(&rauth, OPT("redis-user"), OPT("redis-password"), OPT("redis-password-file")) != 0) return 2;
     rs_conn r, hb;
-    if (rs_init(&r, OPT("redis"), OPT("redis-password")) != 0 || rs_init(&hb, OPT("redis"), OPT("redis-password")) != 0) {
+    if (rs_init(&r, OPT("redis"), &rauth) != 0 || rs_init(&hb, OPT("redis"), &rauth) != 0) {
         log_error("--redis must be host:port");
         return 2;
     }

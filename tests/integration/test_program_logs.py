@@ -29,6 +29,8 @@ def _b(x):
 def redis_raw(s, *cmds):
     """sends commands (each a tuple of str/bytes) in one write on one connection: binary-safe (NUL, invalid
     UTF-8), pipelined; returns the raw replies"""
+    auth = s.redis_auth()  # the harness's own Redis user, answered "+OK\r\n" (one more CRLF)
+    cmds = ((auth,) if auth else ()) + cmds
     out = b""
     for cmd in cmds:
         out += b"*%d\r\n" % len(cmd) + b"".join(b"$%d\r\n%s\r\n" % (len(_b(a)), _b(a)) for a in cmd)
@@ -41,7 +43,7 @@ def redis_raw(s, *cmds):
                 break
             got += chunk
     assert not got.startswith(b"-"), got
-    return got
+    return got[len(b"+OK\r\n"):] if auth else got
 
 
 def log_cmd(jid, rank, gen, text=None, end=None):

@@ -186,7 +186,8 @@ class Stack(Client):
 
     def start_worker(self, i, labels=""):
         self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args("worker"),
-                                   "--id", f"w_test{i}", "--labels", labels, "--fed-secret", self.fed_secret])
+                                   "--id", f"w_test{i}", "--labels", labels, "--fed-secret", self.fed_secret,
+                                   "--state", os.path.join(self.dir, "var", "worker")])  # shared by the stack's workers
 
     def __enter__(self):
         try:

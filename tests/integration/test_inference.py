@@ -11,7 +11,7 @@ import os
 import re
 import time
 
-from harness import Stack, wait_until
+from harness import ADMIN, Stack, wait_until
 from test_flow import SSEReader
 from test_training import training_job
 
@@ -99,7 +99,7 @@ def test_serving_predictions_errors_and_metrics():
             return pts if sum(p["requests"] for p in pts) >= 66 else None
         pts = wait_until("serving metrics for the 66 answered requests", served, 10)
         assert all(0 <= p["slo_attainment"] <= 1 and p["p99_ms"] > 0 for p in pts), pts
-        text = s.get("/metrics").raw
+        text = s.get("/metrics", ADMIN).raw  # per-job series: admins and the scrape token only
         assert f'gantry_inference_requests_total{{job="{jid}",outcome="ok"}}' in text
 
         assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200

@@ -65,6 +65,10 @@ static config_opt opts[] = {
                "file holding a token that GET /metrics accepts as a Bearer token for every series (mode 600; "
                "Prometheus's credentials_file); without it only an admin token sees tenants and jobs",
                ""),
+    CONFIG_OPT("infer-stats-jobs",
+               "inference jobs whose request counters the server keeps (/metrics); beyond, the oldest without a request "
+               "in flight is forgotten",
+               "1024"),
     CONFIG_OPT("consumer", "this server's consumer name in the gantry:events group", "server"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
@@ -334,7 +338,7 @@ int main(int argc, char **argv)
     srv.ratelimit = ratelimit_create(strtod(OPT("rate-limit"), NULL), strtod(OPT("rate-burst"), NULL));
     srv.infer_ratelimit = ratelimit_create(strtod(OPT("infer-rate-limit"), NULL), strtod(OPT("infer-rate-burst"), NULL));
     srv.bus = bus_create(&srv, rhost, rport, &rauth, OPT("consumer"));
-    srv.infer = infer_create(&srv, rhost, rport, &rauth);
+    srv.infer = infer_create(&srv, rhost, rport, &rauth, atoi(OPT("infer-stats-jobs")));
     srv.logs = logs_create(&srv);
     body_gate = gate_create(&srv, strtoull(OPT("body-memory"), NULL, 10), strtoull(OPT("token-body-memory"), NULL, 10));
     if (setup_tls(OPT("tls-cert"), OPT("tls-key")) != 0 || setup_http(OPT("listen")) != 0) return 1;

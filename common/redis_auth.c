@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int secret_file_read(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
@@ -17,7 +18,10 @@ int secret_file_read(const char *path, char *out, size_t outlen, char *err, size
         if (f) fclose(f);
         return -1;
     }
-    if (!S_ISREG(sb.st_mode) || (sb.st_mode & (S_IRWXG | S_IRWXO))) {
+    /* group read is let through only for the process's own group, not writable by it: what a Kubernetes
+     * secret volume with fsGroup gives (0440, group = the pod's runAsGroup = fsGroup) */
+    bool group_ok = !(sb.st_mode & S_IRWXG) || ((sb.st_mode & S_IRWXG) == S_IRGRP && sb.st_gid == getegid());
+    if (!S_ISREG(sb.st_mode) || (sb.st_mode & S_IRWXO) || !group_ok) {
         fclose(f);
         snprintf(err, errlen, "%s: must be a regular file that neither its group nor others can read (mode %03o; chmod 600 %s)",
                  path, (unsigned)(sb.st_mode & 0777), path);

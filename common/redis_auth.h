@@ -21,7 +21,8 @@ typedef struct {
 int redis_auth_from_options(redis_auth *a, const char *user, const char *password, const char *password_file);
 
 /* Reads a secret from a file: a regular file that neither its group nor others can read or write (mode
- * 600 or 400), not empty, trailing white space (a newline) dropped.  The length, or -1 with the reason
+ * 600 or 400; 440 only when its group is the process's own, as a Kubernetes secret volume with fsGroup
+ * makes it), not empty, trailing white space (a newline) dropped.  The length, or -1 with the reason
  * (naming the file and the fix) in err. */
 int secret_file_read(const char *path, char *out, size_t outlen, char *err, size_t errlen);
 

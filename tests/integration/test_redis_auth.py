@@ -1,7 +1,8 @@
 """The security boundary around Redis, the secrets and /metrics (issue 27; docs/operations.md, "Redis
 credentials", "Secrets and the state directory", "Metrics"), on real redis-server, daemons and Prometheus:
 
-- Redis runs with deploy/secrets's ACL file (as every harness stack and deploy/up): without credentials
+- Redis runs with deploy/secrets's ACL file (as every harness stack and deploy/up): a script's writes
+  survive a Redis crash (AOF replay under the ACL); without credentials
   every command is refused (NOAUTH), a wrong password too (WRONGPASS); each daemon user is refused
   FLUSHALL, CONFIG, ACL, KEYS, SHUTDOWN and keys outside gantry:*; every daemon connects as its own user
   and a placement job runs to success; a daemon with a wrong password says so by user name; a password file
@@ -62,6 +63,22 @@ def test_redis_refuses_without_credentials_and_limits_each_daemon_user():
         _, tok = s.tenant("acl-team")
         s.wait_state(tok, s.submit(tok, placement_job("acl")))  # the whole path, every process through its ACL user
 
+        # a script's writes (logged in the AOF as MULTI ... EXEC) survive a Redis crash: Redis 7.0 checks the
+        # replayed transactions against the default user's rules (deploy/secrets; redis/redis#14541)
+        wrk = ("AUTH", "gantry-worker", s.redis_user_password("worker"))
+        got = raw(s.rport, wrk, ("EVAL", "redis.call('SET', KEYS[1], 'a'); redis.call('HSET', KEYS[2], 'f', 'v'); return 1",
+                                 "2", "gantry:aof-a", "gantry:aof-h"))
+        assert got[1] == ":1", got
+        jobs_before = s.redis("XLEN", "gantry:jobs")
+        s.kill("redis")
+        s.start_redis()
+        assert s.redis("GET", "gantry:aof-a") == "a" and s.redis("HGET", "gantry:aof-h", "f") == "v"
+        assert s.redis("XLEN", "gantry:jobs") == jobs_before
+        with open(os.path.join(s.dir, "redis.log"), errors="replace") as f:
+            assert "CRITICAL" not in f.read()
+        wait_until("the server back on Redis", lambda: s.get("/readyz").status == 200, 15)
+        s.wait_state(tok, s.submit(tok, placement_job("after-crash")))
+
         # no credentials: nothing at all
         for cmd in (("PING",), ("GET", "gantry:epoch"), ("XADD", "gantry:jobs", "*", "job", "{}"),
                     ("EVAL", "return 1", "0"), ("KEYS", "*")):
@@ -87,7 +104,6 @@ def test_redis_refuses_without_credentials_and_limits_each_daemon_user():
         # only the server loads scripts (its inference enqueue script)
         srv = ("AUTH", "gantry-server", s.redis_user_password("server"))
         assert raw(s.rport, srv, ("SCRIPT", "LOAD", "return 1"))[1].startswith("$")
-        wrk = ("AUTH", "gantry-worker", s.redis_user_password("worker"))
         assert raw(s.rport, wrk, ("SCRIPT", "LOAD", "return 1"))[1].startswith("-NOPERM")
         assert raw(s.rport, wrk, ("EVAL", "return redis.call('TIME')[1]", "0"))[1].startswith("$")
         assert s.redis("GET", "gantry:acl-test") == "1"  # nothing above flushed anything

@@ -121,6 +121,15 @@ def test_redis_refuses_without_credentials_and_limits_each_daemon_user():
                    lambda: "Redis refused our credentials (user gantry-worker): WRONGPASS" in open(log).read(), 10)
         assert p.poll() is None
         s.kill("badworker")
+        # the server's asynchronous connections too (common/redis_uv.c)
+        s._spawn("badserver", [os.path.join(BUILD, "gantry-server"), "--listen", f"127.0.0.1:{free_port()}",
+                               "--redis", f"127.0.0.1:{s.rport}", "--redis-user", "gantry-server", "--redis-password-file", bad,
+                               "--state", os.path.join(s.dir, "badstate"), "--admin-token", ADMIN,
+                               "--web", os.path.join(ROOT, "web"), "--migrations", os.path.join(ROOT, "migrations")])
+        log = os.path.join(s.dir, "badserver.log")
+        wait_until("the refusal in the server's log",
+                   lambda: "Redis refused our credentials (user gantry-server): WRONGPASS" in open(log).read(), 10)
+        s.kill("badserver")
         # a password file its group or others can read is refused before anything starts
         os.chmod(bad, 0o644)
         for daemon in ("gantry-worker", "gantry-scheduler", "gantry-server"):

@@ -309,7 +309,9 @@ def test_numbers_people_read():
         data, _ = fmnist_samples(2)
         assert s.post("/v2/models/readable/infer", tok, infer_body(data, 2)).status == 200
         wait_until("a serving event", lambda: any(e["job_id"] == jid2 and e.get("metrics") for e in sse.events), 10)
-        served = s.get(f"/v1/jobs/{jid2}/metrics", tok)
+        # the SSE event goes out before the point is committed (group commit): wait for the stored point
+        served = wait_until("the serving point stored", lambda: (r := s.get(f"/v1/jobs/{jid2}/metrics", tok)) and any(
+            "requests" in p for p in r.json["points"]) and r, 10)
         assert assert_short_reals("serving metrics", served.raw) >= 1, served.raw[:400]
         sse.close()
         ours = [e for e in sse.events if e["job_id"] in (jid, jid2)]

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -84,8 +85,21 @@ int redis_auth_argv(const redis_auth *a, const char *argv[3])
     return n;
 }
 
+static atomic_int failing;
+
+void redis_auth_accepted(void)
+{
+    atomic_store(&failing, 0);
+}
+
+bool redis_auth_failing(void)
+{
+    return atomic_load(&failing) != 0;
+}
+
 void redis_auth_refused(const redis_auth *a, const char *reply)
 {
+    atomic_store(&failing, 1);
     /* the scheduler and the server call this from one thread, a worker from two (tasks, heartbeat) */
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static char last[256];

@@ -37,5 +37,9 @@ int redis_auth_argv(const redis_auth *a, const char *argv[3]);
 
 /* Logs the refusal of AUTH (reply: the error Redis answered), at most once a minute for the same line */
 void redis_auth_refused(const redis_auth *a, const char *reply);
+/* AUTH answered OK */
+void redis_auth_accepted(void);
+/* true while the last AUTH answer this process got was a refusal (the server's /readyz says not ready) */
+bool redis_auth_failing(void);
 
 #endif

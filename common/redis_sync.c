@@ -58,6 +58,7 @@ bool rs_ensure(rs_conn *r)
             drop(r, "AUTH refused");
             return false;
         }
+        redis_auth_accepted();
     }
     if (r->was_down) log_info("redis %s:%d: connected", r->host, r->port);
     r->was_down = false;

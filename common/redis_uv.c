@@ -82,7 +82,10 @@ static void on_auth(redisAsyncContext *ac, void *reply, void *auth)
 {
     (void)ac;
     const redisReply *rep = reply;
-    if (rep && rep->type == REDIS_REPLY_ERROR) redis_auth_refused(auth, rep->str);
+    if (rep && rep->type == REDIS_REPLY_ERROR)
+        redis_auth_refused(auth, rep->str);
+    else if (rep)
+        redis_auth_accepted();
 }
 
 redisAsyncContext *redis_uv_connect(uv_loop_t *loop, const char *host, int port, const redis_auth *auth,

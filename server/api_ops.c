@@ -1,5 +1,6 @@
 /* api_ops.c - probes, metrics, the SSE stream (the worker registry view is in api_cluster.c, models in api_models.c). */
 #include "common/alloc.h"
+#include "common/redis_auth.h"
 #include "server/db.h"
 #include "server/api.h"
 #include "server/bus.h"
@@ -22,7 +23,7 @@ void api_readyz(http_ctx *c)
     sqlite3_stmt *st = db_stmt(c->srv->db, "SELECT 1");
     int db_ok = st && db_step(st) == SQLITE_ROW;
     db_release(st);
-    int redis_ok = bus_ready(c->srv->bus);
+    int redis_ok = bus_ready(c->srv->bus) && !redis_auth_failing(); /* connected, and not refused our credentials */
     json_t *body =
         json_pack("{s:s, s:b, s:b}", "status", db_ok && redis_ok ? "ready" : "not ready", "sqlite", db_ok, "redis", redis_ok);
     http_reply_json(c, db_ok && redis_ok ? 200 : 503, body);

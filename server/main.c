@@ -269,14 +269,14 @@ int main(int argc, char **argv)
      * database and its -wal and -shm files, admin.token, uploaded models.  A state directory made by an
      * older version (mode 755) is closed too; files made before are chmod-ed below. */
     umask(077);
-    static char state_default[PATH_MAX];
+    char state_default[PATH_MAX];
     const char *state = OPT("state");
     if (!state[0]) {
         if (path_default_state("", state_default, sizeof(state_default)) != 0) {
             log_error("no --state given and no default state directory (HOME is not set)");
             return 2;
         }
-        state = state_default;
+        state = xstrdup(state_default); /* lives as long as the process (srv.state_dir) */
     }
     if (path_mkdirs(state) != 0) {
         log_error("cannot create state directory %s: %s", state, strerror(errno));

@@ -54,6 +54,17 @@ def raw(port, *cmds):
     return out
 
 
+def http_get(port, path):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read().decode()
+    finally:
+        c.close()
+
+
 def test_redis_refuses_without_credentials_and_limits_each_daemon_user():
     with Stack(workers=1) as s:
         # each process authenticates as its own user; nobody as the default user
@@ -122,13 +133,16 @@ def test_redis_refuses_without_credentials_and_limits_each_daemon_user():
         assert p.poll() is None
         s.kill("badworker")
         # the server's asynchronous connections too (common/redis_uv.c)
-        s._spawn("badserver", [os.path.join(BUILD, "gantry-server"), "--listen", f"127.0.0.1:{free_port()}",
+        bad_port = free_port()
+        s._spawn("badserver", [os.path.join(BUILD, "gantry-server"), "--listen", f"127.0.0.1:{bad_port}",
                                "--redis", f"127.0.0.1:{s.rport}", "--redis-user", "gantry-server", "--redis-password-file", bad,
                                "--state", os.path.join(s.dir, "badstate"), "--admin-token", ADMIN,
                                "--web", os.path.join(ROOT, "web"), "--migrations", os.path.join(ROOT, "migrations")])
         log = os.path.join(s.dir, "badserver.log")
         wait_until("the refusal in the server's log",
                    lambda: "Redis refused our credentials (user gantry-server): WRONGPASS" in open(log).read(), 10)
+        ready = http_get(bad_port, "/readyz")
+        assert ready[0] == 503 and json.loads(ready[1])["redis"] is False, ready  # a probe sees it
         s.kill("badserver")
         # a password file its group or others can read is refused before anything starts
         os.chmod(bad, 0o644)

@@ -219,3 +219,23 @@ int path_mkdirs(const char *path)
     }
     return mkdir(buf, 0700) != 0 && errno != EEXIST ? -1 : 0;
 }
+
+int path_default_state(const char *sub, char *out, size_t outlen)
+{
+    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    int n;
+    if (geteuid() == 0)
+        n = snprintf(out, outlen, "/var/lib/gantry");
+    else if (xdg && xdg[0] == '/')
+        n = snprintf(out, outlen, "%s/gantry", xdg);
+    else if (home && home[0])
+        n = snprintf(out, outlen, "%s/.local/state/gantry", home);
+    else
+        return -1;
+    if (n < 0 || (size_t)n >= outlen) return -1;
+    if (sub && sub[0]) {
+        int m = snprintf(out + n, outlen - (size_t)n, "/%s", sub);
+        if (m < 0 || (size_t)m >= outlen - (size_t)n) return -1;
+    }
+    return 0;
+}

@@ -37,6 +37,11 @@ void path_squash(char *p);
  * is not root or under it; both squashed.  Lexical: the filesystem is not read. */
 const char *path_below(const char *path, const char *root);
 
+/* The default state directory of the daemons and deploy/up, outside any checkout and any working
+ * directory: /var/lib/gantry for root, else $XDG_STATE_HOME/gantry (default ~/.local/state/gantry); sub
+ * ("workers", or "" for none) appended.  0, or -1 when it does not fit in out (or HOME is unset). */
+int path_default_state(const char *sub, char *out, size_t outlen);
+
 /* mkdir -p (mode 0700 for what it creates); 0 or -1 with errno */
 int path_mkdirs(const char *path);
 

@@ -9,14 +9,14 @@
 
 #define RETRY_US 200000
 
-int rs_init(rs_conn *r, const char *hostport, const char *password)
+int rs_init(rs_conn *r, const char *hostport, const redis_auth *auth)
 {
     memset(r, 0, sizeof(*r));
     const char *colon = strrchr(hostport, ':');
     if (!colon || colon == hostport || (size_t)(colon - hostport) >= sizeof(r->host)) return -1;
     memcpy(r->host, hostport, (size_t)(colon - hostport));
     r->port = atoi(colon + 1);
-    snprintf(r->password, sizeof(r->password), "%s", password ? password : "");
+    if (auth) r->auth = *auth;
     return r->port > 0 ? 0 : -1;
 }
 
@@ -40,14 +40,25 @@ bool rs_ensure(rs_conn *r)
         return false;
     }
     redisSetTimeout(r->c, (struct timeval){10, 0});
-    if (r->password[0]) {
-        redisReply *rep = redisCommand(r->c, "AUTH %s", r->password);
-        bool ok = rep && rep->type != REDIS_REPLY_ERROR;
-        freeReplyObject(rep);
-        if (!ok) {
-            drop(r, "AUTH failed");
+    if (redis_auth_wanted(&r->auth)) {
+        const char *argv[3];
+        int argc = redis_auth_argv(&r->auth, argv);
+        redisReply *rep = redisCommandArgv(r->c, argc, argv, NULL);
+        if (!rep) {
+            drop(r, r->c->errstr);
             return false;
         }
+        bool ok = rep->type != REDIS_REPLY_ERROR;
+        if (!ok) {
+            redis_auth_refused(&r->auth, rep->str);
+            r->was_down = true; /* said once: drop does not log "AUTH" again */
+        }
+        freeReplyObject(rep);
+        if (!ok) {
+            drop(r, "AUTH refused");
+            return false;
+        }
+        redis_auth_accepted();
     }
     if (r->was_down) log_info("redis %s:%d: connected", r->host, r->port);
     r->was_down = false;

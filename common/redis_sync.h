@@ -8,6 +8,8 @@
 #ifndef GANTRY_REDIS_SYNC_H
 #define GANTRY_REDIS_SYNC_H
 
+#include "common/redis_auth.h"
+
 #include <hiredis/hiredis.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,7 +17,7 @@
 typedef struct {
     char host[256];
     int port;
-    char password[256];
+    redis_auth auth; /* sent on every (re)connect; redis_auth.h */
     redisContext *c;
     int64_t next_try_us;
     bool was_down;      /* for one log line per outage */
@@ -23,8 +25,8 @@ typedef struct {
     int64_t last_err_us;
 } rs_conn;
 
-/* parses "host:port"; 0 or -1 */
-int rs_init(rs_conn *r, const char *hostport, const char *password);
+/* parses "host:port"; auth (copied; NULL: none) is presented on every connect; 0 or -1 */
+int rs_init(rs_conn *r, const char *hostport, const redis_auth *auth);
 /* connects when needed; false when Redis is unreachable (with backoff) */
 bool rs_ensure(rs_conn *r);
 /* like redisCommand; frees the context on an I/O error (NULL), logs an error reply (returned as it is) */

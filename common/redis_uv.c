@@ -78,7 +78,17 @@ int redis_uv_attach(redisAsyncContext *ac, uv_loop_t *loop)
     return REDIS_OK;
 }
 
-redisAsyncContext *redis_uv_connect(uv_loop_t *loop, const char *host, int port, const char *password,
+static void on_auth(redisAsyncContext *ac, void *reply, void *auth)
+{
+    (void)ac;
+    const redisReply *rep = reply;
+    if (rep && rep->type == REDIS_REPLY_ERROR)
+        redis_auth_refused(auth, rep->str);
+    else if (rep)
+        redis_auth_accepted();
+}
+
+redisAsyncContext *redis_uv_connect(uv_loop_t *loop, const char *host, int port, const redis_auth *auth,
                                     redisConnectCallback *on_connect, redisDisconnectCallback *on_disconnect, void *data)
 {
     redisAsyncContext *ac = redisAsyncConnect(host, port);
@@ -90,7 +100,11 @@ redisAsyncContext *redis_uv_connect(uv_loop_t *loop, const char *host, int port,
     ac->data = data;
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    if (password && password[0]) redisAsyncCommand(ac, NULL, NULL, "AUTH %s", password);
+    if (redis_auth_wanted(auth)) {
+        const char *argv[3];
+        int argc = redis_auth_argv(auth, argv);
+        redisAsyncCommandArgv(ac, on_auth, (void *)auth, argc, argv, NULL);
+    }
     return ac;
 }
 

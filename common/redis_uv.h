@@ -9,6 +9,8 @@
 #ifndef GANTRY_REDIS_UV_H
 #define GANTRY_REDIS_UV_H
 
+#include "common/redis_auth.h"
+
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <stdbool.h>
@@ -28,9 +30,10 @@ void redis_uv_log_reply(redisAsyncContext *ac, void *reply, void *what);
 void redis_uv_group_reply(redisAsyncContext *ac, void *reply, void *what);
 
 /* Starts an async connection on the loop with both callbacks and ac->data set,
- * AUTH queued first when password is not empty.  NULL when it cannot even start
- * (the caller retries from a timer). */
-redisAsyncContext *redis_uv_connect(uv_loop_t *loop, const char *host, int port, const char *password,
+ * AUTH queued first when auth has a password (auth must live as long as the connection: a refusal is
+ * logged with its user name; the connection stays, and its commands fail with NOAUTH).  NULL when it
+ * cannot even start (the caller retries from a timer). */
+redisAsyncContext *redis_uv_connect(uv_loop_t *loop, const char *host, int port, const redis_auth *auth,
                                     redisConnectCallback *on_connect, redisDisconnectCallback *on_disconnect, void *data);
 
 #endif

@@ -56,7 +56,9 @@ static bool gather(rs_conn *r, const registry *reg, const task_msg *t)
 
 static config_opt opts[] = {
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
-    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
+    CONFIG_OPT("redis-user", "Redis ACL user to authenticate as (empty: the default user)", ""),
+    CONFIG_OPT("redis-password-file", "file holding the Redis password (mode 600 or 400; trailing white space dropped)", ""),
+    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none; prefer redis-password-file, which ps does not show)", ""),
     CONFIG_OPT("name", "this scheduler's name in logs and in the leader lease (default: generated)", ""),
     CONFIG_OPT("max-attempts", "how many times a job may run when the workers running it die", "3"),
     CONFIG_OPT("autoscaler",
@@ -366,8 +368,10 @@ int main(int argc, char **argv)
         snprintf(name, sizeof(name), "%s", OPT("name"));
     else
         id_random("s", 6, name, sizeof(name));
+    redis_auth rauth;
+    if (redis_auth_from_options(&rauth, OPT("redis-user"), OPT("redis-password"), OPT("redis-password-file")) != 0) return 2;
     rs_conn r;
-    if (rs_init(&r, OPT("redis"), OPT("redis-password")) != 0) {
+    if (rs_init(&r, OPT("redis"), &rauth) != 0) {
         log_error("--redis must be host:port");
         return 2;
     }

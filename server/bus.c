@@ -21,7 +21,8 @@
 
 struct bus {
     server *srv;
-    char host[256], password[256], consumer[64];
+    char host[256], consumer[64];
+    redis_auth auth;
     int port;
     redisAsyncContext *cmd, *rd;
     int cmd_ready, rd_ready;
@@ -44,7 +45,7 @@ static void sweep(bus *b, int64_t before_ms);
 
 static redisAsyncContext *connect_one(bus *b, redisConnectCallback *on_connect)
 {
-    return redis_uv_connect(b->srv->loop, b->host, b->port, b->password, on_connect, on_disconnect, b);
+    return redis_uv_connect(b->srv->loop, b->host, b->port, &b->auth, on_connect, on_disconnect, b);
 }
 
 static void ensure_group(redisAsyncContext *ac)
@@ -173,12 +174,12 @@ static void on_tick(uv_timer_t *t)
     }
 }
 
-bus *bus_create(server *srv, const char *host, int port, const char *password, const char *consumer)
+bus *bus_create(server *srv, const char *host, int port, const redis_auth *auth, const char *consumer)
 {
     bus *b = xcalloc(1, sizeof(*b));
     b->srv = srv;
     snprintf(b->host, sizeof(b->host), "%s", host);
-    snprintf(b->password, sizeof(b->password), "%s", password ? password : "");
+    if (auth) b->auth = *auth;
     snprintf(b->consumer, sizeof(b->consumer), "%s", consumer);
     b->port = port;
     b->len_jobs = b->len_events = -1;

@@ -10,6 +10,8 @@
 #ifndef GANTRY_BUS_H
 #define GANTRY_BUS_H
 
+#include "common/redis_auth.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,7 +21,7 @@
 struct server;
 typedef struct bus bus;
 
-bus *bus_create(struct server *srv, const char *host, int port, const char *password, const char *consumer);
+bus *bus_create(struct server *srv, const char *host, int port, const redis_auth *auth, const char *consumer);
 void bus_publish_job(bus *b, const task_msg *t);
 void bus_cancel(bus *b, const char *job_id);
 /* writes every tenant's weight and quota to gantry:tenants (the scheduler reads them) */

@@ -232,7 +232,8 @@ static const command commands[] = {
      "  gantry models alias resnet production 2\n"
      "  gantry models show resnet\n",
      cmd_models},
-    {"tenants", "", "every tenant (admins)", "example:\n  GANTRY_TOKEN=$(cat var/admin.token) gantry tenants\n", cmd_table},
+    {"tenants", "", "every tenant (admins)", "example:\n  GANTRY_TOKEN=$(cat ~/.local/state/gantry/admin.token) gantry tenants\n",
+     cmd_table},
     {"tokens", "create TENANT_ID --role ROLE [--name NAME]", "create a token for a tenant (admins)",
      "  --role ROLE  admin, member or viewer\n"
      "  --name NAME  a label for people (no control characters)\n"

@@ -16,8 +16,7 @@
 #include <string.h>
 
 #define PEND_CAP 65536 /* requests in flight per server (a power of two) */
-#define MAX_JOBS 1024
-#define NBUCKETS 80 /* latency histogram: bucket i holds latencies up to 0.05 ms x 1.2^i (the last: everything above) */
+#define NBUCKETS 80    /* latency histogram: bucket i holds latencies up to 0.05 ms x 1.2^i (the last: everything above) */
 #define REPLY_BATCH 1000
 #define CACHE_SIZE 256
 #define CACHE_TTL_MS 500 /* how long a (tenant, model) -> running job lookup is reused */
@@ -33,6 +32,7 @@ typedef struct {
     double slo_ms, slo_q;
     counts win, total; /* since the last flush, since the start */
     int64_t win_start_ms;
+    int pending; /* requests in flight that point here (pend.js): while any, the entry is not freed */
 } jstats;
 
 typedef struct pend {
@@ -54,15 +54,16 @@ struct infer_gw {
     server *srv;
     cache_entry cache[CACHE_SIZE];
     char sha[48]; /* of lua_infer_enqueue, once loaded */
-    char host[256], password[256], sid[32], replies[96];
+    char host[256], sid[32], replies[96];
+    redis_auth auth;
     int port;
     redisAsyncContext *tx, *rx;
     int tx_ready, rx_ready, reading;
     char last_id[64];
     uint64_t seq;
     pend *slots[PEND_CAP];
-    jstats *jobs[MAX_JOBS];
-    int njobs;
+    jstats **jobs; /* oldest first */
+    int njobs, cap, max_jobs;
     uv_timer_t tick;
     int64_t last_flush_ms;
 };
@@ -94,10 +95,22 @@ static jstats *stats_for(infer_gw *g, const infer_target *t)
 {
     for (int i = 0; i < g->njobs; i++)
         if (strcmp(g->jobs[i]->job_id, t->job_id) == 0) return g->jobs[i];
-    if (g->njobs == MAX_JOBS) { /* forget the quietest (oldest) entry */
-        free(g->jobs[0]);
-        memmove(g->jobs, g->jobs + 1, sizeof(g->jobs[0]) * (MAX_JOBS - 1));
-        g->njobs--;
+    if (g->njobs >= g->max_jobs) {
+        /* forget the oldest entry that no request in flight points at (each pend holds a counted
+         * reference, so an entry is never freed under one); when every entry has requests in flight,
+         * the table grows past max_jobs: at most by the requests in flight (PEND_CAP), and it shrinks
+         * back as new jobs come while those requests end */
+        for (int i = 0; i < g->njobs; i++) {
+            if (g->jobs[i]->pending) continue;
+            free(g->jobs[i]);
+            memmove(g->jobs + i, g->jobs + i + 1, sizeof(g->jobs[0]) * (size_t)(g->njobs - i - 1));
+            g->njobs--;
+            break;
+        }
+    }
+    if (g->njobs == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 64;
+        g->jobs = xrealloc(g->jobs, sizeof(g->jobs[0]) * (size_t)g->cap);
     }
     jstats *js = xcalloc(1, sizeof(*js));
     snprintf(js->job_id, sizeof(js->job_id), "%s", t->job_id);
@@ -141,6 +154,8 @@ static void finish(pend *p, int status, const char *body, size_t len)
     infer_gw *g = p->g;
     g->slots[p->seq & (PEND_CAP - 1)] = NULL;
     record(p->js, status, (double)(clock_mono_us() - p->t0_us) / 1000.0);
+    p->js->pending--; /* the entry may be forgotten from now on: p->js is not used again */
+    p->js = NULL;
     http_ctx *c = http_defer_ctx(p->defer);
     if (c) {
         if (status == 429) http_add_header(c, "retry-after", "1");
@@ -205,6 +220,7 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     }
     pend *p = xcalloc(1, sizeof(*p));
     p->g = g, p->seq = seq, p->js = stats_for(g, t), p->t0_us = clock_mono_us();
+    p->js->pending++;
     p->defer = http_defer_begin(c);
     uv_timer_init(g->srv->loop, &p->timer);
     p->timer.data = p;
@@ -392,8 +408,8 @@ static void on_tick(uv_timer_t *t)
 {
     infer_gw *g = t->data;
     if (g->srv->stopping) return;
-    if (!g->tx) g->tx = redis_uv_connect(g->srv->loop, g->host, g->port, g->password, on_tx_connect, on_disconnect, g);
-    if (!g->rx) g->rx = redis_uv_connect(g->srv->loop, g->host, g->port, g->password, on_rx_connect, on_disconnect, g);
+    if (!g->tx) g->tx = redis_uv_connect(g->srv->loop, g->host, g->port, &g->auth, on_tx_connect, on_disconnect, g);
+    if (!g->rx) g->rx = redis_uv_connect(g->srv->loop, g->host, g->port, &g->auth, on_rx_connect, on_disconnect, g);
     int64_t now = clock_now_ms();
     if (now - g->last_flush_ms >= INFER_FLUSH_MS) {
         flush(g, now);
@@ -401,12 +417,13 @@ static void on_tick(uv_timer_t *t)
     }
 }
 
-infer_gw *infer_create(server *srv, const char *host, int port, const char *password)
+infer_gw *infer_create(server *srv, const char *host, int port, const redis_auth *auth, int max_jobs)
 {
     infer_gw *g = xcalloc(1, sizeof(*g));
+    g->max_jobs = max_jobs > 0 ? max_jobs : 1024;
     g->srv = srv;
     snprintf(g->host, sizeof(g->host), "%s", host);
-    snprintf(g->password, sizeof(g->password), "%s", password ? password : "");
+    if (auth) g->auth = *auth;
     g->port = port;
     id_random("s", 8, g->sid, sizeof(g->sid));
     snprintf(g->replies, sizeof(g->replies), "%s%s", K_INFER_REPLIES_PREFIX, g->sid);
@@ -463,5 +480,7 @@ void infer_close(infer_gw *g)
     if (g->rx) redisAsyncFree(g->rx);
     for (int i = 0; i < g->njobs; i++)
         free(g->jobs[i]);
+    free(g->jobs);
+    g->jobs = NULL, g->njobs = 0;
     /* g itself is freed by the caller after the loop closed the handles */
 }

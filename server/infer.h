@@ -18,6 +18,7 @@
 
 #include <stdio.h>
 
+#include "common/redis_auth.h"
 #include "server/http.h"
 #include "server/infer_metrics.h" /* infer_render_metrics */
 
@@ -31,7 +32,9 @@ typedef struct {
     double slo_ms, slo_q; /* q in (0,1) */
 } infer_target;
 
-infer_gw *infer_create(server *srv, const char *host, int port, const char *password);
+/* max_jobs: inference jobs whose request counters are kept (/metrics, the serving points); beyond it the
+ * oldest entry without a request in flight is forgotten (<= 0: 1024) */
+infer_gw *infer_create(server *srv, const char *host, int port, const redis_auth *auth, int max_jobs);
 /* Answers c later: the replica's reply, or 429 / 503 / 504 as above. */
 void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *body, size_t len);
 /* A short-lived cache of which running job serves (tenant, model): NULL when

@@ -2,6 +2,8 @@
 #include "common/config.h"
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/paths.h"
+#include "common/redis_auth.h"
 #include "server/auth.h"
 #include "server/bus.h"
 #include "server/infer.h"
@@ -28,8 +30,13 @@
 static config_opt opts[] = {
     CONFIG_OPT("listen", "HTTP address host:port", "127.0.0.1:8080"),
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
-    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
-    CONFIG_OPT("state", "state directory (database, admin token)", "./var"),
+    CONFIG_OPT("redis-user", "Redis ACL user to authenticate as (empty: the default user)", ""),
+    CONFIG_OPT("redis-password-file", "file holding the Redis password (mode 600 or 400; trailing white space dropped)", ""),
+    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none; prefer redis-password-file, which ps does not show)", ""),
+    CONFIG_OPT("state",
+               "state directory, made mode 700 (database, admin token; default: /var/lib/gantry as root, else "
+               "$XDG_STATE_HOME/gantry or ~/.local/state/gantry)",
+               ""),
     CONFIG_OPT("db", "SQLite database file (default: STATE/gantry.db)", ""),
     CONFIG_OPT("web", "directory of the dashboard's static files", GANTRY_SOURCE_DIR "/web"),
     CONFIG_OPT("migrations", "directory of NNNN_name.sql migrations", GANTRY_SOURCE_DIR "/migrations"),
@@ -54,6 +61,14 @@ static config_opt opts[] = {
                "inference job sheds load too)",
                "20000"),
     CONFIG_OPT("infer-rate-burst", "predictions a token may send at once above the average", "40000"),
+    CONFIG_OPT("metrics-token-file",
+               "file holding a token that GET /metrics accepts as a Bearer token for every series (mode 600; "
+               "Prometheus's credentials_file); without it only an admin token sees tenants and jobs",
+               ""),
+    CONFIG_OPT("infer-stats-jobs",
+               "inference jobs whose request counters the server keeps (/metrics); beyond, the oldest without a request "
+               "in flight is forgotten",
+               "1024"),
     CONFIG_OPT("consumer", "this server's consumer name in the gantry:events group", "server"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
@@ -84,6 +99,7 @@ static int admin_token(const char *state)
     } else {
         FILE *f = fopen(path, "r");
         if (f) {
+            if (fchmod(fileno(f), 0600) != 0) log_warn("cannot make %s private (chmod 600): %s", path, strerror(errno));
             if (!fgets(secret, sizeof(secret), f)) secret[0] = '\0';
             fclose(f);
             secret[strcspn(secret, "\r\n")] = '\0';
@@ -156,6 +172,24 @@ static void security_headers(h2o_pathconf_t *conf)
         {H2O_HEADERS_CMD_SET, &names[3], {H2O_STRLIT("no-referrer")}},
         {H2O_HEADERS_CMD_NULL, NULL, {NULL, 0}}};
     h2o_headers_register(conf, cmds);
+}
+
+/* --metrics-token-file: the Prometheus scrape token (api_ops.c); 0, or -1 logged */
+static int load_metrics_token(const char *path)
+{
+    if (!path[0]) return 0;
+    char err[512];
+    int len = secret_file_read(path, srv.metrics_token, sizeof(srv.metrics_token), err, sizeof(err));
+    if (len < 0) {
+        log_error("--metrics-token-file %s", err);
+        return -1;
+    }
+    if (len < 16) {
+        log_error("--metrics-token-file %s: the token must be 16 bytes or more (e.g. openssl rand -hex 32)", path);
+        return -1;
+    }
+    srv.metrics_token_len = (size_t)len;
+    return 0;
 }
 
 /* HTTPS when a certificate and key are configured: TLS 1.2 or newer */
@@ -231,11 +265,24 @@ int main(int argc, char **argv)
     log_set_level(strcmp(lvl, "debug") == 0 ? LOG_DEBUG : strcmp(lvl, "warn") == 0 ? LOG_WARN : LOG_INFO);
     signal(SIGPIPE, SIG_IGN);
 
+    /* Everything the server writes is private (docs/operations.md, "Secrets and the state directory"): the
+     * database and its -wal and -shm files, admin.token, uploaded models.  A state directory made by an
+     * older version (mode 755) is closed too; files made before are chmod-ed below. */
+    umask(077);
+    char state_default[PATH_MAX];
     const char *state = OPT("state");
-    if (mkdir(state, 0700) != 0 && errno != EEXIST) {
+    if (!state[0]) {
+        if (path_default_state("", state_default, sizeof(state_default)) != 0) {
+            log_error("no --state given and no default state directory (HOME is not set)");
+            return 2;
+        }
+        state = xstrdup(state_default); /* lives as long as the process (srv.state_dir) */
+    }
+    if (path_mkdirs(state) != 0) {
         log_error("cannot create state directory %s: %s", state, strerror(errno));
         return 1;
     }
+    if (chmod(state, 0700) != 0) log_warn("cannot make the state directory %s private (chmod 700): %s", state, strerror(errno));
     char dbpath[4096], err[512];
     snprintf(dbpath, sizeof(dbpath), "%s", OPT("db")[0] ? OPT("db") : "");
     if (!dbpath[0]) snprintf(dbpath, sizeof(dbpath), "%s/gantry.db", state);
@@ -266,6 +313,13 @@ int main(int argc, char **argv)
         log_error("%s", err);
         return 1;
     }
+    const char *suffixes[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        char p[4200];
+        snprintf(p, sizeof(p), "%s%s", dbpath, suffixes[i]);
+        if (chmod(p, 0600) != 0 && errno != ENOENT) log_warn("cannot make %s private (chmod 600): %s", p, strerror(errno));
+    }
+    if (load_metrics_token(OPT("metrics-token-file")) != 0) return 2;
     if (admin_token(state) != 0) {
         log_error("cannot set up the bootstrap admin token");
         return 1;
@@ -276,13 +330,15 @@ int main(int argc, char **argv)
         log_error("--redis must be host:port");
         return 2;
     }
+    redis_auth rauth;
+    if (redis_auth_from_options(&rauth, OPT("redis-user"), OPT("redis-password"), OPT("redis-password-file")) != 0) return 2;
     srv.store = store_create(srv.loop, srv.db);
     srv.sse = sse_create(srv.loop);
     srv.metrics = metrics_create(routes_count);
     srv.ratelimit = ratelimit_create(strtod(OPT("rate-limit"), NULL), strtod(OPT("rate-burst"), NULL));
     srv.infer_ratelimit = ratelimit_create(strtod(OPT("infer-rate-limit"), NULL), strtod(OPT("infer-rate-burst"), NULL));
-    srv.bus = bus_create(&srv, rhost, rport, OPT("redis-password"), OPT("consumer"));
-    srv.infer = infer_create(&srv, rhost, rport, OPT("redis-password"));
+    srv.bus = bus_create(&srv, rhost, rport, &rauth, OPT("consumer"));
+    srv.infer = infer_create(&srv, rhost, rport, &rauth, atoi(OPT("infer-stats-jobs")));
     srv.logs = logs_create(&srv);
     body_gate = gate_create(&srv, strtoull(OPT("body-memory"), NULL, 10), strtoull(OPT("token-body-memory"), NULL, 10));
     if (setup_tls(OPT("tls-cert"), OPT("tls-key")) != 0 || setup_http(OPT("listen")) != 0) return 1;

@@ -89,7 +89,7 @@ static void tenant_slots(sqlite3 *db, FILE *out)
     free(quotas);
 }
 
-void metrics_render(metrics *m, server *srv, FILE *out)
+void metrics_render(metrics *m, server *srv, FILE *out, bool full)
 {
     fprintf(out, "# HELP gantry_http_requests_total HTTP requests answered, by route and status class.\n"
                  "# TYPE gantry_http_requests_total counter\n");
@@ -118,7 +118,7 @@ void metrics_render(metrics *m, server *srv, FILE *out)
     }
     fprintf(out, "# HELP gantry_jobs Jobs by type and state.\n# TYPE gantry_jobs gauge\n");
     jobs_count_by_state(srv->db, job_line, out);
-    tenant_slots(srv->db, out);
+    if (full) tenant_slots(srv->db, out);
     fprintf(out,
             "# HELP gantry_store_commits_total SQLite transactions committed (group commit).\n"
             "# TYPE gantry_store_commits_total counter\ngantry_store_commits_total %llu\n"
@@ -128,5 +128,5 @@ void metrics_render(metrics *m, server *srv, FILE *out)
             "# TYPE gantry_sse_streams gauge\ngantry_sse_streams %d\n",
             store_commits(srv->store), store_writes(srv->store), sse_count(srv->sse));
     bus_render_metrics(srv->bus, out);
-    if (srv->infer) infer_render_metrics(srv->infer, out);
+    if (full && srv->infer) infer_render_metrics(srv->infer, out);
 }

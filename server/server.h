@@ -40,6 +40,8 @@ typedef struct server {
     size_t infer_body_limit;     /* POST /v2/models/{name}/infer (default 20 MiB: 1,024 samples of pixels/255) */
     size_t upload_body_limit;    /* POST /v1/models/{name}/versions: a model file and its metadata (default 512 MiB) */
     const char *model_store;     /* where uploaded models are written (absolute; default STATE/models) */
+    char metrics_token[256];     /* --metrics-token-file: a Prometheus scrape token ("" for none; api_metrics) */
+    size_t metrics_token_len;
     int json_max_depth;
     int list_max;
 

@@ -51,12 +51,16 @@
 
 static config_opt opts[] = {
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
-    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none)", ""),
+    CONFIG_OPT("redis-user", "Redis ACL user to authenticate as (empty: the default user)", ""),
+    CONFIG_OPT("redis-password-file", "file holding the Redis password (mode 600 or 400; trailing white space dropped)", ""),
+    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none; prefer redis-password-file, which ps does not show)", ""),
     CONFIG_OPT("id", "worker id (default: generated w_<hex>)", ""),
     CONFIG_OPT("labels", "comma-separated key=value labels, e.g. site=a,zone=1", ""),
     CONFIG_OPT("kind", "cpu or gpu (GPU workers need a build with the gpu feature)", "cpu"),
-    CONFIG_OPT("state", "directory for checkpoints and the model store (shared by all workers: a gang resumes from it)",
-               "./var/worker"),
+    CONFIG_OPT("state",
+               "directory for checkpoints and the model store (shared by all workers: a gang resumes from it; default: "
+               "/var/lib/gantry/workers as root, else $XDG_STATE_HOME/gantry/workers or ~/.local/state/gantry/workers)",
+               ""),
     CONFIG_OPT("advertise-host", "address other workers reach this one at (multi-worker training listens there)", "127.0.0.1"),
     CONFIG_OPT("max-attempts", "attempts of a job when its worker is lost (as the scheduler's)", "3"),
     CONFIG_OPT("memory", "memory this slot offers, in bytes (0: the machine's)", "0"),
@@ -641,8 +645,14 @@ int main(int argc, char **argv)
         id_random("w", 6, worker_id, sizeof(worker_id));
     snprintf(source, sizeof(source), "worker:%s", worker_id);
     build_info();
-    if (path_mkdirs(OPT("state")) != 0 || !realpath(OPT("state"), state_dir)) {
-        log_error("cannot use the state directory %s: %s", OPT("state"), strerror(errno));
+    char state_want[PATH_MAX];
+    snprintf(state_want, sizeof(state_want), "%s", OPT("state"));
+    if (!state_want[0] && path_default_state("workers", state_want, sizeof(state_want)) != 0) {
+        log_error("no --state given and no default state directory (HOME is not set)");
+        return 2;
+    }
+    if (path_mkdirs(state_want) != 0 || !realpath(state_want, state_dir)) {
+        log_error("cannot use the state directory %s: %s", state_want, strerror(errno));
         return 1;
     }
     ssize_t exe = readlink("/proc/self/exe", bin_dir, sizeof(bin_dir) - 1);
@@ -654,8 +664,10 @@ int main(int argc, char **argv)
     max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
     if (OPT("fed-secret")[0] && load_fed_secret(OPT("fed-secret")) != 0) return 2;
 
+    redis_auth rauth;
+    if (redis_auth_from_options(&rauth, OPT("redis-user"), OPT("redis-password"), OPT("redis-password-file")) != 0) return 2;
     rs_conn r, hb;
-    if (rs_init(&r, OPT("redis"), OPT("redis-password")) != 0 || rs_init(&hb, OPT("redis"), OPT("redis-password")) != 0) {
+    if (rs_init(&r, OPT("redis"), &rauth) != 0 || rs_init(&hb, OPT("redis"), &rauth) != 0) {
         log_error("--redis must be host:port");
         return 2;
     }

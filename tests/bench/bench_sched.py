@@ -47,7 +47,7 @@ def run(jobs, workers, depth):
     """{'rate','decide','whole','per_job','rounds','largest'} for `jobs` jobs with `depth` more queued behind"""
     with Stack(workers=0, server_args=["--rate-limit", "0"]) as s:
         s.kill("scheduler")
-        s._spawn("scheduler", [os.path.join(BUILD, "gantry-scheduler"), "--redis", f"127.0.0.1:{s.rport}",
+        s._spawn("scheduler", [os.path.join(BUILD, "gantry-scheduler"), *s._redis_args("scheduler"),
                                "--name", "scheduler", "--log-level", "debug"])
         tid, tok = s.tenant("bench-sched")
         if depth:

@@ -97,8 +97,9 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     with Stack(workers=1, server_args=["--infer-body-limit", str(64 << 20)]) as s:
         s.kill("worker0")  # again with the thread budget of the comparison
-        s._spawn("worker0", [os.path.join(BUILD, "gantry-worker"), *s._redis_args(), "--id", "w_test0",
-                             "--threads", str(args.threads), "--fed-secret", s.fed_secret])
+        s._spawn("worker0", [os.path.join(BUILD, "gantry-worker"), *s._redis_args("worker"), "--id", "w_test0",
+                             "--threads", str(args.threads), "--fed-secret", s.fed_secret,
+                             "--state", os.path.join(s.dir, "var", "worker")])
         wait_until("worker", lambda: len(s.workers()) == 1, 15)
         _, tok = s.tenant("bench")
         r = upload(s, tok, "resnet", model, RESNET_META)

@@ -20,14 +20,23 @@ import { ADMIN, assert, check, http, launch, login, pageProblems, requireEnv, ru
 requireEnv('logs.mjs');
 const REDIS_PORT = Number(process.env.GANTRY_REDIS_PORT || 0);
 
-// one Redis command over RESP (binary-safe enough for text), its reply as a string
+const REDIS_USER = process.env.GANTRY_REDIS_USER || '';
+const REDIS_PASSWORD = process.env.GANTRY_REDIS_PASSWORD || '';
+
+const resp = (args) => [`*${args.length}\r\n`, ...args.map((a) => { const b = Buffer.from(String(a)); return Buffer.concat([Buffer.from(`$${b.length}\r\n`), b, Buffer.from('\r\n')]); })];
+
+// one Redis command over RESP (binary-safe enough for text), its reply as a string; AUTH first when the
+// harness gave credentials (its Redis has ACL users, the default user off), its "+OK" dropped
 function redis(...args) {
-    const parts = [`*${args.length}\r\n`, ...args.map((a) => { const b = Buffer.from(String(a)); return Buffer.concat([Buffer.from(`$${b.length}\r\n`), b, Buffer.from('\r\n')]); })];
+    const auth = REDIS_PASSWORD ? resp(['AUTH', ...(REDIS_USER ? [REDIS_USER] : []), REDIS_PASSWORD]) : [];
+    const parts = [...auth, ...resp(args)];
     return new Promise((resolve, reject) => {
         const sock = net.createConnection(REDIS_PORT, '127.0.0.1');
         let got = '';
+        let ok = auth.length > 0;
         sock.on('data', (d) => {
             got += d;
+            if (ok && got.startsWith('+OK\r\n')) { got = got.slice(5); ok = false; }
             if (got.startsWith('-')) { sock.end(); reject(new Error(got)); }
             if (got.split('\r\n').length > 2) { sock.end(); resolve(got); }
         });

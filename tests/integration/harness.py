@@ -102,7 +102,7 @@ class Client:
 
 class Stack(Client):
     def __init__(self, workers=2, redis_persist=True, env=None, server_args=(), tls_ca=None, redis_password=None,
-                 scheduler_args=()):
+                 scheduler_args=(), redis_acl=True):
         self.dir = tempfile.mkdtemp(prefix="gantry-it-")
         self.port = free_port()
         self.rport = free_port()
@@ -111,7 +111,16 @@ class Stack(Client):
         self.server_args = list(server_args)
         self.scheduler_args = list(scheduler_args)
         self.tls_ca = tls_ca  # when set, the server speaks HTTPS with a certificate signed by this file
+        # Redis credentials (docs/operations.md, "Redis credentials"): by default Redis runs with deploy/up's ACL
+        # file (made by deploy/secrets), its default user off, and each daemon authenticates as its own user
+        # with its own password file, so every test goes through the ACLs a deployment has.  The harness keeps
+        # gantry-admin (every command) for itself: redis() and redis_cli_args().  redis_password instead: the
+        # old single password (requirepass, --redis-password); redis_acl=False: no credentials at all.
         self.redis_password = redis_password
+        self.redis_acl = redis_acl and not redis_password
+        self.secrets = os.path.join(self.dir, "secrets")
+        if self.redis_acl:
+            subprocess.run([os.path.join(ROOT, "deploy", "secrets"), self.secrets], check=True)
         self.env = dict(os.environ, **(env or {}))
         # leaks at exit are the unit tests' business; daemons are killed on purpose here
         self.env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
@@ -134,27 +143,51 @@ class Stack(Client):
         argv = ["redis-server", "--port", str(self.rport), "--bind", "127.0.0.1", "--dir", self.dir, "--save", ""]
         if self.redis_password:
             argv += ["--requirepass", self.redis_password]
+        if self.redis_acl:
+            argv += ["--aclfile", os.path.join(self.secrets, "redis.acl")]
         argv += ["--appendonly", "yes", "--appendfsync", "always"] if self.redis_persist else ["--appendonly", "no"]
         self._spawn("redis", argv)
         wait_until("redis", lambda: self.redis("PING") == "PONG", 10)
 
-    def _redis_args(self):
+    def redis_user_password(self, user):
+        """the password of a Redis ACL user of this stack (server, scheduler, worker, admin)"""
+        with open(os.path.join(self.secrets, f"redis-{user}.password")) as f:
+            return f.read().strip()
+
+    def _redis_args(self, user):
+        """a daemon's Redis options: its own ACL user and password file (user: server, scheduler, worker)"""
         args = ["--redis", f"127.0.0.1:{self.rport}"]
+        if self.redis_acl:
+            return args + ["--redis-user", f"gantry-{user}",
+                           "--redis-password-file", os.path.join(self.secrets, f"redis-{user}.password")]
         return args + ["--redis-password", self.redis_password] if self.redis_password else args
+
+    def redis_auth(self):
+        """the AUTH command (a tuple) the harness's own raw connections send first, or None without credentials"""
+        if self.redis_acl:
+            return ("AUTH", "gantry-admin", self.redis_user_password("admin"))
+        return ("AUTH", self.redis_password) if self.redis_password else None
+
+    def redis_cli_args(self):
+        """redis-cli's credentials options for the harness's admin user ([] without credentials)"""
+        if self.redis_acl:
+            return ["--no-auth-warning", "--user", "gantry-admin", "--pass", self.redis_user_password("admin")]
+        return ["--no-auth-warning", "-a", self.redis_password] if self.redis_password else []
 
     def start_server(self):
         self._spawn("server", [os.path.join(BUILD, "gantry-server"), "--listen", f"127.0.0.1:{self.port}",
-                               *self._redis_args(), "--state", os.path.join(self.dir, "state"),
+                               *self._redis_args("server"), "--state", os.path.join(self.dir, "state"),
                                "--admin-token", ADMIN, "--web", os.path.join(ROOT, "web"),
                                "--migrations", os.path.join(ROOT, "migrations"), *self.server_args])
         wait_until("server /healthz", lambda: self.get("/healthz").status == 200, 15)
 
     def start_scheduler(self, name="scheduler"):
-        self._spawn(name, [os.path.join(BUILD, "gantry-scheduler"), *self._redis_args(), "--name", name, *self.scheduler_args])
+        self._spawn(name, [os.path.join(BUILD, "gantry-scheduler"), *self._redis_args("scheduler"), "--name", name, *self.scheduler_args])
 
     def start_worker(self, i, labels=""):
-        self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args(),
-                                   "--id", f"w_test{i}", "--labels", labels, "--fed-secret", self.fed_secret])
+        self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args("worker"),
+                                   "--id", f"w_test{i}", "--labels", labels, "--fed-secret", self.fed_secret,
+                                   "--state", os.path.join(self.dir, "var", "worker")])  # shared by the stack's workers
 
     def __enter__(self):
         try:
@@ -185,7 +218,24 @@ class Stack(Client):
         p.wait(timeout=15)
         return p.returncode
 
+    def acl_denials(self):
+        """what Redis refused a gantry daemon user (ACL LOG: a command, a key or a channel it has no right to);
+        [] when Redis is not running with the ACL users"""
+        if not self.redis_acl or "redis" not in self.procs or self.procs["redis"].poll() is not None:
+            return []
+        out = subprocess.run(["redis-cli", "-p", str(self.rport), *self.redis_cli_args(), "--json", "ACL", "LOG", "64"],
+                             capture_output=True, text=True, timeout=10).stdout
+        try:
+            entries = json.loads(out or "[]")
+        except ValueError:
+            return []
+        return [e for e in entries if isinstance(e, dict) and e.get("reason") in ("command", "key", "channel")
+                and e.get("username") in ("gantry-server", "gantry-scheduler", "gantry-worker")]
+
     def __exit__(self, *exc):
+        # every test checks that the daemons' ACL users can run what the code runs: a refusal here is a
+        # command or a key missing from deploy/secrets's rules (tests that provoke one on purpose reset the log)
+        denied = self.acl_denials() if exc[0] is None else []
         for name in list(self.procs):
             p = self.procs[name]
             if p.poll() is None:
@@ -200,6 +250,9 @@ class Stack(Client):
             log.close()
         if exc[0] is not None:
             self.dump_logs()
+        if denied:
+            raise AssertionError("Redis refused a gantry daemon (ACL LOG): " + "; ".join(
+                f"{e.get('username')} {e.get('reason')} {e.get('object')} ({e.get('context')})" for e in denied))
         return False
 
     def dump_logs(self, lines=25):
@@ -212,8 +265,7 @@ class Stack(Client):
 
     # ---- Redis ----
     def redis(self, *args):
-        auth = ["--no-auth-warning", "-a", self.redis_password] if self.redis_password else []
-        out = subprocess.run(["redis-cli", "-p", str(self.rport), *auth, *map(str, args)], capture_output=True,
+        out = subprocess.run(["redis-cli", "-p", str(self.rport), *self.redis_cli_args(), *map(str, args)], capture_output=True,
                              text=True, timeout=10)
         return out.stdout.strip()
 

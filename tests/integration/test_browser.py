@@ -94,7 +94,8 @@ def test_program_logs_pane_in_chromium():
     os.makedirs(out, exist_ok=True)
     with Stack(workers=0) as s:  # the test writes the job's log entries and its result itself
         env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}", GANTRY_ADMIN_TOKEN=ADMIN, GANTRY_TEST_OUT=out,
-                   GANTRY_REDIS_PORT=str(s.rport))
+                   GANTRY_REDIS_PORT=str(s.rport), GANTRY_REDIS_USER="gantry-admin",
+                   GANTRY_REDIS_PASSWORD=s.redis_user_password("admin"))
         r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "logs.mjs")], env=env, capture_output=True,
                            text=True, timeout=180)
         print(r.stdout[-3000:], r.stderr[-3000:])

@@ -62,6 +62,10 @@ def test_systemd_units_verify():
             unit = f.read()
         for hardening in ("NoNewPrivileges=yes", "ProtectSystem=strict", "CapabilityBoundingSet="):
             assert hardening in unit, (name, hardening)
+        # its own Redis password, handed over by systemd (never on the command line)
+        user = name.split("-")[1].split("@")[0].split(".")[0]
+        assert f"LoadCredential=redis.password:/etc/gantry/secrets/redis-{user}.password" in unit, name
+        assert "--redis-password-file ${CREDENTIALS_DIRECTORY}/redis.password" in unit and "--redis-password " not in unit, name
 
 
 def test_sample_configs_name_real_settings():
@@ -98,6 +102,20 @@ def test_kubernetes_manifests():
     for conf, daemon in (("server.conf", "gantry-server"), ("scheduler.conf", "gantry-scheduler"),
                          ("worker.conf", "gantry-worker")):
         assert set(conf_keys(cm[conf])) <= options(daemon), conf
+    # Redis: the ACL file from the credentials secret; each daemon its own user and password file, no password in
+    # an environment variable or on a command line
+    redis = kinds["StatefulSet"][0]["spec"]["template"]["spec"]
+    assert "--aclfile" in redis["containers"][0]["args"] and "--requirepass" not in redis["containers"][0]["args"]
+    for conf, user in (("server.conf", "server"), ("scheduler.conf", "scheduler"), ("worker.conf", "worker")):
+        assert f"redis-user = gantry-{user}" in cm[conf], conf
+    for d in kinds["Deployment"] + kinds["DaemonSet"]:
+        pod = d["spec"]["template"]["spec"]
+        cmd = pod["containers"][0]["command"]
+        assert "--redis-password-file" in cmd and "--redis-password" not in cmd, cmd
+        user = cmd[0].split("-")[1]
+        items = [i for v in pod["volumes"] if v.get("secret", {}).get("secretName") == "gantry-credentials"
+                 for i in v["secret"]["items"]]
+        assert {"key": f"redis-{user}.password", "path": "redis.password"} in items, (cmd[0], items)
     # every flag a container passes is one its daemon knows
     for d in kinds["Deployment"] + kinds["DaemonSet"]:
         cmd = d["spec"]["template"]["spec"]["containers"][0]["command"]

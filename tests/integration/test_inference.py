@@ -11,7 +11,7 @@ import os
 import re
 import time
 
-from harness import Stack, wait_until
+from harness import ADMIN, Stack, wait_until
 from test_flow import SSEReader
 from test_training import training_job
 
@@ -99,7 +99,7 @@ def test_serving_predictions_errors_and_metrics():
             return pts if sum(p["requests"] for p in pts) >= 66 else None
         pts = wait_until("serving metrics for the 66 answered requests", served, 10)
         assert all(0 <= p["slo_attainment"] <= 1 and p["p99_ms"] > 0 for p in pts), pts
-        text = s.get("/metrics").raw
+        text = s.get("/metrics", ADMIN).raw  # per-job series: admins and the scrape token only
         assert f'gantry_inference_requests_total{{job="{jid}",outcome="ok"}}' in text
 
         assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200
@@ -309,7 +309,9 @@ def test_numbers_people_read():
         data, _ = fmnist_samples(2)
         assert s.post("/v2/models/readable/infer", tok, infer_body(data, 2)).status == 200
         wait_until("a serving event", lambda: any(e["job_id"] == jid2 and e.get("metrics") for e in sse.events), 10)
-        served = s.get(f"/v1/jobs/{jid2}/metrics", tok)
+        # the SSE event goes out before the point is committed (group commit): wait for the stored point
+        served = wait_until("the serving point stored", lambda: (r := s.get(f"/v1/jobs/{jid2}/metrics", tok)) and any(
+            "requests" in p for p in r.json["points"]) and r, 10)
         assert assert_short_reals("serving metrics", served.raw) >= 1, served.raw[:400]
         sse.close()
         ours = [e for e in sse.events if e["job_id"] in (jid, jid2)]

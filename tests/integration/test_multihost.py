@@ -56,29 +56,30 @@ class Hosts(Stack):
 
     def start_redis(self):
         self._in(0, "redis", ["redis-server", "--port", str(self.rport), "--bind", self.ip[0], "--dir", self.dir, "--save", "",
-                              "--appendonly", "no", "--protected-mode", "no"])
+                              "--appendonly", "no", "--protected-mode", "no", "--aclfile", os.path.join(self.secrets, "redis.acl")])
         wait_until("redis", lambda: self.redis("PING") == "PONG", 10)
 
     def redis(self, *args):
-        out = subprocess.run(["redis-cli", "-h", self.ip[0], "-p", str(self.rport), *map(str, args)], capture_output=True,
+        out = subprocess.run(["redis-cli", "-h", self.ip[0], "-p", str(self.rport), *self.redis_cli_args(), *map(str, args)], capture_output=True,
                              text=True, timeout=10)
         return out.stdout.strip()
 
-    def _redis_args(self):
-        return ["--redis", f"{self.ip[0]}:{self.rport}"]
+    def _redis_args(self, user):  # each daemon its own ACL user, as the harness's
+        return ["--redis", f"{self.ip[0]}:{self.rport}", "--redis-user", f"gantry-{user}",
+                "--redis-password-file", os.path.join(self.secrets, f"redis-{user}.password")]
 
     def start_server(self):
-        self._in(0, "server", [os.path.join(BUILD, "gantry-server"), "--listen", f"{self.ip[0]}:{self.port}", *self._redis_args(),
+        self._in(0, "server", [os.path.join(BUILD, "gantry-server"), "--listen", f"{self.ip[0]}:{self.port}", *self._redis_args("server"),
                                "--state", os.path.join(self.dir, "state"), "--admin-token", ADMIN, "--web",
                                os.path.join(ROOT, "web"), "--migrations", os.path.join(ROOT, "migrations")])
         wait_until("server /healthz", lambda: self.get("/healthz").status == 200, 15)
 
     def start_scheduler(self, name="scheduler"):
-        self._in(0, name, [os.path.join(BUILD, "gantry-scheduler"), *self._redis_args(), "--name", name])
+        self._in(0, name, [os.path.join(BUILD, "gantry-scheduler"), *self._redis_args("scheduler"), "--name", name])
 
     def start_worker(self, i, labels=""):
         host = i + 1
-        self._in(host, f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args(), "--id", f"w_test{i}",
+        self._in(host, f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args("worker"), "--id", f"w_test{i}",
                                       "--advertise-host", self.ip[host], "--state", os.path.join(self.dir, f"host{host}")])
 
     def connection(self, timeout=30):

@@ -164,7 +164,7 @@ def test_one_rank_runs_in_its_sandbox():
 
 def log_entries(s, jid):
     """the job's log stream as [(rank, generation, "t" or "end", text)]"""
-    out = subprocess.run(["redis-cli", "-p", str(s.rport), "--json", "-2", "XRANGE", f"gantry:logs:{jid}", "-", "+"],
+    out = subprocess.run(["redis-cli", "-p", str(s.rport), *s.redis_cli_args(), "--json", "-2", "XRANGE", f"gantry:logs:{jid}", "-", "+"],
                          capture_output=True, text=True, timeout=10).stdout
     entries = []
     for _, fields in json.loads(out) or []:

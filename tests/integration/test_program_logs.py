@@ -29,19 +29,22 @@ def _b(x):
 def redis_raw(s, *cmds):
     """sends commands (each a tuple of str/bytes) in one write on one connection: binary-safe (NUL, invalid
     UTF-8), pipelined; returns the raw replies"""
+    auth = s.redis_auth()  # the harness's own Redis user, answered "+OK\r\n" (one more CRLF)
+    want = 2 * len(cmds) + (1 if auth else 0)
+    cmds = ((auth,) if auth else ()) + cmds
     out = b""
     for cmd in cmds:
         out += b"*%d\r\n" % len(cmd) + b"".join(b"$%d\r\n%s\r\n" % (len(_b(a)), _b(a)) for a in cmd)
     with socket.create_connection(("127.0.0.1", s.rport), timeout=10) as sock:
         sock.sendall(out)
         got = b""
-        while got.count(b"\r\n") < 2 * len(cmds) and not got.startswith(b"-"):  # XADD answers "$N\r\nid\r\n"
+        while got.count(b"\r\n") < want and not got.startswith(b"-"):  # XADD answers "$N\r\nid\r\n"
             chunk = sock.recv(65536)
             if not chunk:
                 break
             got += chunk
     assert not got.startswith(b"-"), got
-    return got
+    return got[len(b"+OK\r\n"):] if auth else got
 
 
 def log_cmd(jid, rank, gen, text=None, end=None):

@@ -381,3 +381,35 @@ def test_worker_sigterm_hands_back_a_federated_site():
         assert s.job(tok, jid)["state"] == "queued"
         print(f"up: a federated site's worker exits {exited:.2f} s after SIGTERM, the other sites stop within "
               f"{peers:.2f} s; all three sites' workers exit within {all_exited:.2f} s")
+
+
+def test_up_control_only_node_with_private_state_and_redis_credentials():
+    """GANTRY_WORKERS=0: Redis, the server and the scheduler, no worker (was a division by zero), said so.
+    The stack's secrets: the state directory 700, the database, admin token, federation secret and
+    secrets/ (made by deploy/secrets) 600; Redis refuses a client without credentials; every daemon runs
+    in the state directory (not the checkout) and authenticates as its own ACL user; the scrape token
+    reads every /metrics series."""
+    state = tempfile.mkdtemp(prefix="gantry-up-")
+    os.chmod(state, 0o755)  # deploy/up closes it
+    with Up(workers=0, state=state) as up:
+        wait_until("the message", lambda: "no worker: a control-only node" in open(os.path.join(up.dir, "up.out")).read(), 10)
+        assert not up.daemons("gantry-worker") and up.daemons("gantry-scheduler") and up.daemons("redis-server")
+        mode = lambda p: oct(os.stat(os.path.join(up.dir, p)).st_mode & 0o777)
+        assert mode(".") == oct(0o700) and mode("secrets") == oct(0o700)
+        for f in ("gantry.db", "gantry.db-wal", "admin.token", "fed.secret", *("secrets/" + n for n in os.listdir(os.path.join(up.dir, "secrets")))):
+            if os.path.exists(os.path.join(up.dir, f)):
+                assert mode(f) == oct(0o600), f
+        assert os.path.exists(os.path.join(up.dir, "secrets", "redis.acl"))
+        noauth = subprocess.run(["redis-cli", "-p", str(up.rport), "PING"], capture_output=True, text=True, timeout=10).stdout
+        assert "NOAUTH" in noauth, noauth
+        for name in ("gantry-server", "gantry-scheduler"):
+            for pid in up.daemons(name):
+                assert os.readlink(f"/proc/{pid}/cwd") == os.path.realpath(up.dir), name
+                argv = proc_info(pid)[0]
+                assert argv[argv.index("--redis-user") + 1] == name, argv
+        with open(os.path.join(up.dir, "secrets", "metrics.token")) as f:
+            scrape = f.read().strip()
+        tok = up.tenant("control-only")
+        assert 'tenant="control-only"' in up.get("/metrics", scrape).raw
+        assert "control-only" not in up.get("/metrics").raw
+        assert up.submit(tok, placement_job("waits"))  # accepted: it waits for a worker to join

@@ -1,4 +1,4 @@
-/* test_common.c - unit tests for common/: config, clock, ids, jobstate, msg. */
+/* test_common.c - unit tests for common/: config, clock, ids, jobstate, msg, redis_auth (secret files, AUTH). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,6 +18,10 @@
 #include "common/jobtypes.h"
 #include "common/keys.h"
 #include "common/msg.h"
+#include "common/paths.h"
+#include "common/redis_auth.h"
+
+#include <sys/stat.h>
 
 /* ---- config ---- */
 
@@ -714,6 +718,84 @@ static void test_keys(void **state)
     assert_true(K_WORKER_TTL_MS > K_HEARTBEAT_MS);
 }
 
+/* ---- redis_auth: secret files and the AUTH command ---- */
+
+static void write_secret(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+static void test_secret_file_read(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/gantry-secret-XXXXXX", path[64], out[64], err[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/pw", dir);
+    write_secret(path, "s3cret \n\n", 0600);
+    assert_int_equal(secret_file_read(path, out, sizeof(out), err, sizeof(err)), 6); /* trailing white space dropped */
+    assert_string_equal(out, "s3cret");
+    assert_int_equal(chmod(path, 0400), 0);
+    assert_int_equal(secret_file_read(path, out, sizeof(out), err, sizeof(err)), 6);
+    /* others or a foreign group may not read it */
+    assert_int_equal(chmod(path, 0604), 0);
+    assert_int_equal(secret_file_read(path, out, sizeof(out), err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "chmod 600"));
+    assert_int_equal(chmod(path, 0620), 0);
+    assert_int_equal(secret_file_read(path, out, sizeof(out), err, sizeof(err)), -1);
+    /* 440 for the process's own group (a Kubernetes secret volume with fsGroup) */
+    assert_int_equal(chmod(path, 0440), 0);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(secret_file_read(path, out, sizeof(out), err, sizeof(err)), sb.st_gid == getegid() ? 6 : -1);
+    /* empty, too long, missing, a directory */
+    write_secret(path, "\n", 0600);
+    assert_int_equal(secret_file_read(path, out, sizeof(out), err, sizeof(err)), -1);
+    write_secret(path, "0123456789", 0600);
+    assert_int_equal(secret_file_read(path, out, 8, err, sizeof(err)), -1);
+    assert_int_equal(secret_file_read("/nonexistent/pw", out, sizeof(out), err, sizeof(err)), -1);
+    assert_int_equal(chmod(dir, 0700), 0);
+    assert_int_equal(secret_file_read(dir, out, sizeof(out), err, sizeof(err)), -1);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_redis_auth_options(void **state)
+{
+    (void)state;
+    redis_auth a;
+    const char *argv[3];
+    assert_int_equal(redis_auth_from_options(&a, "", "", ""), 0);
+    assert_false(redis_auth_wanted(&a));
+    assert_int_equal(redis_auth_from_options(&a, "", "pw", ""), 0); /* requirepass: AUTH password */
+    assert_true(redis_auth_wanted(&a));
+    assert_int_equal(redis_auth_argv(&a, argv), 2);
+    assert_string_equal(argv[1], "pw");
+    assert_int_equal(redis_auth_from_options(&a, "gantry-worker", "pw", ""), 0); /* ACL: AUTH user password */
+    assert_int_equal(redis_auth_argv(&a, argv), 3);
+    assert_string_equal(argv[0], "AUTH");
+    assert_string_equal(argv[1], "gantry-worker");
+    assert_string_equal(argv[2], "pw");
+    assert_int_equal(redis_auth_from_options(&a, "gantry-worker", "", ""), -1); /* a user needs a password */
+    assert_int_equal(redis_auth_from_options(&a, "", "pw", "/some/file"), -1);  /* not both */
+    assert_int_equal(redis_auth_from_options(&a, "two words", "pw", ""), -1);
+}
+
+static void test_default_state(void **state)
+{
+    (void)state;
+    char out[256];
+    assert_int_equal(path_default_state("workers", out, sizeof(out)), 0);
+    if (geteuid() == 0)
+        assert_string_equal(out, "/var/lib/gantry/workers");
+    else
+        assert_non_null(strstr(out, "/gantry/workers"));
+    assert_int_equal(path_default_state("", out, 8), -1); /* does not fit */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -748,6 +830,9 @@ int main(void)
         cmocka_unit_test(test_msg_event_roundtrip_progress_absent),
         cmocka_unit_test(test_msg_event_decode_minimal_and_rejects),
         cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_secret_file_read),
+        cmocka_unit_test(test_redis_auth_options),
+        cmocka_unit_test(test_default_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

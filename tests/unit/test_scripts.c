@@ -78,7 +78,7 @@ static int start_redis(void **state)
     if (redis_pid < 0) return -1;
     char hostport[32];
     snprintf(hostport, sizeof(hostport), "127.0.0.1:%d", port);
-    if (rs_init(&R, hostport, "") != 0) return -1;
+    if (rs_init(&R, hostport, NULL) != 0) return -1;
     for (long long deadline = now_ms() + START_DEADLINE_MS; now_ms() < deadline;) {
         redisContext *c = redisConnect("127.0.0.1", port);
         redisReply *pong = c && !c->err ? redisCommand(c, "PING") : NULL;

@@ -480,6 +480,28 @@ static void failure_reason(const prun *p, int r, const char *note, char *out, si
         out[--m] = '\0';
 }
 
+/* what an earlier generation left in the checkpoint and output directories (written by other slots' uids, or
+ * before umask 007) becomes the job group's and group-writable, so that whichever slot runs a rank now may
+ * replace it; nftw has no argument for its callback: the gid in a static (one task at a time per worker) */
+static gid_t share_gid;
+
+static int share_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type == FTW_SL || S_ISLNK(st->st_mode)) return 0; /* links are left alone (never followed) */
+    if (lchown(path, (uid_t)-1, share_gid) != 0) return 0;
+    mode_t want = S_ISDIR(st->st_mode) ? (st->st_mode & 07777) | 02070 : (st->st_mode & 07777) | 0060;
+    if (want != (st->st_mode & 07777)) chmod(path, want);
+    return 0;
+}
+
+static void share_dirs(const prun *p, gid_t gid)
+{
+    share_gid = gid;
+    nftw(p->ckpt, share_one, 16, FTW_PHYS);
+    nftw(p->out, share_one, 16, FTW_PHYS);
+}
+
 /* --- the result --- */
 
 static int sha256_file(const char *path, char hex[65], long long *bytes)
@@ -660,10 +682,11 @@ static int launch(prun *p, char (*roots)[PATH_MAX], int nroots, const char *init
                       .grace_s = p->set.grace_s,
                       .cpus = cpus,
                       .uid = p->ctx->sandbox_uid,
-                      .gid = p->ctx->sandbox_uid,
+                      .gid = pnet_job_gid(p->ctx->task->job_id),
                       .bwrap = BWRAP,
                       .devices = devices,
                       .init = init};
+    share_dirs(p, pnet_job_gid(p->ctx->task->job_id));
     if (p->port_fd >= 0) close(p->port_fd); /* MASTER_PORT is the program's to bind now */
     p->port_fd = -1;
     p->pr = prog_start(&spec, err, errlen);

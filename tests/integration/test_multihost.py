@@ -10,7 +10,7 @@ import os
 import subprocess
 import time
 
-from harness import ADMIN, BUILD, ROOT, Stack, placement_job, timeout, wait_until
+from harness import ADMIN, BUILD, ROOT, Stack, placement_job, sandbox_uid, timeout, wait_until
 
 MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 32}, {"type": "relu"},
                                         {"type": "dense", "units": 10}]}
@@ -79,7 +79,8 @@ class Hosts(Stack):
     def start_worker(self, i, labels=""):
         host = i + 1
         self._in(host, f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args(), "--id", f"w_test{i}",
-                                      "--advertise-host", self.ip[host], "--state", os.path.join(self.dir, f"host{host}")])
+                                      "--advertise-host", self.ip[host], "--state", os.path.join(self.dir, f"host{host}"),
+                                      "--sandbox-uid", str(sandbox_uid(i))])
 
     def connection(self, timeout=30):
         import http.client

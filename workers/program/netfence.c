@@ -33,6 +33,11 @@ unsigned pnet_default_uid(const char *worker_id)
     return PNET_UID_MIN + fnv1a(worker_id ? worker_id : "") % PNET_UID_COUNT;
 }
 
+unsigned pnet_job_gid(const char *job_id)
+{
+    return PNET_UID_MIN + (fnv1a(job_id ? job_id : "") >> 7) % PNET_UID_COUNT;
+}
+
 uint32_t pnet_job_mark(const char *job_id)
 {
     return PNET_MARK_BIT | (fnv1a(job_id ? job_id : "") & ~PNET_MARK_BIT);

@@ -57,6 +57,8 @@
 
 /* the default uid of a worker slot: derived from its id (workers on a host have distinct ids) */
 unsigned pnet_default_uid(const char *worker_id);
+/* the gid every rank of a job runs as, whatever its slot's uid: the job's shared directories are its group's */
+unsigned pnet_job_gid(const char *job_id);
 /* a job's conntrack mark: PNET_MARK_BIT | a hash of the job id (every worker of the job computes the same) */
 uint32_t pnet_job_mark(const char *job_id);
 

@@ -25,7 +25,8 @@
 #include "workers/program/sandbox.h"
 
 #define STATUS_FD 3
-#define ARGS_FD 4 /* bwrap's arguments, NUL-separated (--args): its command line shows no host path */
+#define ARGS_FD 4 /* bwrap's options, NUL-separated (--args): its command line shows no host path */
+#define ARGS_FD_TEXT "4"
 #define INIT_FD 5 /* the rank init's bytes (--ro-bind-data): no host path of it inside */
 #define RSS_PERIOD_S 0.2
 
@@ -244,12 +245,15 @@ static bool is_dir(const char *p)
     return p && p[0] == '/' && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* the program's own directory: owned by its uid (the directory itself, not followed) */
-static int give_dir(const char *path, unsigned uid, unsigned gid)
+/* the program's own directory: owned by its uid and group (the directory itself, not followed); shared ones
+ * (checkpoint, output: every rank of the job on this machine writes there, each as its slot's uid) are
+ * group-writable and setgid, so what any rank of the job makes there is the job group's */
+static int give_dir(const char *path, unsigned uid, unsigned gid, bool shared)
 {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return -1;
     int rc = fchown(fd, uid, gid);
+    if (rc == 0 && shared) rc = fchmod(fd, 02770);
     close(fd);
     return rc;
 }
@@ -376,7 +380,8 @@ static int file_memfd(const char *path, char *err, size_t errlen)
     return fd;
 }
 
-static void child(const prog_rank *r, char **env, int devnull, int out_w, int status_w, int args_fd, int init_fd, pid_t parent)
+static void child(const prog_rank *r, char **argv, char **env, int devnull, int out_w, int status_w, int args_fd, int init_fd,
+                  pid_t parent)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
@@ -408,9 +413,6 @@ static void child(const prog_rank *r, char **env, int devnull, int out_w, int st
     sigprocmask(SIG_SETMASK, &none, NULL);
     for (int sig = 1; sig < NSIG; sig++)
         signal(sig, SIG_DFL);
-    char fdarg[16];
-    snprintf(fdarg, sizeof(fdarg), "%d", ARGS_FD);
-    char *const argv[] = {(char *)r->spec.bwrap, (char *)"--args", fdarg, NULL};
     execve(argv[0], argv, env);
     static const char m[] = "gantry: cannot run bwrap\n";
     (void)!write(2, m, sizeof(m) - 1);
@@ -462,9 +464,10 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     char **env = argv ? make_env(s, r->pwd, err, errlen) : NULL;
     free(ro);
     int devnull = -1, outp[2] = {-1, -1}, stp[2] = {-1, -1}, args_fd = -1, init_fd = -1;
+    char **exec_argv = NULL;
     if (!env) goto fail;
     for (size_t i = 0; i < 3; i++)
-        if (give_dir(dirs[i].path, r->spec.uid, r->spec.gid) != 0) {
+        if (give_dir(dirs[i].path, r->spec.uid, r->spec.gid, i < 2) != 0) {
             snprintf(err, errlen, "%s: cannot give it to uid %u: %s", dirs[i].name, r->spec.uid, strerror(errno));
             goto fail;
         }
@@ -499,7 +502,24 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
         snprintf(err, errlen, "cannot make the rank's pipes: %s", strerror(errno));
         goto fail;
     }
-    if ((args_fd = args_memfd(argv + 1, err, errlen)) < 0 || (init_fd = file_memfd(s->init, err, errlen)) < 0) goto fail;
+    /* bwrap's options go on ARGS_FD; its command line keeps only the command (the rank init's, no host path) */
+    size_t cmd = 1;
+    while (argv[cmd] && strcmp(argv[cmd], "--") != 0)
+        cmd++;
+    size_t nargv = cmd;
+    while (argv[nargv])
+        nargv++;
+    exec_argv = xcalloc(nargv - cmd + 4, sizeof(char *));
+    exec_argv[0] = argv[0];
+    exec_argv[1] = (char *)"--args";
+    exec_argv[2] = (char *)ARGS_FD_TEXT;
+    for (size_t i = cmd; i < nargv; i++)
+        exec_argv[3 + i - cmd] = argv[i];
+    char *cut = argv[cmd];
+    argv[cmd] = NULL; /* the options alone, for the memfd */
+    args_fd = args_memfd(argv + 1, err, errlen);
+    argv[cmd] = cut;
+    if (args_fd < 0 || (init_fd = file_memfd(s->init, err, errlen)) < 0) goto fail;
     pid_t parent = getpid();
     r->t0 = now_s();
     r->bwrap = fork();
@@ -507,12 +527,13 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
         snprintf(err, errlen, "fork: %s", strerror(errno));
         goto fail;
     }
-    if (r->bwrap == 0) child(r, env, devnull, outp[1], stp[1], args_fd, init_fd, parent);
+    if (r->bwrap == 0) child(r, exec_argv, env, devnull, outp[1], stp[1], args_fd, init_fd, parent);
     close(outp[1]);
     close(stp[1]);
     close(devnull);
     close(args_fd);
     close(init_fd);
+    free(exec_argv);
     r->out_fd = outp[0];
     r->status_fd = stp[0];
     fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
@@ -528,6 +549,7 @@ fail:
     if (devnull >= 0) close(devnull);
     if (args_fd >= 0) close(args_fd);
     if (init_fd >= 0) close(init_fd);
+    free(exec_argv);
     sbx_argv_free(argv);
     free(env);
     plog_close(r->log);

@@ -4,12 +4,11 @@
  * its rlimits, dies with the caller's thread (PR_SET_PDEATHSIG) and execs bwrap
  * (sandbox.h) with exactly the environment described below, its arguments passed on a
  * file descriptor (bwrap --args: its command line, which the program sees as /proc/1/cmdline,
- * is "bwrap --args 4") and the rank init's bytes on another (--ro-bind-data: no host path); inside, the rank init
- * (init.c) drops to the unprivileged uid and runs the program.  The caller then
- * calls prog_poll until it says the rank ended: it moves the program's output into
- * the rotated log (logcap.h), enforces the wall clock (and the memory limit when no
- * cgroup does), and turns a prog_terminate into SIGKILL once the grace period is
- * over.  Everything is the caller's thread: no thread, no signal handler.
+ * is "bwrap --args 4 -- /.gantry-init --uid=U ... -- PROGRAM ARGS") and the rank init's bytes on another (--ro-bind-data: no host
+ * path); inside, the rank init (init.c) drops to the unprivileged uid and runs the program.  The caller then calls prog_poll until
+ * it says the rank ended: it moves the program's output into the rotated log (logcap.h), enforces the wall clock (and the memory
+ * limit when no cgroup does), and turns a prog_terminate into SIGKILL once the grace period is over.  Everything is the caller's
+ * thread: no thread, no signal handler.
  *
  * The rank's environment is exactly: PATH=/usr/local/bin:/usr/bin:/bin, HOME=/tmp,
  * LANG=C.UTF-8, then the caller's variables (which may replace those three), then

@@ -413,7 +413,7 @@ static void child(const prog_rank *r, char **argv, char **env, int devnull, int 
     sigprocmask(SIG_SETMASK, &none, NULL);
     for (int sig = 1; sig < NSIG; sig++)
         signal(sig, SIG_DFL);
-    execve(argv[0], argv, env);
+    execve(r->spec.bwrap, argv, env);
     static const char m[] = "gantry: cannot run bwrap\n";
     (void)!write(2, m, sizeof(m) - 1);
     _exit(127);
@@ -510,7 +510,7 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     while (argv[nargv])
         nargv++;
     exec_argv = xcalloc(nargv - cmd + 4, sizeof(char *));
-    exec_argv[0] = argv[0];
+    exec_argv[0] = (char *)"bwrap"; /* the path is execve's: the sandbox's /proc/1/cmdline says "bwrap" */
     exec_argv[1] = (char *)"--args";
     exec_argv[2] = (char *)ARGS_FD_TEXT;
     for (size_t i = cmd; i < nargv; i++)

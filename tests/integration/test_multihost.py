@@ -126,3 +126,60 @@ def test_two_hosts_placement_training_and_a_cut_link():
             wait_until("h2's worker back", lambda: {w["id"]: w["state"] for w in s.workers()}.get("w_test1") == "idle", 60)
     finally:
         h.net_down()
+
+
+# a program gang across the hosts: rank 0 listens on MASTER_ADDR:MASTER_PORT (h1's address), rank 1 (h2) says
+# hello; rank 1 also tries Redis on h0 (not a peer of the job: refused by its host's fence)
+GANG = """import os, socket, sys, time
+rank = int(os.environ["RANK"])
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+if rank == 0:
+    srv = socket.create_server((addr, port))
+    c, peer = srv.accept()
+    print("HEARD", c.recv(100).decode(), flush=True)
+else:
+    redis_host, redis_port = sys.argv[2].split(":")
+    try:
+        socket.create_connection((redis_host, int(redis_port)), timeout=2).close()
+        print("REDIS CONNECTED", flush=True)
+    except OSError as e:
+        print("REDIS", type(e).__name__, flush=True)
+    deadline = time.time() + 30
+    while True:
+        try:
+            socket.create_connection((addr, port), timeout=5).sendall(b"hello from 1")
+            break
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.1)
+"""
+
+
+@timeout(300)
+def test_program_gang_across_hosts_is_fenced_to_its_peers():
+    """a 2-rank program job on h1 and h2: rank 1 reaches rank 0 at h1's address (each host's nftables let the
+    job's peer hosts through), and not Redis on h0"""
+    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        print("SKIP: network namespaces need root")
+        return
+    from test_program_jobs import program_job, program_root
+    h = Hosts(f"p{os.getpid() % 10000}")
+    try:
+        try:
+            h.net_up()
+        except subprocess.CalledProcessError as e:
+            print(f"SKIP: cannot build the hosts: {e.cmd}: {e.stderr.decode(errors='replace').strip()}")
+            return
+        with h as s:
+            tid, tok = s.tenant("multihost-prog")
+            program_root(s, tid, {"gang.py": GANG})
+            jid = s.submit(tok, program_job(["python3", "gang.py", "mark-mhgang", f"{s.ip[0]}:{s.rport}"], workers=2))
+            job = s.wait_state(tok, jid, "succeeded", timeout=120)
+            assert job["result"]["exit_codes"] == [0, 0], job
+            out = subprocess.run(["redis-cli", "-h", s.ip[0], "-p", str(s.rport), "--json", "-2", "XRANGE", f"gantry:logs:{jid}",
+                                  "-", "+"], capture_output=True, text=True, timeout=10).stdout
+            assert "HEARD hello from 1" in out, out
+            assert "REDIS ConnectionRefusedError" in out, out
+    finally:
+        h.net_down()

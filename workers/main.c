@@ -47,6 +47,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -645,6 +647,7 @@ static int load_fed_secret(const char *path)
 
 /* --sandbox-uid and --program-network: the uid program ranks run as, and their network fence (set up now:
  * a restart after a crash replaces what the last run left); 0, or -1 logged */
+#define SANDBOX_LOCK_DIR "/run/lock"
 static int setup_sandbox(void)
 {
     char *end;
@@ -653,7 +656,27 @@ static int setup_sandbox(void)
         log_error("--sandbox-uid %s: must be 0 (derived from --id) or in [%u, %u]", OPT("sandbox-uid"), PNET_UID_MIN, PNET_UID_MAX);
         return -1;
     }
+    /* one worker per uid on a host: a lock file per uid, held while the worker runs; a derived uid taken by
+     * another worker moves on to the next one */
     sandbox_uid = uid ? (unsigned)uid : pnet_default_uid(worker_id);
+    for (int tries = 0;; tries++) {
+        char lock[128];
+        snprintf(lock, sizeof(lock), SANDBOX_LOCK_DIR "/gantry-sandbox-uid-%u.lock", sandbox_uid);
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) {
+            log_warn("cannot open %s (%s): this worker cannot tell whether another one of this host uses uid %u", lock,
+                     strerror(errno), sandbox_uid);
+            break;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) break; /* held until the process ends (the descriptor stays open) */
+        close(fd);
+        if (uid || tries >= 64) {
+            log_error("--sandbox-uid %u: another worker of this host runs its program ranks as that uid (%s is locked)",
+                      sandbox_uid, lock);
+            return -1;
+        }
+        sandbox_uid = sandbox_uid == PNET_UID_MAX ? PNET_UID_MIN : sandbox_uid + 1;
+    }
     const char *mode = OPT("program-network");
     if (strcmp(mode, "fenced") != 0 && strcmp(mode, "open") != 0) {
         log_error("--program-network %s: must be fenced or open", mode);

@@ -113,10 +113,10 @@ char *pnet_script_job(unsigned uid, uint32_t mark, const char *const *peers, siz
     addf(&b, "%s%u ct direction reply drop\n", c, uid);
     /* the rank's own connections: marked with its job; to this host (the listener's slot decides) or its peers */
     addf(&b, "%s%u ct state established,related accept\n", c, uid);
-    addf(&b, "%s%u ct state new ct mark set 0x%08x\n", c, uid, mark);
-    addf(&b, "%s%u ct state new meta l4proto tcp fib daddr type local accept\n", c, uid);
-    if (v4.n) addf(&b, "%s%u ct state new meta l4proto tcp ip daddr { %s } accept\n", c, uid, v4.s);
-    if (v6.n) addf(&b, "%s%u ct state new meta l4proto tcp ip6 daddr { %s } accept\n", c, uid, v6.s);
+    /* marked only when let out: the reset a refused connection gets must not look like a rank's reply */
+    addf(&b, "%s%u ct state new meta l4proto tcp fib daddr type local ct mark set 0x%08x accept\n", c, uid, mark);
+    if (v4.n) addf(&b, "%s%u ct state new meta l4proto tcp ip daddr { %s } ct mark set 0x%08x accept\n", c, uid, v4.s, mark);
+    if (v6.n) addf(&b, "%s%u ct state new meta l4proto tcp ip6 daddr { %s } ct mark set 0x%08x accept\n", c, uid, v6.s, mark);
     addf(&b, "%s%u meta l4proto tcp reject with tcp reset\n", c, uid);
     addf(&b, "%s%u reject\n", c, uid);
     addf(&b, "add element " TABLE " slots { %u : jump slot_%u }\n", uid, uid);

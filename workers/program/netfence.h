@@ -21,9 +21,8 @@
  *       ct direction reply fib daddr type local accept    answering a local non-rank client (an operator)
  *       ct direction reply drop                           anyone else
  *       ct state established,related accept              its own connections
- *       ct state new ct mark set M                        a new connection carries J's mark
- *       ct state new tcp, daddr local: accept             (the listener's own slot decides, above)
- *       ct state new tcp, daddr one of J's peers: accept
+ *       ct state new tcp, daddr local: mark M, accept     (the listener's own slot decides, above)
+ *       ct state new tcp, daddr one of J's peers: mark M, accept
  *       tcp: reject with tcp reset; anything else: reject (UDP, ICMP, raw: none)
  *
  * So a connection between two sockets of one host is let through only when the listener's reply

@@ -30,9 +30,15 @@
  * never Redis, the worker's ports, the API server or another job's MASTER_PORT/gloo/NCCL listeners
  * (their replies are dropped: the connect times out, closed and open ports look alike).  Across hosts
  * the address is all there is: a rank reaches J's peer hosts only, and a listener answers only J's
- * peer hosts (and local clients).  Residual risk: another job with a rank on the same peer host
- * passes the address check (its packets carry no mark across hosts); abstract unix sockets are not
+ * peer hosts (and local clients).  Residual risk: a peer host cannot tell a rank's packets from any
+ * other process's, so the non-rank services of J's peer hosts answer J's ranks, and another job with
+ * ranks on both hosts passes the address check (no mark crosses hosts); abstract unix sockets are not
  * packets (the pid and mount namespaces do not hide them).
+ *
+ * Why not a network namespace per job (veth, a bridge, routed or NATed addresses): it needs addresses
+ * and routes per job on every host and across hosts (an overlay, or NAT that NCCL's and gloo's
+ * address exchange does not survive), and its own DNS and MTU care; the uid-keyed rules keep the
+ * ranks on the hosts' own addresses, as torchrun's are, and cost one chain per worker.
  *
  * Each worker owns its element of slots and its chain slot_<uid> only; the table, the map and the
  * base chain are written idempotently by every worker (the same content, in one transaction).  A

@@ -94,7 +94,8 @@ def test_rank_reaches_only_its_own_job():
         listening = os.path.join(job_dir(s, a), "output", "listening")
         wait_until("job A listening", lambda: os.path.exists(listening) and open(listening).read(), 60)
         a_port = int(open(listening).read())
-        # a service of the host: root's listener, as sshd or the worker's ring all-reduce would be
+        # a service of the host: root's listener, as sshd or the worker's ring all-reduce would be (the ring listens
+        # only while a built-in gang forms: the same rule, a non-rank socket, covers both)
         host_srv = socket.create_server(("127.0.0.1", 0))
         host_accepted = []
         threading.Thread(target=lambda: host_accepted.append(host_srv.accept()), daemon=True).start()

@@ -47,8 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -647,7 +645,6 @@ static int load_fed_secret(const char *path)
 
 /* --sandbox-uid and --program-network: the uid program ranks run as, and their network fence (set up now:
  * a restart after a crash replaces what the last run left); 0, or -1 logged */
-#define SANDBOX_LOCK_DIR "/run/lock"
 static int setup_sandbox(void)
 {
     char *end;
@@ -660,19 +657,16 @@ static int setup_sandbox(void)
      * another worker moves on to the next one */
     sandbox_uid = uid ? (unsigned)uid : pnet_default_uid(worker_id);
     for (int tries = 0;; tries++) {
-        char lock[128];
-        snprintf(lock, sizeof(lock), SANDBOX_LOCK_DIR "/gantry-sandbox-uid-%u.lock", sandbox_uid);
-        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0) {
-            log_warn("cannot open %s (%s): this worker cannot tell whether another one of this host uses uid %u", lock,
-                     strerror(errno), sandbox_uid);
+        int fd = pnet_lock_uid(sandbox_uid); /* held until the process ends (the descriptor stays open) */
+        if (fd >= 0) break;
+        if (fd == -2) {
+            log_warn("cannot open a lock file in " PNET_LOCK_DIR ": this worker cannot tell whether another one of this "
+                     "host uses uid %u",
+                     sandbox_uid);
             break;
         }
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) break; /* held until the process ends (the descriptor stays open) */
-        close(fd);
         if (uid || tries >= 64) {
-            log_error("--sandbox-uid %u: another worker of this host runs its program ranks as that uid (%s is locked)",
-                      sandbox_uid, lock);
+            log_error("--sandbox-uid %u: another worker of this host runs its program ranks as that uid", sandbox_uid);
             return -1;
         }
         sandbox_uid = sandbox_uid == PNET_UID_MAX ? PNET_UID_MIN : sandbox_uid + 1;
@@ -683,6 +677,10 @@ static int setup_sandbox(void)
         return -1;
     }
     net_fenced = pnet_setup(sandbox_uid, net_why, sizeof(net_why)) == 0;
+    char why[300];
+    int reaped = net_fenced ? pnet_reap(sandbox_uid, why, sizeof(why)) : 0;
+    if (reaped > 0)
+        log_info("removed the network rules of %d worker slot%s no worker holds any more", reaped, reaped == 1 ? "" : "s");
     if (net_fenced)
         log_info("program ranks run as uid %u; their network is fenced to their job's peers (nftables table inet gantry)",
                  sandbox_uid);

@@ -8,6 +8,7 @@ slot's uid."""
 import glob
 import os
 import socket
+import subprocess
 import threading
 import time
 
@@ -87,7 +88,15 @@ def output_lines(s, jid):
 
 
 def test_rank_reaches_only_its_own_job():
+    # what a worker killed for good left (its chain, its element): the first worker that starts removes it
+    stale = sandbox_uid(7)
+    subprocess.run(["nft", "-f", "-"], check=True, input=(
+        "add table inet gantry\nadd map inet gantry slots { typeof meta skuid : verdict; }\n"
+        f"add chain inet gantry slot_{stale}\nadd rule inet gantry slot_{stale} accept\n"
+        f"add element inet gantry slots {{ {stale} : jump slot_{stale} }}\n").encode())
     with Stack(workers=2) as s:
+        table = subprocess.run(["nft", "list", "table", "inet", "gantry"], capture_output=True, text=True).stdout
+        assert f"slot_{stale}" not in table and f"slot_{sandbox_uid(0)}" in table and f"slot_{sandbox_uid(1)}" in table, table
         tid, tok = s.tenant("prog-fence")
         root = program_root(s, tid, {"hold.py": HOLD, "probe.py": PROBE})
         a = s.submit(tok, program_job(["python3", "hold.py", "mark-hold"], name="holder"))

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -138,18 +139,20 @@ char *pnet_script_teardown(unsigned uid)
     return b.s;
 }
 
-int pnet_apply(const char *script, char *why, size_t whylen)
+/* runs nft with args (NULL-terminated) and script on its stdin; its output (stdout and stderr) into out, the end
+ * kept when it does not fit; 0, or -1 with why */
+static int nft_run(const char *const *args, const char *script, char *out, size_t outlen, char *why, size_t whylen)
 {
     if (access(PNET_NFT, X_OK) != 0) {
         snprintf(why, whylen, "%s is not installed (Debian's nftables)", PNET_NFT);
         return -1;
     }
-    int in[2], out[2];
+    int in[2], outp[2];
     if (pipe2(in, O_CLOEXEC) != 0) {
         snprintf(why, whylen, "pipe: %s", strerror(errno));
         return -1;
     }
-    if (pipe2(out, O_CLOEXEC) != 0) {
+    if (pipe2(outp, O_CLOEXEC) != 0) {
         close(in[0]), close(in[1]);
         snprintf(why, whylen, "pipe: %s", strerror(errno));
         return -1;
@@ -157,21 +160,23 @@ int pnet_apply(const char *script, char *why, size_t whylen)
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(why, whylen, "fork: %s", strerror(errno));
-        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+        close(in[0]), close(in[1]), close(outp[0]), close(outp[1]);
         return -1;
     }
     if (pid == 0) {
-        if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(out[1], 2) < 0) _exit(127);
-        char *const argv[] = {(char *)PNET_NFT, (char *)"-f", (char *)"-", NULL};
+        if (dup2(in[0], 0) < 0 || dup2(outp[1], 1) < 0 || dup2(outp[1], 2) < 0) _exit(127);
+        char *argv[8] = {(char *)PNET_NFT};
+        for (int i = 0; args[i] && i < 6; i++)
+            argv[i + 1] = (char *)args[i];
         char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C", NULL};
         execve(PNET_NFT, argv, envp);
         _exit(127);
     }
     close(in[0]);
-    close(out[1]);
-    /* the script is small (well under a pipe's 64 KiB): written at once, then nft's output read */
-    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
-    size_t len = strlen(script), off = 0;
+    close(outp[1]);
+    /* the script is small (well under a pipe's 64 KiB): written at once, then nft's output read (the worker
+     * ignores SIGPIPE) */
+    size_t len = script ? strlen(script) : 0, off = 0;
     while (off < len) {
         ssize_t w = write(in[1], script + off, len - off);
         if (w < 0 && errno == EINTR) continue;
@@ -179,27 +184,68 @@ int pnet_apply(const char *script, char *why, size_t whylen)
         off += (size_t)w;
     }
     close(in[1]);
-    char msg[1024];
     size_t m = 0;
     for (;;) {
-        ssize_t r = read(out[0], msg + m, sizeof(msg) - 1 - m);
+        ssize_t r = read(outp[0], out + m, outlen - 1 - m);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
         m += (size_t)r;
-        if (m == sizeof(msg) - 1) m = 0; /* keep reading; the end of a long message is kept */
+        if (m == outlen - 1) m = 0; /* keep reading; the end of a long message is kept */
     }
-    msg[m] = '\0';
-    close(out[0]);
-    signal(SIGPIPE, old);
+    out[m] = '\0';
+    close(outp[0]);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
-    for (char *p = msg; *p; p++) /* one line */
+    for (char *p = out; *p; p++) /* one line */
         if (*p == '\n') *p = ' ';
     snprintf(why, whylen, "nft failed (%s%d): %.600s", WIFEXITED(st) ? "exit " : "signal ",
-             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), msg);
+             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), out);
     return -1;
+}
+
+int pnet_apply(const char *script, char *why, size_t whylen)
+{
+    static const char *const args[] = {"-f", "-", NULL};
+    char msg[1024];
+    return nft_run(args, script, msg, sizeof(msg), why, whylen);
+}
+
+int pnet_lock_uid(unsigned uid)
+{
+    char lock[128];
+    snprintf(lock, sizeof(lock), PNET_LOCK_DIR "/gantry-sandbox-uid-%u.lock", uid);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return -2;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+    close(fd);
+    return -1;
+}
+
+int pnet_reap(unsigned own_uid, char *why, size_t whylen)
+{
+    static const char *const args[] = {"list", "table", "inet", "gantry", NULL};
+    size_t cap = 1 << 20;
+    char *list = xmalloc(cap);
+    if (nft_run(args, NULL, list, cap, why, whylen) != 0) {
+        free(list);
+        return -1;
+    }
+    int reaped = 0;
+    for (char *p = list; (p = strstr(p, "chain slot_"));) {
+        p += strlen("chain slot_");
+        char *end;
+        unsigned long uid = strtoul(p, &end, 10);
+        if (end == p || *end != ' ' || uid == own_uid || uid < PNET_UID_MIN || uid > PNET_UID_MAX) continue;
+        int fd = pnet_lock_uid((unsigned)uid);
+        if (fd < 0) continue; /* its worker runs (or the lock cannot be checked): its own */
+        char w[300];
+        if (pnet_teardown((unsigned)uid, w, sizeof(w)) == 0) reaped++;
+        close(fd);
+    }
+    free(list);
+    return reaped;
 }
 
 static int run(char *script, char *why, size_t whylen)

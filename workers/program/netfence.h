@@ -42,7 +42,8 @@
  *
  * Each worker owns its element of slots and its chain slot_<uid> only; the table, the map and the
  * base chain are written idempotently by every worker (the same content, in one transaction).  A
- * worker restarted after a crash rewrites its chain (to "drop") before anything else.  Applied with
+ * worker restarted after a crash rewrites its chain (to "drop") before anything else, and a worker that
+ * starts removes the chains of uids no running worker holds (a worker killed for good).  Applied with
  * nft(8) ("nft -f -"), run as root.
  *
  * The script builders are pure (unit-tested); pnet_apply runs one. */
@@ -59,6 +60,7 @@
 #define PNET_MARK_BIT 0x80000000u /* set in every job mark: "a rank opened this connection" */
 #define PNET_NFT "/usr/sbin/nft"
 #define PNET_MAX_PEERS 64
+#define PNET_LOCK_DIR "/run/lock"
 
 /* the default uid of a worker slot: derived from its id (workers on a host have distinct ids) */
 unsigned pnet_default_uid(const char *worker_id);
@@ -74,6 +76,13 @@ char *pnet_script_setup(unsigned uid);
 char *pnet_script_job(unsigned uid, uint32_t mark, const char *const *peers, size_t n, char *err, size_t errlen);
 /* this uid's element and chain removed */
 char *pnet_script_teardown(unsigned uid);
+
+/* a lock on uid among the workers of this host (a file in PNET_LOCK_DIR, flock): the descriptor, held until
+ * closed or the process ends; -1 when another process holds it, -2 when the file cannot be opened */
+int pnet_lock_uid(unsigned uid);
+/* removes the chains and elements of uids no worker holds (pnet_lock_uid: their worker was killed and did not
+ * come back), but own_uid's; how many, or -1 with why */
+int pnet_reap(unsigned own_uid, char *why, size_t whylen);
 
 /* runs nft -f - with script; 0, or -1 with nft's message (or why it could not run) in why */
 int pnet_apply(const char *script, char *why, size_t whylen);

@@ -129,7 +129,8 @@ def test_two_hosts_placement_training_and_a_cut_link():
 
 
 # a program gang across the hosts: rank 0 listens on MASTER_ADDR:MASTER_PORT (h1's address), rank 1 (h2) says
-# hello; rank 1 also tries Redis on h0 (not a peer of the job: refused by its host's fence)
+# hello; rank 1 also tries Redis on h0 (not a peer of the job: refused by its host's fence) and a root listener on
+# each worker host (a service of a peer host, as its worker's ring or sshd: not answered)
 GANG = """import os, socket, sys, time
 rank = int(os.environ["RANK"])
 addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
@@ -138,12 +139,13 @@ if rank == 0:
     c, peer = srv.accept()
     print("HEARD", c.recv(100).decode(), flush=True)
 else:
-    redis_host, redis_port = sys.argv[2].split(":")
-    try:
-        socket.create_connection((redis_host, int(redis_port)), timeout=2).close()
-        print("REDIS CONNECTED", flush=True)
-    except OSError as e:
-        print("REDIS", type(e).__name__, flush=True)
+    for arg in sys.argv[2:]:  # name:host:port
+        name, phost, pport = arg.split(":")
+        try:
+            socket.create_connection((phost, int(pport)), timeout=2).close()
+            print("PROBE", name, "CONNECTED", flush=True)
+        except OSError as e:
+            print("PROBE", name, type(e).__name__, flush=True)
     deadline = time.time() + 30
     while True:
         try:
@@ -174,12 +176,28 @@ def test_program_gang_across_hosts_is_fenced_to_its_peers():
         with h as s:
             tid, tok = s.tenant("multihost-prog")
             program_root(s, tid, {"gang.py": GANG})
-            jid = s.submit(tok, program_job(["python3", "gang.py", "mark-mhgang", f"{s.ip[0]}:{s.rport}"], workers=2))
+            # a root listener on h1 and on h2, each recording what it accepts
+            port = 40000 + os.getpid() % 20000
+            accepted = os.path.join(s.dir, "root-accepted")
+            for host in (1, 2):
+                s._in(host, f"rootsrv{host}", ["python3", "-c", "import socket, sys\n"
+                                               f"srv = socket.create_server(('{s.ip[host]}', {port}))\n"
+                                               "while True:\n    c, peer = srv.accept()\n"
+                                               f"    open('{accepted}', 'a').write(str(peer) + '\\n')\n"])
+            probes = [f"redis:{s.ip[0]}:{s.rport}", f"root1:{s.ip[1]}:{port}", f"root2:{s.ip[2]}:{port}"]
+            wait_until("the root listeners", lambda: all(
+                subprocess.run(["ip", "netns", "exec", s.ns[h], "python3", "-c",
+                                f"import socket; socket.create_connection(('{s.ip[h]}', {port}), timeout=1)"]).returncode == 0
+                for h in (1, 2)), 20)
+            os.unlink(accepted)
+            jid = s.submit(tok, program_job(["python3", "gang.py", "mark-mhgang", *probes], workers=2))
             job = s.wait_state(tok, jid, "succeeded", timeout=120)
             assert job["result"]["exit_codes"] == [0, 0], job
             out = subprocess.run(["redis-cli", "-h", s.ip[0], "-p", str(s.rport), "--json", "-2", "XRANGE", f"gantry:logs:{jid}",
                                   "-", "+"], capture_output=True, text=True, timeout=10).stdout
             assert "HEARD hello from 1" in out, out
-            assert "REDIS ConnectionRefusedError" in out, out
+            assert "PROBE redis ConnectionRefusedError" in out, out  # not a peer: refused on its own host
+            assert "PROBE root1 TimeoutError" in out and "PROBE root2 TimeoutError" in out, out  # peers' services: no answer
+            assert not os.path.exists(accepted), open(accepted).read()
     finally:
         h.net_down()

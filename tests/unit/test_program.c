@@ -706,6 +706,8 @@ static void test_netfence_scripts(void **state_)
     assert_non_null(strstr(setup, "flush chain inet gantry output\n")); /* the shared chain: replaced, never appended to */
     assert_non_null(strstr(setup, "add rule inet gantry output meta skuid 1879048192-1879113727 meta skuid vmap @slots\n"));
     assert_non_null(strstr(setup, "add rule inet gantry output meta skuid 1879048192-1879113727 drop\n"));
+    assert_non_null(
+        strstr(setup, "add rule inet gantry prerouting iifname != \"lo\" ip dscp 0x2f ct state new ct mark set 0x80000000\n"));
     assert_non_null(strstr(setup, "flush chain inet gantry slot_1879048200\nadd rule inet gantry slot_1879048200 drop\n"));
     assert_non_null(strstr(setup, "add element inet gantry slots { 1879048200 : jump slot_1879048200 }\n"));
     assert_null(strstr(setup, "delete")); /* nothing of another worker's */
@@ -717,6 +719,8 @@ static void test_netfence_scripts(void **state_)
     assert_non_null(job);
     const char *want[] = {
         "add rule inet gantry slot_1879048200 ct direction reply ct mark 0x80000123 accept\n",
+        "add rule inet gantry slot_1879048200 ct direction reply ct mark 0x80000000 ip daddr { 10.0.0.1, 10.0.0.3 } accept\n",
+        "add rule inet gantry slot_1879048200 ct direction reply ct mark 0x80000000 ip6 daddr { fd00::2 } accept\n",
         "add rule inet gantry slot_1879048200 ct direction reply ct mark and 0x80000000 == 0x80000000 drop\n",
         "add rule inet gantry slot_1879048200 ct direction reply ip daddr { 10.0.0.1, 10.0.0.3 } accept\n",
         "add rule inet gantry slot_1879048200 ct direction reply ip6 daddr { fd00::2 } accept\n",
@@ -724,7 +728,10 @@ static void test_netfence_scripts(void **state_)
         "add rule inet gantry slot_1879048200 ct direction reply drop\n",
         "add rule inet gantry slot_1879048200 ct state new meta l4proto tcp fib daddr type local ct mark set 0x80000123 accept\n",
         "add rule inet gantry slot_1879048200 ct state new meta l4proto tcp ip daddr { 10.0.0.1, 10.0.0.3 } ct mark set "
-        "0x80000123 accept\n",
+        "0x80000123\n",
+        "add rule inet gantry slot_1879048200 ct mark 0x80000123 ip daddr { 10.0.0.1, 10.0.0.3 } ip dscp set 0x2f accept\n",
+        "add rule inet gantry slot_1879048200 ct mark 0x80000123 ip6 daddr { fd00::2 } ip6 dscp set 0x2f accept\n",
+        "add rule inet gantry slot_1879048200 ct state established,related accept\n",
         "add rule inet gantry slot_1879048200 meta l4proto tcp reject with tcp reset\n",
         "add rule inet gantry slot_1879048200 reject\n",
     };

@@ -77,6 +77,13 @@ char *pnet_script_setup(unsigned uid)
     addf(&b, "add rule " TABLE " output meta skuid %u-%u meta skuid vmap @slots\n", PNET_UID_MIN, PNET_UID_MAX);
     addf(&b, "add rule " TABLE " output meta skuid %u-%u drop\n", PNET_UID_MIN, PNET_UID_MAX);
     addf(&b, "add rule " TABLE " output ct direction reply ct mark and 0x%08x == 0x%08x drop\n", PNET_MARK_BIT, PNET_MARK_BIT);
+    /* a connection a rank of another host opened (its packets carry PNET_DSCP) is a rank's here too */
+    addf(&b, "add chain " TABLE " prerouting { type filter hook prerouting priority filter; policy accept; }\n");
+    addf(&b, "flush chain " TABLE " prerouting\n");
+    addf(&b, "add rule " TABLE " prerouting iifname != \"lo\" ip dscp 0x%02x ct state new ct mark set 0x%08x\n", PNET_DSCP,
+         PNET_MARK_BIT);
+    addf(&b, "add rule " TABLE " prerouting iifname != \"lo\" ip6 dscp 0x%02x ct state new ct mark set 0x%08x\n", PNET_DSCP,
+         PNET_MARK_BIT);
     /* this slot: idle (whatever a crashed run of this worker left is replaced) */
     addf(&b, "add chain " TABLE " slot_%u\n", uid);
     addf(&b, "flush chain " TABLE " slot_%u\n", uid);
@@ -107,17 +114,29 @@ char *pnet_script_job(unsigned uid, uint32_t mark, const char *const *peers, siz
     addf(&b, "flush chain " TABLE " slot_%u\n", uid);
     /* a listener of the rank answers: its own job's ranks here, its peer hosts, local non-rank clients */
     addf(&b, "%s%u ct direction reply ct mark 0x%08x accept\n", c, uid, mark);
+    /* a rank of a peer host (PNET_DSCP on its packets: marked PNET_MARK_BIT alone on arrival) */
+    if (v4.n) addf(&b, "%s%u ct direction reply ct mark 0x%08x ip daddr { %s } accept\n", c, uid, PNET_MARK_BIT, v4.s);
+    if (v6.n) addf(&b, "%s%u ct direction reply ct mark 0x%08x ip6 daddr { %s } accept\n", c, uid, PNET_MARK_BIT, v6.s);
     addf(&b, "%s%u ct direction reply ct mark and 0x%08x == 0x%08x drop\n", c, uid, PNET_MARK_BIT, PNET_MARK_BIT);
+    /* unmarked from a peer host: a rank whose DSCP the network cleared, or a process of the peer host */
     if (v4.n) addf(&b, "%s%u ct direction reply ip daddr { %s } accept\n", c, uid, v4.s);
     if (v6.n) addf(&b, "%s%u ct direction reply ip6 daddr { %s } accept\n", c, uid, v6.s);
     addf(&b, "%s%u ct direction reply fib daddr type local accept\n", c, uid);
     addf(&b, "%s%u ct direction reply drop\n", c, uid);
     /* the rank's own connections: marked with its job; to this host (the listener's slot decides) or its peers */
-    addf(&b, "%s%u ct state established,related accept\n", c, uid);
     /* marked only when let out: the reset a refused connection gets must not look like a rank's reply */
     addf(&b, "%s%u ct state new meta l4proto tcp fib daddr type local ct mark set 0x%08x accept\n", c, uid, mark);
-    if (v4.n) addf(&b, "%s%u ct state new meta l4proto tcp ip daddr { %s } ct mark set 0x%08x accept\n", c, uid, v4.s, mark);
-    if (v6.n) addf(&b, "%s%u ct state new meta l4proto tcp ip6 daddr { %s } ct mark set 0x%08x accept\n", c, uid, v6.s, mark);
+    /* to a peer host (not this one: the rule above took those): its packets say "a rank" (PNET_DSCP), all of
+     * them, whatever the program set (IP_TOS) */
+    if (v4.n) {
+        addf(&b, "%s%u ct state new meta l4proto tcp ip daddr { %s } ct mark set 0x%08x\n", c, uid, v4.s, mark);
+        addf(&b, "%s%u ct mark 0x%08x ip daddr { %s } ip dscp set 0x%02x accept\n", c, uid, mark, v4.s, PNET_DSCP);
+    }
+    if (v6.n) {
+        addf(&b, "%s%u ct state new meta l4proto tcp ip6 daddr { %s } ct mark set 0x%08x\n", c, uid, v6.s, mark);
+        addf(&b, "%s%u ct mark 0x%08x ip6 daddr { %s } ip6 dscp set 0x%02x accept\n", c, uid, mark, v6.s, PNET_DSCP);
+    }
+    addf(&b, "%s%u ct state established,related accept\n", c, uid);
     addf(&b, "%s%u meta l4proto tcp reject with tcp reset\n", c, uid);
     addf(&b, "%s%u reject\n", c, uid);
     addf(&b, "add element " TABLE " slots { %u : jump slot_%u }\n", uid, uid);

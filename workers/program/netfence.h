@@ -16,13 +16,14 @@
  *     idle: drop
  *     running job J (mark M = PNET_MARK_BIT | hash(J)):
  *       ct direction reply ct mark M accept               answering a rank of J (on this host)
- *       ct direction reply ct mark & BIT == BIT drop      answering a rank of another job on this host
- *       ct direction reply ip/ip6 daddr {J's peers} accept answering J's peer hosts
+ *       ct direction reply ct mark BIT, daddr {J's peers} accept   a rank of J's peer hosts (DSCP, below)
+ *       ct direction reply ct mark & BIT == BIT drop      a rank of another job here, or of another host
+ *       ct direction reply ip/ip6 daddr {J's peers} accept unmarked, from J's peer hosts
  *       ct direction reply fib daddr type local accept    answering a local non-rank client (an operator)
  *       ct direction reply drop                           anyone else
  *       ct state established,related accept              its own connections
  *       ct state new tcp, daddr local: mark M, accept     (the listener's own slot decides, above)
- *       ct state new tcp, daddr one of J's peers: mark M, accept
+ *       ct state new tcp, daddr one of J's peers: mark M; to a peer: dscp set PNET_DSCP, accept
  *       tcp: reject with tcp reset; anything else: reject (UDP, ICMP, raw: none)
  *
  * So a connection between two sockets of one host is let through only when the listener's reply
@@ -30,10 +31,15 @@
  * never Redis, the worker's ports, the API server or another job's MASTER_PORT/gloo/NCCL listeners
  * (their replies are dropped: the connect times out, closed and open ports look alike).  Across hosts
  * the address is all there is: a rank reaches J's peer hosts only, and a listener answers only J's
- * peer hosts (and local clients).  Residual risk: a peer host cannot tell a rank's packets from any
- * other process's, so the non-rank services of J's peer hosts answer J's ranks, and another job with
- * ranks on both hosts passes the address check (no mark crosses hosts); abstract unix sockets are not
- * packets (the pid and mount namespaces do not hide them).
+ * peer hosts (and local clients).  Across hosts a rank's packets carry DSCP PNET_DSCP (set by its
+ * slot's chain), and the receiving host's prerouting chain marks such a new connection PNET_MARK_BIT
+ * alone: its non-rank services drop their answer, its ranks answer it from their job's peer hosts only:
+ *   chain prerouting (hook prerouting, priority filter):
+ *     iifname != "lo" ip/ip6 dscp PNET_DSCP ct state new ct mark set PNET_MARK_BIT
+ * Residual risk: the job does not cross hosts, only "a rank": another job with ranks on both hosts
+ * passes the address check; a network that clears DSCP makes remote ranks look like any process of
+ * their host (the peer host's services answer them); abstract unix sockets are not packets (the pid and
+ * mount namespaces do not hide them).
  *
  * Why not a network namespace per job (veth, a bridge, routed or NATed addresses): it needs addresses
  * and routes per job on every host and across hosts (an overlay, or NAT that NCCL's and gloo's
@@ -58,6 +64,7 @@
 #define PNET_UID_COUNT 65536u
 #define PNET_UID_MAX (PNET_UID_MIN + PNET_UID_COUNT - 1)
 #define PNET_MARK_BIT 0x80000000u /* set in every job mark: "a rank opened this connection" */
+#define PNET_DSCP 0x2f            /* on a rank's packets to another host: DSCP 47, pool 2 (experimental or local use) */
 #define PNET_NFT "/usr/sbin/nft"
 #define PNET_MAX_PEERS 64
 #define PNET_LOCK_DIR "/run/lock"

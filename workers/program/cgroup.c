@@ -98,7 +98,8 @@ static void make_v2(pcg *g, const char *name, long long memory_bytes, int max_pi
     if (!exists(dir, "memory.max")) {
         /* the controllers are not delegated to our children yet: possible only while our
          * own group holds no process (or is the root) */
-        set(parent, "cgroup.subtree_control", "+memory +pids +cpu");
+        set(parent, "cgroup.subtree_control", "+memory +pids");
+        set(parent, "cgroup.subtree_control", "+cpu"); /* apart: a parent without cpu still gives memory and pids */
         if (!exists(dir, "memory.max")) {
             rmdir(dir);
             snprintf(why, whylen, "the cgroup v2 memory controller is not enabled for %s's children", parent);
@@ -208,6 +209,13 @@ int pcg_set_cpu(pcg *g, double cpus, char *why, size_t whylen)
     if (quota < 1000) quota = 1000; /* the kernel's smallest quota is 1 ms */
     char v[64];
     if (g->v2 && g->mem[0]) {
+        if (!exists(g->mem, "cpu.max")) { /* not delegated yet: ask the parent (possible while it holds no process) */
+            char parent[1024];
+            snprintf(parent, sizeof(parent), "%s", g->mem);
+            char *slash = strrchr(parent, '/');
+            if (slash) *slash = '\0';
+            set(parent, "cgroup.subtree_control", "+cpu");
+        }
         if (!exists(g->mem, "cpu.max")) {
             snprintf(why, whylen, "the cgroup v2 cpu controller is not enabled for %s", g->mem);
             return -1;

@@ -36,6 +36,7 @@
 #include "workers/serve/signature.h"
 #include "workers/program/logcap.h"
 #include "workers/program/metrics.h"
+#include "workers/program/netfence.h"
 #include "workers/program/rank.h"
 #include "workers/program/spec.h"
 #include "workers/program_io.h"
@@ -86,6 +87,8 @@ typedef struct {
     int rank, world, local_rank, local_world, generation;
     bool gang;
     char master_addr[RDV_ADDR_LEN];
+    char peers[RDV_MAX_WORLD][RDV_ADDR_LEN]; /* every rank's host (the gang's rendezvous): the network fence's peers */
+    int npeers;
     int master_port, port_fd;
     char dir[PATH_MAX], ckpt[PATH_MAX + 16], out[PATH_MAX + 16], logs[PATH_MAX + 16], run[PATH_MAX + 16];
     char workdir[PATH_MAX];
@@ -98,6 +101,7 @@ typedef struct {
     json_t *merged; /* every metrics point of this generation merged: result.metrics */
     double fraction;
     bool terminating;
+    bool fenced;        /* this slot's network chain holds the job's rules (back to idle at the end) */
     bool by_worker;     /* stopped because the worker said so (ctx->cancelled): the worker decides what follows */
     char stop_why[320]; /* why this rank was stopped (a peer's end, ...) */
     rank_end *ends;     /* world of them (rank 0 fills them) */
@@ -200,6 +204,8 @@ static int form_gang(prun *p, char *err, size_t errlen)
         if (ctx->rendezvous(ctx, want, host, rdv_ms, &m, err, errlen) != 0) return -1;
         p->rank = m.rank, p->world = m.world;
         snprintf(p->master_addr, sizeof(p->master_addr), "%s", m.addrs[0]);
+        for (int r = 0; r < m.world && r < RDV_MAX_WORLD; r++)
+            snprintf(p->peers[p->npeers++], RDV_ADDR_LEN, "%s", m.addrs[r]);
         p->local_world = 0;
         for (int r = 0; r < m.world; r++)
             if (strcmp(m.addrs[r], m.addrs[m.rank]) == 0) {
@@ -474,6 +480,28 @@ static void failure_reason(const prun *p, int r, const char *note, char *out, si
         out[--m] = '\0';
 }
 
+/* what an earlier generation left in the checkpoint and output directories (written by other slots' uids, or
+ * before umask 007) becomes the job group's and group-writable, so that whichever slot runs a rank now may
+ * replace it; nftw has no argument for its callback: the gid in a static (one task at a time per worker) */
+static gid_t share_gid;
+
+static int share_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type == FTW_SL || S_ISLNK(st->st_mode)) return 0; /* links are left alone (never followed) */
+    if (lchown(path, (uid_t)-1, share_gid) != 0) return 0;
+    mode_t want = S_ISDIR(st->st_mode) ? (st->st_mode & 07777) | 02070 : (st->st_mode & 07777) | 0060;
+    if (want != (st->st_mode & 07777)) chmod(path, want);
+    return 0;
+}
+
+static void share_dirs(const prun *p, gid_t gid)
+{
+    share_gid = gid;
+    nftw(p->ckpt, share_one, 16, FTW_PHYS);
+    nftw(p->out, share_one, 16, FTW_PHYS);
+}
+
 /* --- the result --- */
 
 static int sha256_file(const char *path, char hex[65], long long *bytes)
@@ -591,6 +619,10 @@ static json_t *make_result(prun *p, int restarts, char *err, size_t errlen)
 static void prun_free(prun *p)
 {
     if (p->pr) prog_free(p->pr);
+    char why[700];
+    if (p->fenced && pnet_idle(p->ctx->sandbox_uid, why, sizeof(why)) != 0)
+        log_warn("job %s: this slot's network rules could not be reset: %s", p->ctx->task->job_id, why);
+    p->fenced = false;
     if (p->port_fd >= 0) close(p->port_fd);
     pmetrics_free(p->met);
     json_decref(p->merged);
@@ -617,6 +649,23 @@ static int launch(prun *p, char (*roots)[PATH_MAX], int nroots, const char *init
     char device_names[MAX_DEVICES][32];
     const char *devices[MAX_DEVICES + 1];
     gpu_devices(p->ctx, device_names, devices);
+    /* CPU time: the spec's resources.cpus, at most the slot's share (--threads, else every core), which is the default */
+    double cpus = p->ctx->threads > 0 ? (double)p->ctx->threads : 0;
+    if (p->set.cpus > 0 && (cpus <= 0 || p->set.cpus < cpus)) cpus = p->set.cpus;
+    /* the network: this slot's chain lets the rank reach its job's peers only (workers/program/netfence.h) */
+    if (p->ctx->net_fenced) {
+        const char *peers[RDV_MAX_WORLD];
+        for (int r = 0; r < p->npeers; r++)
+            peers[r] = p->peers[r];
+        char why[700];
+        if (pnet_job(p->ctx->sandbox_uid, p->ctx->task->job_id, peers, (size_t)p->npeers, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "cannot fence the rank's network: %.500s", why);
+            strv_free(&argv);
+            strv_free(&env);
+            return -1;
+        }
+        p->fenced = true;
+    }
     prog_spec spec = {.argv = (const char *const *)argv.v,
                       .env = (const char *const *)env.v,
                       .workdir = p->workdir,
@@ -631,9 +680,13 @@ static int launch(prun *p, char (*roots)[PATH_MAX], int nroots, const char *init
                       .max_open_files = p->set.open_files,
                       .max_runtime_s = runtime,
                       .grace_s = p->set.grace_s,
+                      .cpus = cpus,
+                      .uid = p->ctx->sandbox_uid,
+                      .gid = pnet_job_gid(p->ctx->task->job_id),
                       .bwrap = BWRAP,
                       .devices = devices,
                       .init = init};
+    share_dirs(p, pnet_job_gid(p->ctx->task->job_id));
     if (p->port_fd >= 0) close(p->port_fd); /* MASTER_PORT is the program's to bind now */
     p->port_fd = -1;
     p->pr = prog_start(&spec, err, errlen);
@@ -644,8 +697,9 @@ static int launch(prun *p, char (*roots)[PATH_MAX], int nroots, const char *init
     char metrics[PATH_MAX + 32];
     snprintf(metrics, sizeof(metrics), "%s/metrics.jsonl", p->run);
     p->met = pmetrics_new(metrics, 0, 0);
-    log_info("job %s: rank %d of %d started (generation %d, memory limit by %s)", p->ctx->task->job_id, p->rank, p->world,
-             p->generation, prog_memory_mode(p->pr));
+    log_info("job %s: rank %d of %d started as uid %u (generation %d, memory limit by %s, CPU limit by %s, network %s)",
+             p->ctx->task->job_id, p->rank, p->world, p->ctx->sandbox_uid, p->generation, prog_memory_mode(p->pr),
+             prog_cpu_mode(p->pr), p->fenced ? "fenced to the job's peers" : "NOT fenced");
     return 0;
 }
 
@@ -663,6 +717,13 @@ int exec_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     if (find_init(init, sizeof(init)) != 0) {
         snprintf(err, errlen, "this worker cannot run programs: gantry-rank-init is not installed beside gantry-worker");
+        return EXEC_FAILED;
+    }
+    if (!ctx->net_fenced && !ctx->net_open) {
+        snprintf(err, errlen,
+                 "this worker cannot run programs: it cannot fence their network to the job's peers (%s); the operator may "
+                 "start it with --program-network open to run them with the host's network",
+                 ctx->net_why ? ctx->net_why : "unknown");
         return EXEC_FAILED;
     }
     prun p = {.ctx = ctx, .port_fd = -1, .generation = t->attempt, .fraction = -1};
@@ -688,8 +749,9 @@ int exec_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     p.merged = json_object();
     if (p.rank == 0) {
-        snprintf(msg, sizeof(msg), "generation %d: %d rank%s, MASTER_ADDR %s:%d", p.generation, p.world, p.world == 1 ? "" : "s",
-                 p.master_addr, p.master_port);
+        snprintf(msg, sizeof(msg), "generation %d: %d rank%s, MASTER_ADDR %s:%d; network %s", p.generation, p.world,
+                 p.world == 1 ? "" : "s", p.master_addr, p.master_port,
+                 ctx->net_fenced ? "fenced to the job's peers" : "NOT fenced (--program-network open)");
         ctx->progress(ctx, 0.0, msg, NULL);
     }
 

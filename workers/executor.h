@@ -45,6 +45,12 @@ typedef struct exec_ctx {
     int max_failures;
     int threads; /* CPU threads this slot's compute may use (--threads; default the machine's cores) */
     const char *bin_dir; /* the worker binary's directory: gantry-rank-init and gantry-replica are beside it */
+    /* program jobs (workers/exec_program.c): the uid and gid this slot's ranks run as (--sandbox-uid), and
+     * whether their network is fenced (workers/program/netfence.h): net_fenced true, or net_why says why
+     * not and net_open whether programs run anyway (--program-network open) */
+    unsigned sandbox_uid;
+    bool net_fenced, net_open;
+    const char *net_why;
 } exec_ctx;
 
 /* What an executor returns: */

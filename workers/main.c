@@ -33,6 +33,7 @@
 #include "common/redis_sync.h"
 #include "common/requeue.h"
 #include "workers/executor.h"
+#include "workers/program/netfence.h"
 #include "workers/rendezvous.h"
 
 #include <errno.h>
@@ -65,6 +66,14 @@ static config_opt opts[] = {
     CONFIG_OPT("max-attempts", "attempts of a job when its worker is lost (as the scheduler's)", "3"),
     CONFIG_OPT("memory", "memory this slot offers, in bytes (0: the machine's)", "0"),
     CONFIG_OPT("threads", "CPU threads a replica's model may use (TorchScript's intra-op pool; 0: the machine's cores)", "0"),
+    CONFIG_OPT("sandbox-uid",
+               "uid and gid this slot's program ranks run as, in [1879048192, 1879113727] and its own on the host (0: derived "
+               "from --id)",
+               "0"),
+    CONFIG_OPT("program-network",
+               "fenced: a program rank reaches only its own job's peers (nftables, needs root; program jobs are refused "
+               "without it); open: programs run with the host's network when the fence cannot be made",
+               "fenced"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
     CONFIG_OPT("fed-secret",
                "file with the cluster secret that authenticates federated sites' keys (mode 600, the same on every worker, "
@@ -83,6 +92,9 @@ static char bin_dir[PATH_MAX];   /* this binary's directory (gantry-rank-init, g
 static char worker_id[40], source[96], info_json[2048];
 static char site_label[64];            /* --labels site=NAME: the federated site this worker runs */
 static unsigned char fed_secret[4096]; /* --fed-secret: the file's bytes, trailing white space dropped */
+static unsigned sandbox_uid;           /* --sandbox-uid, or derived from the id */
+static bool net_fenced;                /* this slot's nftables chain is in place (workers/program/netfence.h) */
+static char net_why[700];              /* why not */
 static size_t fed_secret_len;
 static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
 static char running_job[64];
@@ -476,7 +488,11 @@ static bool run_task(rs_conn *r, const char *raw)
                     .fed_secret = fed_secret_len ? fed_secret : NULL,
                     .fed_secret_len = fed_secret_len,
                     .threads = atoi(OPT("threads")) > 0 ? atoi(OPT("threads")) : (int)sysconf(_SC_NPROCESSORS_ONLN),
-                    .bin_dir = bin_dir};
+                    .bin_dir = bin_dir,
+                    .sandbox_uid = sandbox_uid,
+                    .net_fenced = net_fenced,
+                    .net_open = strcmp(OPT("program-network"), "open") == 0,
+                    .net_why = net_why};
     json_t *result = NULL;
     char err[4096] = "";
     int rc = -1;
@@ -633,6 +649,57 @@ static int load_fed_secret(const char *path)
     return 0;
 }
 
+/* --sandbox-uid and --program-network: the uid program ranks run as, and their network fence (set up now:
+ * a restart after a crash replaces what the last run left); 0, or -1 logged */
+static int setup_sandbox(void)
+{
+    char *end;
+    unsigned long uid = strtoul(OPT("sandbox-uid"), &end, 10);
+    if (*end || (uid != 0 && (uid < PNET_UID_MIN || uid > PNET_UID_MAX))) {
+        log_error("--sandbox-uid %s: must be 0 (derived from --id) or in [%u, %u]", OPT("sandbox-uid"), PNET_UID_MIN, PNET_UID_MAX);
+        return -1;
+    }
+    /* one worker per uid on a host: a lock file per uid, held while the worker runs; a derived uid taken by
+     * another worker moves on to the next one */
+    sandbox_uid = uid ? (unsigned)uid : pnet_default_uid(worker_id);
+    for (int tries = 0;; tries++) {
+        int fd = pnet_lock_uid(sandbox_uid); /* held until the process ends (the descriptor stays open) */
+        if (fd >= 0) break;
+        if (fd == -2) {
+            log_warn("cannot open a lock file in " PNET_LOCK_DIR ": this worker cannot tell whether another one of this "
+                     "host uses uid %u",
+                     sandbox_uid);
+            break;
+        }
+        if (uid || tries >= 64) {
+            log_error("--sandbox-uid %u: another worker of this host runs its program ranks as that uid", sandbox_uid);
+            return -1;
+        }
+        sandbox_uid = sandbox_uid == PNET_UID_MAX ? PNET_UID_MIN : sandbox_uid + 1;
+    }
+    const char *mode = OPT("program-network");
+    if (strcmp(mode, "fenced") != 0 && strcmp(mode, "open") != 0) {
+        log_error("--program-network %s: must be fenced or open", mode);
+        return -1;
+    }
+    net_fenced = pnet_setup(sandbox_uid, net_why, sizeof(net_why)) == 0;
+    char why[300];
+    int reaped = net_fenced ? pnet_reap(sandbox_uid, why, sizeof(why)) : 0;
+    if (reaped > 0)
+        log_info("removed the network rules of %d worker slot%s no worker holds any more", reaped, reaped == 1 ? "" : "s");
+    if (net_fenced)
+        log_info("program ranks run as uid %u; their network is fenced to their job's peers (nftables table inet gantry)",
+                 sandbox_uid);
+    else if (strcmp(mode, "open") == 0)
+        log_warn("program ranks run as uid %u with the host's network, NOT fenced (--program-network open): %s", sandbox_uid,
+                 net_why);
+    else
+        log_warn("program jobs will be refused: their network cannot be fenced (%s); --program-network open runs them "
+                 "unfenced",
+                 net_why);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     json_set_alloc_funcs(xmalloc, free); /* jansson never returns NULL for memory (common/alloc.h) */
@@ -663,6 +730,7 @@ int main(int argc, char **argv)
     }
     max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
     if (OPT("fed-secret")[0] && load_fed_secret(OPT("fed-secret")) != 0) return 2;
+    if (setup_sandbox() != 0) return 2;
 
     redis_auth rauth;
     if (redis_auth_from_options(&rauth, OPT("redis-user"), OPT("redis-password"), OPT("redis-password-file")) != 0) return 2;
@@ -724,6 +792,8 @@ int main(int argc, char **argv)
     freeReplyObject(unreg);
     rs_close(&r);
     rs_close(&hb);
+    if (net_fenced && pnet_teardown(sandbox_uid, net_why, sizeof(net_why)) != 0)
+        log_warn("could not remove this slot's network rules: %s", net_why);
     log_info("worker %s stopped", worker_id);
     return 0;
 }

@@ -33,6 +33,15 @@ def placement_job(name="job", graph=None):
     return {"type": "placement", "name": name, "spec": {"graph": copy.deepcopy(graph or TINY_GRAPH), "algorithms": ["m-topo"]}}
 
 
+# the uids program ranks run as (workers/program/netfence.h PNET_UID_MIN, 65536 of them): each test worker gets its
+# own (--sandbox-uid), distinct from another test run's on this machine
+SANDBOX_UID_MIN = 1879048192
+
+
+def sandbox_uid(i):
+    return SANDBOX_UID_MIN + (os.getpid() % 8000) * 8 + i
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -187,7 +196,8 @@ class Stack(Client):
     def start_worker(self, i, labels=""):
         self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args("worker"),
                                    "--id", f"w_test{i}", "--labels", labels, "--fed-secret", self.fed_secret,
-                                   "--state", os.path.join(self.dir, "var", "worker")])  # shared by the stack's workers
+                                   "--state", os.path.join(self.dir, "var", "worker"),  # shared by the stack's workers
+                                   "--sandbox-uid", str(sandbox_uid(i))])
 
     def __enter__(self):
         try:

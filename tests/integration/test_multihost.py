@@ -10,7 +10,7 @@ import os
 import subprocess
 import time
 
-from harness import ADMIN, BUILD, ROOT, Stack, placement_job, timeout, wait_until
+from harness import ADMIN, BUILD, ROOT, Stack, placement_job, sandbox_uid, timeout, wait_until
 
 MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 32}, {"type": "relu"},
                                         {"type": "dense", "units": 10}]}
@@ -80,7 +80,8 @@ class Hosts(Stack):
     def start_worker(self, i, labels=""):
         host = i + 1
         self._in(host, f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args("worker"), "--id", f"w_test{i}",
-                                      "--advertise-host", self.ip[host], "--state", os.path.join(self.dir, f"host{host}")])
+                                      "--advertise-host", self.ip[host], "--state", os.path.join(self.dir, f"host{host}"),
+                                      "--sandbox-uid", str(sandbox_uid(i))])
 
     def connection(self, timeout=30):
         import http.client
@@ -124,5 +125,80 @@ def test_two_hosts_placement_training_and_a_cut_link():
             assert any("lost a peer" in r and "failure 1 of 3" in r for r in reasons), reasons
             s.link(2, True)  # h2 returns: its worker was declared dead, re-registers, and is idle again
             wait_until("h2's worker back", lambda: {w["id"]: w["state"] for w in s.workers()}.get("w_test1") == "idle", 60)
+    finally:
+        h.net_down()
+
+
+# a program gang across the hosts: rank 0 listens on MASTER_ADDR:MASTER_PORT (h1's address), rank 1 (h2) says
+# hello; rank 1 also tries Redis on h0 (not a peer of the job: refused by its host's fence) and a root listener on
+# each worker host (a service of a peer host, as its worker's ring or sshd: not answered)
+GANG = """import os, socket, sys, time
+rank = int(os.environ["RANK"])
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+if rank == 0:
+    srv = socket.create_server((addr, port))
+    c, peer = srv.accept()
+    print("HEARD", c.recv(100).decode(), flush=True)
+else:
+    for arg in sys.argv[2:]:  # name:host:port
+        name, phost, pport = arg.split(":")
+        try:
+            socket.create_connection((phost, int(pport)), timeout=2).close()
+            print("PROBE", name, "CONNECTED", flush=True)
+        except OSError as e:
+            print("PROBE", name, type(e).__name__, flush=True)
+    deadline = time.time() + 30
+    while True:
+        try:
+            socket.create_connection((addr, port), timeout=5).sendall(b"hello from 1")
+            break
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.1)
+"""
+
+
+@timeout(300)
+def test_program_gang_across_hosts_is_fenced_to_its_peers():
+    """a 2-rank program job on h1 and h2: rank 1 reaches rank 0 at h1's address (each host's nftables let the
+    job's peer hosts through), and not Redis on h0"""
+    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        print("SKIP: network namespaces need root")
+        return
+    from test_program_jobs import program_job, program_root
+    h = Hosts(f"p{os.getpid() % 10000}")
+    try:
+        try:
+            h.net_up()
+        except subprocess.CalledProcessError as e:
+            print(f"SKIP: cannot build the hosts: {e.cmd}: {e.stderr.decode(errors='replace').strip()}")
+            return
+        with h as s:
+            tid, tok = s.tenant("multihost-prog")
+            program_root(s, tid, {"gang.py": GANG})
+            # a root listener on h1 and on h2, each recording what it accepts
+            port = 40000 + os.getpid() % 20000
+            accepted = os.path.join(s.dir, "root-accepted")
+            for host in (1, 2):
+                s._in(host, f"rootsrv{host}", ["python3", "-c", "import socket, sys\n"
+                                               f"srv = socket.create_server(('{s.ip[host]}', {port}))\n"
+                                               "while True:\n    c, peer = srv.accept()\n"
+                                               f"    open('{accepted}', 'a').write(str(peer) + '\\n')\n"])
+            probes = [f"redis:{s.ip[0]}:{s.rport}", f"root1:{s.ip[1]}:{port}", f"root2:{s.ip[2]}:{port}"]
+            wait_until("the root listeners", lambda: all(
+                subprocess.run(["ip", "netns", "exec", s.ns[h], "python3", "-c",
+                                f"import socket; socket.create_connection(('{s.ip[h]}', {port}), timeout=1)"]).returncode == 0
+                for h in (1, 2)), 20)
+            os.unlink(accepted)
+            jid = s.submit(tok, program_job(["python3", "gang.py", "mark-mhgang", *probes], workers=2))
+            job = s.wait_state(tok, jid, "succeeded", timeout=120)
+            assert job["result"]["exit_codes"] == [0, 0], job
+            out = subprocess.run(["redis-cli", "-h", s.ip[0], "-p", str(s.rport), "--json", "-2", "XRANGE", f"gantry:logs:{jid}",
+                                  "-", "+"], capture_output=True, text=True, timeout=10).stdout
+            assert "HEARD hello from 1" in out, out
+            assert "PROBE redis ConnectionRefusedError" in out, out  # not a peer: refused on its own host
+            assert "PROBE root1 TimeoutError" in out and "PROBE root2 TimeoutError" in out, out  # peers' services: no answer
+            assert not os.path.exists(accepted), open(accepted).read()
     finally:
         h.net_down()

@@ -23,6 +23,7 @@
 
 #include "workers/program/logcap.h"
 #include "workers/program/metrics.h"
+#include "workers/program/netfence.h"
 #include "workers/program/rank.h"
 #include "workers/program/sandbox.h"
 
@@ -249,6 +250,15 @@ static void test_argv(void **state_)
     sbx_argv_free(a);
     for (const char *const *p = sbx_default_system; *p; p++)
         assert_string_not_equal(*p, "/etc");
+    /* the rank init from a descriptor: its host path appears nowhere (bwrap copies it in) */
+    d.init_fd = 5;
+    a = sbx_argv(&d, err, sizeof(err));
+    assert_non_null(a);
+    assert_true(has_arg(a, "--ro-bind-data", "5"));
+    for (int i = 0; a[i]; i++)
+        assert_null(strstr(a[i], "/opt/gantry"));
+    sbx_argv_free(a);
+    d.init_fd = 0;
 
     /* errors name the field */
     sbx_bind bad[] = {{"/x", "relative/path"}};
@@ -681,6 +691,71 @@ static void test_rank_log_rotation(void **state_)
     free(t);
 }
 
+/* the nftables scripts of the network fence (netfence.h): what each worker writes, and nothing of another's */
+static void test_netfence_scripts(void **state_)
+{
+    (void)state_;
+    unsigned uid = pnet_default_uid("w_a");
+    assert_true(uid >= PNET_UID_MIN && uid <= PNET_UID_MAX);
+    assert_true(pnet_default_uid("w_a") == uid && pnet_job_gid("j_1") >= PNET_UID_MIN && pnet_job_gid("j_1") <= PNET_UID_MAX);
+    uint32_t mark = pnet_job_mark("j_1");
+    assert_true((mark & PNET_MARK_BIT) && mark == pnet_job_mark("j_1") && mark != pnet_job_mark("j_2"));
+
+    char *setup = pnet_script_setup(1879048200u);
+    assert_non_null(strstr(setup, "add table inet gantry\n"));
+    assert_non_null(strstr(setup, "flush chain inet gantry output\n")); /* the shared chain: replaced, never appended to */
+    assert_non_null(strstr(setup, "add rule inet gantry output meta skuid 1879048192-1879113727 meta skuid vmap @slots\n"));
+    assert_non_null(strstr(setup, "add rule inet gantry output meta skuid 1879048192-1879113727 drop\n"));
+    assert_non_null(
+        strstr(setup, "add rule inet gantry prerouting iifname != \"lo\" ip dscp 0x2f ct state new ct mark set 0x80000000\n"));
+    assert_non_null(strstr(setup, "flush chain inet gantry slot_1879048200\nadd rule inet gantry slot_1879048200 drop\n"));
+    assert_non_null(strstr(setup, "add element inet gantry slots { 1879048200 : jump slot_1879048200 }\n"));
+    assert_null(strstr(setup, "delete")); /* nothing of another worker's */
+    free(setup);
+
+    const char *peers[] = {"10.0.0.1", "fd00::2", "10.0.0.3"};
+    char err[200] = "";
+    char *job = pnet_script_job(1879048200u, 0x80000123u, peers, 3, err, sizeof(err));
+    assert_non_null(job);
+    const char *want[] = {
+        "add rule inet gantry slot_1879048200 ct direction reply ct mark 0x80000123 accept\n",
+        "add rule inet gantry slot_1879048200 ct direction reply ct mark 0x80000000 ip daddr { 10.0.0.1, 10.0.0.3 } accept\n",
+        "add rule inet gantry slot_1879048200 ct direction reply ct mark 0x80000000 ip6 daddr { fd00::2 } accept\n",
+        "add rule inet gantry slot_1879048200 ct direction reply ct mark and 0x80000000 == 0x80000000 drop\n",
+        "add rule inet gantry slot_1879048200 ct direction reply ip daddr { 10.0.0.1, 10.0.0.3 } accept\n",
+        "add rule inet gantry slot_1879048200 ct direction reply ip6 daddr { fd00::2 } accept\n",
+        "add rule inet gantry slot_1879048200 ct direction reply fib daddr type local accept\n",
+        "add rule inet gantry slot_1879048200 ct direction reply drop\n",
+        "add rule inet gantry slot_1879048200 ct state new meta l4proto tcp fib daddr type local ct mark set 0x80000123 accept\n",
+        "add rule inet gantry slot_1879048200 ct state new meta l4proto tcp ip daddr { 10.0.0.1, 10.0.0.3 } ct mark set "
+        "0x80000123\n",
+        "add rule inet gantry slot_1879048200 ct mark 0x80000123 ip daddr { 10.0.0.1, 10.0.0.3 } ip dscp set 0x2f accept\n",
+        "add rule inet gantry slot_1879048200 ct mark 0x80000123 ip6 daddr { fd00::2 } ip6 dscp set 0x2f accept\n",
+        "add rule inet gantry slot_1879048200 ct state established,related accept\n",
+        "add rule inet gantry slot_1879048200 meta l4proto tcp reject with tcp reset\n",
+        "add rule inet gantry slot_1879048200 reject\n",
+    };
+    const char *at = job;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) { /* in this order */
+        const char *w = strstr(at, want[i]);
+        if (!w) fail_msg("missing or out of order: %s in\n%s", want[i], job);
+        at = w + strlen(want[i]);
+    }
+    free(job);
+    /* a rank with no peer (a 1-rank job): this host only */
+    job = pnet_script_job(1879048200u, 0x80000123u, NULL, 0, err, sizeof(err));
+    assert_null(strstr(job, "daddr {"));
+    free(job);
+    const char *bad[] = {"10.0.0.1", "10.0.0.1; flush ruleset"};
+    assert_null(pnet_script_job(1879048200u, 0x80000123u, bad, 2, err, sizeof(err)));
+    assert_string_equal(err, "peers[1]: 10.0.0.1; flush ruleset is not an IPv4 or IPv6 address");
+
+    char *down = pnet_script_teardown(1879048200u);
+    assert_non_null(strstr(down, "delete element inet gantry slots { 1879048200 }\ndelete chain inet gantry slot_1879048200\n"));
+    assert_null(strstr(down, "flush chain inet gantry output"));
+    free(down);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -693,6 +768,7 @@ int main(void)
         cmocka_unit_test(test_terminate_tree),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_rank_log_rotation),
+        cmocka_unit_test(test_netfence_scripts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -54,7 +54,8 @@ static void test_valid_and_settings(void **state)
     (void)state;
     json_t *spec = J("{'program':{'command':['python3','train.py','--epochs','3'],'workdir':'pytorch','env':{'LR':'0.01',"
                      "'PATH':'/usr/bin','_x1':''}},'workers':{'min':1,'max':3},'max_runtime_s':3600,'grace_s':10,"
-                     "'max_restarts':0,'rendezvous_timeout_s':5,'resources':{'memory_mb':4096,'processes':64,'open_files':100},"
+                     "'max_restarts':0,'rendezvous_timeout_s':5,'resources':{'memory_mb':4096,'processes':64,'open_files':100,"
+                     "'cpus':1.5},"
                      "'register_model':{'output':'models/model.pt','format':'torchscript'},'model_name':'fashion-cnn'}");
     char f[256], m[512];
     if (program_spec_validate(spec, f, sizeof f, m, sizeof m)) fail_msg("%s %s", f, m);
@@ -73,6 +74,7 @@ static void test_valid_and_settings(void **state)
     assert_true(s.memory_bytes == 4096 * MIB);
     assert_int_equal(s.processes, 64);
     assert_int_equal(s.open_files, 100);
+    assert_true(s.cpus == 1.5);
     assert_string_equal(s.register_output, "models/model.pt");
     assert_string_equal(s.register_format, "torchscript");
     assert_string_equal(s.model_name, "fashion-cnn");
@@ -98,6 +100,7 @@ static void test_defaults(void **state)
     assert_int_equal(s.rendezvous_timeout_s, 60);
     assert_true(s.memory_bytes == PROG_DEFAULT_MEMORY_MB * MIB); /* no tenant limit: 8192 MiB */
     assert_int_equal(s.processes, 1024);
+    assert_true(s.cpus == 0); /* absent: the worker's slot share */
     assert_int_equal(s.open_files, 4096);
     assert_null(s.register_output);
     assert_null(s.register_format);
@@ -190,7 +193,12 @@ static void test_other_rules(void **state)
     expect_field("{" PROG ",'resources':{'memory_mb':1.5}}", "spec.resources.memory_mb");
     expect_field("{" PROG ",'resources':{'processes':0}}", "spec.resources.processes");
     expect_field("{" PROG ",'resources':{'open_files':1048577}}", "spec.resources.open_files");
-    expect_field("{" PROG ",'resources':{'cpus':2}}", "spec.resources.cpus");
+    expect_field("{" PROG ",'resources':{'cpus':0}}", "spec.resources.cpus");
+    expect_field("{" PROG ",'resources':{'cpus':-1}}", "spec.resources.cpus");
+    expect_field("{" PROG ",'resources':{'cpus':'2'}}", "spec.resources.cpus");
+    expect_field("{" PROG ",'resources':{'cpus':1025}}", "spec.resources.cpus");
+    expect_ok("{" PROG ",'resources':{'cpus':2}}");
+    expect_ok("{" PROG ",'resources':{'cpus':0.5}}");
     expect_field("{" PROG ",'register_model':{}}", "spec.register_model.output");
     expect_field("{" PROG ",'register_model':{'output':'m.pt','format':'onnx'}}", "spec.register_model.format");
     static const char *const outputs[] = {"/gantry/output/m.pt", "../m.pt", "a/../m.pt", "./m.pt", "a//m.pt", "a/", NULL};

@@ -19,6 +19,10 @@ struct pcg {
     char pids[1024]; /* the pids group's directory ("" none; the same as mem in v2) */
     char mem_procs[1100], pids_procs[1100];
     char oom_file[1100]; /* memory.events (v2) or memory.oom_control (v1) */
+    char cpu[1024];      /* the group with the CPU quota ("" none; the same as mem in v2) */
+    char cpuacct[1024];  /* v1: the cpuacct group its usage is read from ("" none; the same as cpu when co-mounted) */
+    char cpu_procs[1100], cpuacct_procs[1100];
+    char name[256];
     int v2;
 };
 
@@ -95,6 +99,7 @@ static void make_v2(pcg *g, const char *name, long long memory_bytes, int max_pi
         /* the controllers are not delegated to our children yet: possible only while our
          * own group holds no process (or is the root) */
         set(parent, "cgroup.subtree_control", "+memory +pids");
+        set(parent, "cgroup.subtree_control", "+cpu"); /* apart: a parent without cpu still gives memory and pids */
         if (!exists(dir, "memory.max")) {
             rmdir(dir);
             snprintf(why, whylen, "the cgroup v2 memory controller is not enabled for %s's children", parent);
@@ -173,6 +178,7 @@ static void make_v1_all(pcg *g, const char *name, long long memory_bytes, int ma
 pcg *pcg_create(const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen)
 {
     pcg *g = xcalloc(1, sizeof(*g));
+    snprintf(g->name, sizeof(g->name), "%s", name);
     why[0] = '\0';
     make_v2(g, name, memory_bytes, max_pids, why, whylen);
     if (!g->mem[0]) make_v1_all(g, name, memory_bytes, max_pids, why, whylen);
@@ -192,11 +198,95 @@ bool pcg_has_pids(const pcg *g)
     return g && g->pids[0];
 }
 
+/* the cpu period: 100 ms, the kernel's default */
+#define CPU_PERIOD_US 100000LL
+
+int pcg_set_cpu(pcg *g, double cpus, char *why, size_t whylen)
+{
+    why[0] = '\0';
+    if (cpus <= 0) return 0;
+    long long quota = (long long)(cpus * (double)CPU_PERIOD_US + 0.5);
+    if (quota < 1000) quota = 1000; /* the kernel's smallest quota is 1 ms */
+    char v[64];
+    if (g->v2 && g->mem[0]) {
+        if (!exists(g->mem, "cpu.max")) { /* not delegated yet: ask the parent (possible while it holds no process) */
+            char parent[1024];
+            snprintf(parent, sizeof(parent), "%s", g->mem);
+            char *slash = strrchr(parent, '/');
+            if (slash) *slash = '\0';
+            set(parent, "cgroup.subtree_control", "+cpu");
+        }
+        if (!exists(g->mem, "cpu.max")) {
+            snprintf(why, whylen, "the cgroup v2 cpu controller is not enabled for %s", g->mem);
+            return -1;
+        }
+        snprintf(v, sizeof(v), "%lld %lld", quota, CPU_PERIOD_US);
+        if (set(g->mem, "cpu.max", v) != 0) {
+            snprintf(why, whylen, "cannot set cpu.max in %s: %s", g->mem, strerror(errno));
+            return -1;
+        }
+        snprintf(g->cpu, sizeof(g->cpu), "%s", g->mem);
+        return 0;
+    }
+    if (make_v1("cpu", g->name, g->cpu, sizeof(g->cpu), why, whylen) != 0) return -1;
+    snprintf(v, sizeof(v), "%lld", CPU_PERIOD_US);
+    char q[32];
+    snprintf(q, sizeof(q), "%lld", quota);
+    if (set(g->cpu, "cpu.cfs_period_us", v) != 0 || set(g->cpu, "cpu.cfs_quota_us", q) != 0) {
+        snprintf(why, whylen, "cannot set cpu.cfs_quota_us in %s: %s", g->cpu, strerror(errno));
+        rmdir(g->cpu);
+        g->cpu[0] = '\0';
+        return -1;
+    }
+    snprintf(g->cpu_procs, sizeof(g->cpu_procs), "%s/cgroup.procs", g->cpu);
+    /* the usage: cpuacct, co-mounted with cpu (cpu,cpuacct) or a hierarchy of its own */
+    if (exists(g->cpu, "cpuacct.usage")) {
+        snprintf(g->cpuacct, sizeof(g->cpuacct), "%s", g->cpu);
+    } else {
+        char awhy[256];
+        if (make_v1("cpuacct", g->name, g->cpuacct, sizeof(g->cpuacct), awhy, sizeof(awhy)) == 0)
+            snprintf(g->cpuacct_procs, sizeof(g->cpuacct_procs), "%s/cgroup.procs", g->cpuacct);
+    }
+    return 0;
+}
+
+bool pcg_has_cpu(const pcg *g)
+{
+    return g && g->cpu[0];
+}
+
+long long pcg_cpu_usage_us(const pcg *g)
+{
+    if (!g) return -1;
+    char p[1200];
+    long long v = -1;
+    if (g->v2 && g->cpu[0]) {
+        snprintf(p, sizeof(p), "%s/cpu.stat", g->cpu);
+        FILE *f = fopen(p, "re");
+        if (!f) return -1;
+        char key[64];
+        long long n;
+        while (fscanf(f, "%63s %lld", key, &n) == 2)
+            if (strcmp(key, "usage_usec") == 0) v = n;
+        fclose(f);
+        return v;
+    }
+    if (!g->cpuacct[0]) return -1;
+    snprintf(p, sizeof(p), "%s/cpuacct.usage", g->cpuacct);
+    FILE *f = fopen(p, "re");
+    if (!f) return -1;
+    if (fscanf(f, "%lld", &v) != 1) v = -1;
+    fclose(f);
+    return v >= 0 ? v / 1000 : -1;
+}
+
 int pcg_join(const pcg *g)
 {
     int rc = 0;
     if (g->mem_procs[0] && write_file(g->mem_procs, "0") != 0) rc = -1;
     if (g->pids_procs[0] && strcmp(g->pids_procs, g->mem_procs) != 0 && write_file(g->pids_procs, "0") != 0) rc = -1;
+    if (g->cpu_procs[0] && write_file(g->cpu_procs, "0") != 0) rc = -1; /* v1 only (v2: the same group as mem) */
+    if (g->cpuacct_procs[0] && write_file(g->cpuacct_procs, "0") != 0) rc = -1;
     return rc;
 }
 
@@ -229,5 +319,7 @@ void pcg_destroy(pcg *g)
     if (!g) return;
     remove_dir(g->mem);
     if (strcmp(g->pids, g->mem) != 0) remove_dir(g->pids);
+    if (strcmp(g->cpu, g->mem) != 0) remove_dir(g->cpu);
+    if (strcmp(g->cpuacct, g->cpu) != 0) remove_dir(g->cpuacct);
     free(g);
 }

@@ -1,5 +1,6 @@
-/* cgroup.h - a rank's memory and process limits as control groups, when the
- * machine lets the worker make them.
+/* cgroup.h - a rank's memory, process and CPU limits as control groups, when the
+ * machine lets the worker make them (reusable for any process the worker supervises:
+ * pcg_create, then pcg_set_cpu when a CPU limit applies, then pcg_join in the child).
  *
  * The worker makes one group per rank below its own (from /proc/self/cgroup): in
  * cgroup v2 (a unified hierarchy at /sys/fs/cgroup with the memory controller) one
@@ -13,7 +14,13 @@
  * When no memory controller is writable (a container without cgroup delegation)
  * pcg_create says why and rank.c falls back to watching the resident memory of the
  * rank's processes; without a pids controller, RLIMIT_NPROC.  Not RLIMIT_AS: torch
- * reserves far more address space than it uses. */
+ * reserves far more address space than it uses.
+ *
+ * The CPU limit (pcg_set_cpu) is a CFS quota: v2 cpu.max "QUOTA 100000" in the same group, v1 a
+ * group in the cpu hierarchy (cpu.cfs_quota_us / cpu.cfs_period_us, period 100 ms) and, for its
+ * usage, one in cpuacct (the same group when the two are co-mounted as cpu,cpuacct).  A rank over
+ * its quota is throttled, never killed.  Without a writable cpu controller pcg_set_cpu says why and
+ * there is no CPU limit (no fallback: the caller reports it). */
 #ifndef GANTRY_PROGRAM_CGROUP_H
 #define GANTRY_PROGRAM_CGROUP_H
 
@@ -29,6 +36,13 @@ typedef struct pcg pcg;
 pcg *pcg_create(const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen);
 bool pcg_has_memory(const pcg *g);
 bool pcg_has_pids(const pcg *g);
+/* A CPU limit of cpus cores' time (1.5: 150 ms per 100 ms period) for the groups of g, before pcg_join;
+ * cpus <= 0: none.  0, or -1 with why (no writable cpu controller): then there is no CPU limit. */
+int pcg_set_cpu(pcg *g, double cpus, char *why, size_t whylen);
+bool pcg_has_cpu(const pcg *g);
+/* the CPU time the group's processes used, microseconds (v2 cpu.stat usage_usec, v1 cpuacct.usage);
+ * -1 when unknown */
+long long pcg_cpu_usage_us(const pcg *g);
 /* moves the calling process into the groups: async-signal-safe (a forked child
  * calls it before exec); 0 or -1 */
 int pcg_join(const pcg *g);

@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/close_range.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,7 +91,10 @@ int main(int argc, char **argv)
         return 127;
     }
     if (pid == 0) {
-        fcntl(fd, F_SETFD, FD_CLOEXEC); /* the program never holds the report */
+        /* the program never holds the report, nor what bwrap left open (its --args and --ro-bind-data descriptors) */
+        syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        umask(007); /* what a rank writes is its job group's: the job's other ranks (other uids) may replace it */
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -24,6 +25,9 @@
 #include "workers/program/sandbox.h"
 
 #define STATUS_FD 3
+#define ARGS_FD 4 /* bwrap's options, NUL-separated (--args): its command line shows no host path */
+#define ARGS_FD_TEXT "4"
+#define INIT_FD 5 /* the rank init's bytes (--ro-bind-data): no host path of it inside */
 #define RSS_PERIOD_S 0.2
 
 typedef enum { CAUSE_NONE, CAUSE_TERMINATE, CAUSE_RUNTIME, CAUSE_MEMORY } cause;
@@ -37,6 +41,7 @@ struct prog_rank {
     plog *log;
     pcg *cg;
     char mem_mode[300];
+    char cpu_mode[300];
     double t0, term_at, kill_at, rss_at;
     cause cause;
     bool started, out_eof, status_eof, reaped, killed;
@@ -240,12 +245,15 @@ static bool is_dir(const char *p)
     return p && p[0] == '/' && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* the program's own directory: owned by its uid (the directory itself, not followed) */
-static int give_dir(const char *path, unsigned uid, unsigned gid)
+/* the program's own directory: owned by its uid and group (the directory itself, not followed); shared ones
+ * (checkpoint, output: every rank of the job on this machine writes there, each as its slot's uid) are
+ * group-writable and setgid, so what any rank of the job makes there is the job group's */
+static int give_dir(const char *path, unsigned uid, unsigned gid, bool shared)
 {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return -1;
     int rc = fchown(fd, uid, gid);
+    if (rc == 0 && shared) rc = fchmod(fd, 02770);
     close(fd);
     return rc;
 }
@@ -297,6 +305,7 @@ static char **make_argv(const prog_spec *s, const char **system, sbx_bind *links
         .n_rw = 3,
         .devices = s->devices,
         .init = s->init,
+        .init_fd = INIT_FD,
         .cwd = s->workdir,
         .tmp_bytes = s->tmp_bytes > 0 ? s->tmp_bytes : s->memory_bytes,
         .uid = s->uid,
@@ -307,7 +316,72 @@ static char **make_argv(const prog_spec *s, const char **system, sbx_bind *links
     return sbx_argv(&d, err, errlen);
 }
 
-static void child(const prog_rank *r, char **argv, char **env, int devnull, int out_w, int status_w, pid_t parent)
+/* a sealed-size anonymous file holding len bytes of data, at offset 0; -1 with err */
+static int data_memfd(const char *name, const char *data, size_t len, char *err, size_t errlen)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "memfd_create: %s", strerror(errno));
+        return -1;
+    }
+    for (size_t off = 0; off < len;) {
+        ssize_t n = write(fd, data + off, len - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            snprintf(err, errlen, "cannot write bwrap's %s: %s", name, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    lseek(fd, 0, SEEK_SET);
+    return fd;
+}
+
+/* bwrap's arguments (argv[1]...), each ended by a NUL: what --args reads */
+static int args_memfd(char *const *args, char *err, size_t errlen)
+{
+    size_t len = 0;
+    for (char *const *a = args; *a; a++)
+        len += strlen(*a) + 1;
+    char *data = xmalloc(len + 1), *p = data;
+    for (char *const *a = args; *a; a++) {
+        size_t n = strlen(*a) + 1;
+        memcpy(p, *a, n);
+        p += n;
+    }
+    int fd = data_memfd("bwrap-args", data, len, err, errlen);
+    free(data);
+    return fd;
+}
+
+/* a copy of the file at path (the rank init: bwrap copies it into the sandbox, so its host path shows nowhere) */
+static int file_memfd(const char *path, char *err, size_t errlen)
+{
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (in < 0 || fstat(in, &st) != 0 || st.st_size <= 0 || st.st_size > (64 << 20)) {
+        snprintf(err, errlen, "init: cannot read %s: %s", path, in < 0 ? strerror(errno) : "not a regular file of 1 B to 64 MiB");
+        if (in >= 0) close(in);
+        return -1;
+    }
+    char *data = xmalloc((size_t)st.st_size);
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(in, data + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(in);
+    int fd = got == (size_t)st.st_size ? data_memfd("rank-init", data, got, err, errlen) : -1;
+    if (got != (size_t)st.st_size) snprintf(err, errlen, "init: short read of %s", path);
+    free(data);
+    return fd;
+}
+
+static void child(const prog_rank *r, char **argv, char **env, int devnull, int out_w, int status_w, int args_fd, int init_fd,
+                  pid_t parent)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
@@ -326,14 +400,20 @@ static void child(const prog_rank *r, char **argv, char **env, int devnull, int 
         setrlimit(RLIMIT_NPROC, &np);
     }
     /* fds 0-3 only: whatever the worker holds (Redis, sockets) stays out */
-    if (dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(out_w, 2) < 0 || dup2(status_w, STATUS_FD) < 0) _exit(127);
-    syscall(SYS_close_range, STATUS_FD + 1, ~0U, 0);
+    /* fds 0-5 only: whatever the worker holds (Redis, sockets) stays out.  Each source is copied above them first,
+     * so that placing one never overwrites another still to be placed. */
+    int src[INIT_FD + 1] = {devnull, out_w, out_w, status_w, args_fd, init_fd}, high[INIT_FD + 1];
+    for (int i = 0; i <= INIT_FD; i++)
+        if ((high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 64)) < 0) _exit(127);
+    for (int i = 0; i <= INIT_FD; i++)
+        if (dup2(high[i], i) < 0) _exit(127);
+    syscall(SYS_close_range, INIT_FD + 1, ~0U, 0);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     for (int sig = 1; sig < NSIG; sig++)
         signal(sig, SIG_DFL);
-    execve(argv[0], argv, env);
+    execve(r->spec.bwrap, argv, env);
     static const char m[] = "gantry: cannot run bwrap\n";
     (void)!write(2, m, sizeof(m) - 1);
     _exit(127);
@@ -354,7 +434,7 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     for (size_t i = 0; i < 4; i++)
         if (!is_dir(dirs[i].path)) return fail(err, errlen, "%s: not an existing absolute directory", dirs[i].name);
     if (!s->init || access(s->init, X_OK) != 0) return fail(err, errlen, "init: the gantry-rank-init binary is missing");
-    if (s->memory_bytes < 0 || s->max_procs < 0 || s->max_open_files < 0 || s->max_runtime_s < 0 || s->grace_s < 0 ||
+    if (s->memory_bytes < 0 || s->max_procs < 0 || s->cpus < 0 || s->max_open_files < 0 || s->max_runtime_s < 0 || s->grace_s < 0 ||
         s->log_cap < 0 || s->tmp_bytes < 0)
         return fail(err, errlen, "limits: must not be negative");
 
@@ -364,6 +444,7 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     r->spec.gid = s->gid ? s->gid : PROG_NOBODY;
     if (!r->spec.max_open_files) r->spec.max_open_files = PROG_DEFAULT_NOFILE;
     if (r->spec.grace_s <= 0) r->spec.grace_s = PROG_DEFAULT_GRACE_S;
+    if (!r->spec.bwrap) r->spec.bwrap = "/usr/bin/bwrap";
     snprintf(r->argv0, sizeof(r->argv0), "%s", s->argv[0]);
     r->out_fd = r->status_fd = -1;
     r->prog_exit = r->prog_signal = -1;
@@ -382,10 +463,11 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     snprintf(r->pwd, sizeof(r->pwd), "PWD=%s", s->workdir);
     char **env = argv ? make_env(s, r->pwd, err, errlen) : NULL;
     free(ro);
-    int devnull = -1, outp[2] = {-1, -1}, stp[2] = {-1, -1};
+    int devnull = -1, outp[2] = {-1, -1}, stp[2] = {-1, -1}, args_fd = -1, init_fd = -1;
+    char **exec_argv = NULL;
     if (!env) goto fail;
     for (size_t i = 0; i < 3; i++)
-        if (give_dir(dirs[i].path, r->spec.uid, r->spec.gid) != 0) {
+        if (give_dir(dirs[i].path, r->spec.uid, r->spec.gid, i < 2) != 0) {
             snprintf(err, errlen, "%s: cannot give it to uid %u: %s", dirs[i].name, r->spec.uid, strerror(errno));
             goto fail;
         }
@@ -397,20 +479,47 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     static unsigned seq;
     char name[96], why[256];
     snprintf(name, sizeof(name), "gantry-rank-%d-%u-%d", (int)getpid(), __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED), s->rank);
-    if (s->memory_bytes > 0 || s->max_procs > 0) {
+    if (s->memory_bytes > 0 || s->max_procs > 0 || s->cpus > 0) {
         r->cg = pcg_create(name, s->memory_bytes, s->max_procs, why, sizeof(why));
-        if (pcg_has_memory(r->cg))
+        if (s->memory_bytes <= 0)
+            snprintf(r->mem_mode, sizeof(r->mem_mode), "none");
+        else if (pcg_has_memory(r->cg))
             snprintf(r->mem_mode, sizeof(r->mem_mode), "cgroup");
         else
             snprintf(r->mem_mode, sizeof(r->mem_mode), "rss polling (%s)", why);
+        if (s->cpus <= 0)
+            snprintf(r->cpu_mode, sizeof(r->cpu_mode), "none");
+        else if (pcg_set_cpu(r->cg, s->cpus, why, sizeof(why)) == 0)
+            snprintf(r->cpu_mode, sizeof(r->cpu_mode), "cgroup (%.2f cores)", s->cpus);
+        else
+            snprintf(r->cpu_mode, sizeof(r->cpu_mode), "none (%s)", why);
     } else {
         snprintf(r->mem_mode, sizeof(r->mem_mode), "none");
+        snprintf(r->cpu_mode, sizeof(r->cpu_mode), "none");
     }
     devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0 || pipe2(outp, O_CLOEXEC) != 0 || pipe2(stp, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "cannot make the rank's pipes: %s", strerror(errno));
         goto fail;
     }
+    /* bwrap's options go on ARGS_FD; its command line keeps only the command (the rank init's, no host path) */
+    size_t cmd = 1;
+    while (argv[cmd] && strcmp(argv[cmd], "--") != 0)
+        cmd++;
+    size_t nargv = cmd;
+    while (argv[nargv])
+        nargv++;
+    exec_argv = xcalloc(nargv - cmd + 4, sizeof(char *));
+    exec_argv[0] = (char *)"bwrap"; /* the path is execve's: the sandbox's /proc/1/cmdline says "bwrap" */
+    exec_argv[1] = (char *)"--args";
+    exec_argv[2] = (char *)ARGS_FD_TEXT;
+    for (size_t i = cmd; i < nargv; i++)
+        exec_argv[3 + i - cmd] = argv[i];
+    char *cut = argv[cmd];
+    argv[cmd] = NULL; /* the options alone, for the memfd */
+    args_fd = args_memfd(argv + 1, err, errlen);
+    argv[cmd] = cut;
+    if (args_fd < 0 || (init_fd = file_memfd(s->init, err, errlen)) < 0) goto fail;
     pid_t parent = getpid();
     r->t0 = now_s();
     r->bwrap = fork();
@@ -418,10 +527,13 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
         snprintf(err, errlen, "fork: %s", strerror(errno));
         goto fail;
     }
-    if (r->bwrap == 0) child(r, argv, env, devnull, outp[1], stp[1], parent);
+    if (r->bwrap == 0) child(r, exec_argv, env, devnull, outp[1], stp[1], args_fd, init_fd, parent);
     close(outp[1]);
     close(stp[1]);
     close(devnull);
+    close(args_fd);
+    close(init_fd);
+    free(exec_argv);
     r->out_fd = outp[0];
     r->status_fd = stp[0];
     fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
@@ -435,6 +547,9 @@ fail:
         if (stp[i] >= 0) close(stp[i]);
     }
     if (devnull >= 0) close(devnull);
+    if (args_fd >= 0) close(args_fd);
+    if (init_fd >= 0) close(init_fd);
+    free(exec_argv);
     sbx_argv_free(argv);
     free(env);
     plog_close(r->log);
@@ -682,6 +797,16 @@ unsigned long long prog_pidns(const prog_rank *r)
 const char *prog_memory_mode(const prog_rank *r)
 {
     return r->mem_mode;
+}
+
+const char *prog_cpu_mode(const prog_rank *r)
+{
+    return r->cpu_mode;
+}
+
+long long prog_cpu_usage_us(const prog_rank *r)
+{
+    return pcg_has_cpu(r->cg) ? pcg_cpu_usage_us(r->cg) : -1;
 }
 
 void prog_free(prog_rank *r)

@@ -2,12 +2,13 @@
  *
  * prog_start forks a child that joins the rank's control groups (cgroup.h), sets
  * its rlimits, dies with the caller's thread (PR_SET_PDEATHSIG) and execs bwrap
- * (sandbox.h) with exactly the environment described below; inside, the rank init
- * (init.c) drops to the unprivileged uid and runs the program.  The caller then
- * calls prog_poll until it says the rank ended: it moves the program's output into
- * the rotated log (logcap.h), enforces the wall clock (and the memory limit when no
- * cgroup does), and turns a prog_terminate into SIGKILL once the grace period is
- * over.  Everything is the caller's thread: no thread, no signal handler.
+ * (sandbox.h) with exactly the environment described below, its arguments passed on a
+ * file descriptor (bwrap --args: its command line, which the program sees as /proc/1/cmdline,
+ * is "bwrap --args 4 -- /.gantry-init --uid=U ... -- PROGRAM ARGS") and the rank init's bytes on another (--ro-bind-data: no host
+ * path); inside, the rank init (init.c) drops to the unprivileged uid and runs the program.  The caller then calls prog_poll until
+ * it says the rank ended: it moves the program's output into the rotated log (logcap.h), enforces the wall clock (and the memory
+ * limit when no cgroup does), and turns a prog_terminate into SIGKILL once the grace period is over.  Everything is the caller's
+ * thread: no thread, no signal handler.
  *
  * The rank's environment is exactly: PATH=/usr/local/bin:/usr/bin:/bin, HOME=/tmp,
  * LANG=C.UTF-8, then the caller's variables (which may replace those three), then
@@ -42,13 +43,14 @@ typedef struct {
     const char *log_dir;           /* rank-R.log and .1 (logcap.h); never visible inside */
     int rank;
     long long memory_bytes;     /* 0: none */
+    double cpus;                /* CPU time, in cores (a CFS quota in the rank's cgroup: cgroup.h); 0: none */
     int max_procs;              /* processes (and threads) of the rank; 0: none */
     int max_open_files;         /* 0: PROG_DEFAULT_NOFILE */
     double max_runtime_s;       /* wall clock; 0: none */
     double grace_s;             /* SIGTERM -> SIGKILL; 0: PROG_DEFAULT_GRACE_S */
     long long log_cap;          /* bytes per log file; 0: PLOG_DEFAULT_CAP */
     long long tmp_bytes;        /* the private /tmp and /dev/shm each; 0: memory_bytes (0: not capped) */
-    unsigned uid, gid;          /* 0: PROG_NOBODY */
+    unsigned uid, gid;          /* 0: PROG_NOBODY; a worker gives each slot its own (--sandbox-uid) */
     const char *bwrap;          /* NULL: /usr/bin/bwrap */
     const char *init;           /* the gantry-rank-init binary (required) */
     const char *const *devices; /* NULL-terminated device nodes the rank may use (a GPU worker's /dev/nvidia*); NULL: none */
@@ -88,6 +90,10 @@ const prog_status *prog_status_of(const prog_rank *r);
 unsigned long long prog_pidns(const prog_rank *r);
 /* how memory is limited: "cgroup" or "rss polling (why)" */
 const char *prog_memory_mode(const prog_rank *r);
+/* how CPU time is limited: "cgroup (1.50 cores)", "none" (none asked) or "none (why: no writable cpu controller)" */
+const char *prog_cpu_mode(const prog_rank *r);
+/* CPU time the rank's processes used so far, microseconds; -1 without a cpu cgroup */
+long long prog_cpu_usage_us(const prog_rank *r);
 /* kills what is left, waits until no process of the rank remains, frees */
 void prog_free(prog_rank *r);
 

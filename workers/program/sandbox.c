@@ -113,6 +113,7 @@ static int check(const sbx_desc *d, char *err, size_t errlen)
     if (!clean_abs(d->cwd) && !(d->cwd && strcmp(d->cwd, "/") == 0)) return fail(err, errlen, "cwd: must be an absolute path");
     if (d->uid == 0 || d->gid == 0) return fail(err, errlen, "uid: the program never runs as root (uid and gid must not be 0)");
     if (d->status_fd < 3) return fail(err, errlen, "status_fd: must be 3 or more");
+    if (d->init_fd < 0 || (d->init_fd > 0 && d->init_fd < 3)) return fail(err, errlen, "init_fd: must be 0 or 3 or more");
     if (d->tmp_bytes < 0) return fail(err, errlen, "tmp_bytes: must not be negative");
     for (const char *const *s = d->system; s && *s; s++)
         if (!clean_abs(*s)) return fail(err, errlen, "system: %s is not an absolute path", *s);
@@ -222,8 +223,15 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
         strv_pushf(&a, "%d", d->data[i].fd);
         strv_push(&a, d->data[i].dst);
     }
-    strv_push(&a, "--ro-bind");
-    strv_push(&a, d->init);
+    if (d->init_fd > 0) {
+        strv_push(&a, "--perms");
+        strv_push(&a, "0555");
+        strv_push(&a, "--ro-bind-data");
+        strv_pushf(&a, "%d", d->init_fd);
+    } else {
+        strv_push(&a, "--ro-bind");
+        strv_push(&a, d->init);
+    }
     strv_push(&a, SBX_INIT);
     strv_push(&a, "--chdir");
     strv_push(&a, d->cwd);

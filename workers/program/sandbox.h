@@ -57,7 +57,9 @@ typedef struct {
     const sbx_bind *rw; /* writable binds: checkpoint, output, metrics directories */
     size_t n_rw;
     const char *const *devices; /* NULL-terminated device nodes bound at the same path (--dev-bind-try): a GPU's */
-    const char *init;           /* the rank init binary outside; bound at SBX_INIT */
+    const char *init;           /* the rank init binary outside; bound at SBX_INIT (when init_fd is 0) */
+    int init_fd;                /* > 0: a descriptor bwrap reads the rank init's bytes from (--ro-bind-data): the
+                                   init's host path shows nowhere inside (mountinfo); 0: init is bound */
     const char *cwd;            /* inside; absolute */
     long long tmp_bytes;        /* size of /tmp and of /dev/shm each; 0: not capped */
     unsigned uid, gid;          /* who the program runs as; 0 is refused */

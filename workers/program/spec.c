@@ -57,8 +57,12 @@ static const sch memory_s = {SCH_INT, SCH_IN(16, 1LL << 30),
 static const sch processes_s = {SCH_INT, SCH_IN(16, 1048576), .dflt = "1024",
                                 .desc = "processes and threads of each rank, at most"};
 static const sch open_files_s = {SCH_INT, SCH_IN(16, 1048576), .dflt = "4096", .desc = "open files of each process, at most"};
+static const sch cpus_s = {SCH_NUM, SCH_IN(0.01, PROG_MAX_CPUS),
+                           .desc = "CPU time of each rank, in cores (1.5: one and a half cores' time, all its threads "
+                                   "together; a CFS quota); default and at most: the worker slot's share of the machine "
+                                   "(its --threads, else every core)"};
 static const sch_member resources_m[] = {
-    {"memory_mb", &memory_s, 0}, {"processes", &processes_s, 0}, {"open_files", &open_files_s, 0}, {0}};
+    {"memory_mb", &memory_s, 0}, {"processes", &processes_s, 0}, {"open_files", &open_files_s, 0}, {"cpus", &cpus_s, 0}, {0}};
 static const sch resources_s = {SCH_OBJECT, .members = resources_m, .desc = "each rank's limits"};
 static const sch output_s = {SCH_STR, SCH_IN(1, 4096), .desc = "a file the program writes under GANTRY_OUTPUT_DIR, relative to it"};
 static const char *const format_v[] = {"torchscript", NULL};
@@ -192,6 +196,8 @@ void program_settings_get(const json_t *spec, long long tenant_max_memory_bytes,
     if (cap && s->memory_bytes > cap) s->memory_bytes = cap;
     s->processes = (int)sch_number(&resources_s, res, "processes", 0);
     s->open_files = (int)sch_number(&resources_s, res, "open_files", 0);
+    json_t *cpus = json_object_get(res, "cpus");
+    s->cpus = json_is_number(cpus) ? json_number_value(cpus) : 0;
     s->register_output = json_string_value(json_object_get(reg, "output"));
     s->register_format = reg ? json_string_value(json_object_get(reg, "format")) : NULL;
     if (reg && !s->register_format) s->register_format = format_v[0];

@@ -9,7 +9,7 @@
  *                "env": {"LR": "0.01"}},      not the variables gantry sets (RANK, MASTER_*, GANTRY_*, ...)
  *    "workers": 2 | {"min": 1, "max": 3},     ranks, as for built-in training
  *    "max_runtime_s": 3600, "grace_s": 30, "max_restarts": 3, "rendezvous_timeout_s": 60,
- *    "resources": {"memory_mb": 4096, "processes": 1024, "open_files": 4096},   per rank
+ *    "resources": {"memory_mb": 4096, "processes": 1024, "open_files": 4096, "cpus": 2.5},   per rank
  *    "register_model": {"output": "model.pt", "format": "torchscript"}, "model_name": "fashion-cnn"}
  *
  * What the shape cannot say is checked after it, by program_spec_validate: command[0] names a
@@ -31,6 +31,7 @@
 #define PROG_MAX_ARGS 256
 #define PROG_MAX_ENV 128
 #define PROG_DEFAULT_MEMORY_MB 8192 /* when neither the spec nor the tenant's max_memory_bytes says */
+#define PROG_MAX_CPUS 1024          /* resources.cpus at most (the worker caps it at its slot's share) */
 
 /* the whole spec's shape (the program variant of TrainingSpec in the API document), and spec.program's */
 extern const sch program_spec_shape, program_shape;
@@ -60,6 +61,7 @@ typedef struct {
     long long memory_bytes;          /* per rank: memory_mb, else the tenant's max_memory_bytes, else 8192 MiB; never above
                                         the tenant's max_memory_bytes */
     int processes, open_files;       /* per rank */
+    double cpus;                     /* per rank, cores of CPU time; 0: absent (the worker's slot share applies) */
     const char *register_output;     /* a file under GANTRY_OUTPUT_DIR to register as a model version; NULL: none */
     const char *register_format;     /* "torchscript" */
     const json_t *register_metadata; /* its signature, description, metrics (signature.h), or NULL */

@@ -83,6 +83,8 @@ static int start(exec_ctx *ctx, const serve_settings *s, const json_t *resolved,
         .resolved = text ? text : "{}",
         .threads = ctx->threads,
         .memory_bytes = ctx->task->max_memory_bytes,
+        .uid = ctx->sandbox_uid,
+        .gid = ctx->sandbox_uid, /* the slot's own group: a replica shares no file */
         .bin_dir = ctx->bin_dir,
     };
     out->proc = rp_start(&sp, err, errlen);
@@ -167,7 +169,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     serve_msg *batch = xcalloc((size_t)s.max_batch, sizeof(serve_msg));
     snprintf(msg, sizeof(msg), "replica ready: model %s version %d", s.model, cur.version);
-    ctx->progress(ctx, 0.0, msg, NULL);
+    ctx->note(ctx, msg);
     long long served = 0, batches = 0;
     double busy_s = 0;
     int64_t next_control = 0, next_stats = 0, restart_at = 0, restart_wait_s = 0;
@@ -191,7 +193,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
                     failed_version = v;
                     snprintf(msg, sizeof(msg), "replica keeps model %s version %d: version %d cannot start: %s", s.model,
                              cur.version, v, why);
-                    ctx->progress(ctx, 0.0, msg, NULL);
+                    ctx->note(ctx, msg);
                 }
             }
             json_decref(want);
@@ -220,7 +222,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             }
             if (ready != 0) {
                 next = (running){0};
-                ctx->progress(ctx, 0.0, msg, NULL);
+                ctx->note(ctx, msg);
             }
         }
         if (cur.proc && !rp_alive(cur.proc, why, sizeof(why))) { /* died between batches */
@@ -236,7 +238,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
                 restart_at = now + restart_wait_s * 1000;
                 snprintf(msg, sizeof(msg), "replica restarting in %lld s: %s (%d time%s)", (long long)restart_wait_s, why, deaths,
                          deaths == 1 ? "" : "s in a row");
-                ctx->progress(ctx, 0.0, msg, NULL);
+                ctx->note(ctx, msg);
                 log_warn("job %s: %s", ctx->task->job_id, msg);
             }
             if (now < restart_at) {
@@ -247,7 +249,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             if (up == 1) {
                 restart_at = 0;
                 snprintf(msg, sizeof(msg), "replica ready again: model %s version %d", s.model, cur.version);
-                ctx->progress(ctx, 0.0, msg, NULL);
+                ctx->note(ctx, msg);
             } else {
                 rp_free(cur.proc);
                 cur.proc = NULL;

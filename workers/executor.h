@@ -23,6 +23,9 @@ typedef struct exec_ctx {
     const task_msg *task;
     /* fraction in [0,1]; message and metrics (a progress point for the job's curves) may be NULL */
     void (*progress)(struct exec_ctx *ctx, double fraction, const char *message, const json_t *metrics);
+    /* a message worth an event of its own, never coalesced as progress is (at most one per 0.5 s): a
+     * replica that restarts, switches version, or cannot load one */
+    void (*note)(struct exec_ctx *ctx, const char *message);
     bool (*cancelled)(struct exec_ctx *ctx);
     const char *state_dir; /* the worker's directory (checkpoints, the model store); shared by a gang's workers */
     /* gangs (task->slots > 1): joins this generation's rendezvous (workers/rendezvous.h) */

@@ -324,13 +324,9 @@ static void limit_stop(exec_ctx *ctx)
 
 /* Plain progress: at most two events a second.  Points with metrics (the curves)
  * at most twenty a second; evaluation points and the last one always pass. */
-static void on_progress(exec_ctx *ctx, double fraction, const char *message, const json_t *metrics)
+static void publish_progress(exec_ctx *ctx, double fraction, const char *message, const json_t *metrics)
 {
     run_state *st = ctx->opaque;
-    int64_t now = clock_mono_us();
-    bool must = fraction >= 1.0 || (metrics && (json_object_get(metrics, "test_accuracy") || json_object_get(metrics, "event")));
-    if (!must && now - st->last_progress_us < (metrics ? 50000 : 500000)) return;
-    st->last_progress_us = now;
     event_msg e;
     msg_event_init(&e, ctx->task->job_id, source);
     e.progress = fraction;
@@ -338,6 +334,21 @@ static void on_progress(exec_ctx *ctx, double fraction, const char *message, con
     snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
     e.metrics = (json_t *)metrics; /* borrowed: not cleared */
     publish(st->r, &e);
+}
+
+static void on_progress(exec_ctx *ctx, double fraction, const char *message, const json_t *metrics)
+{
+    run_state *st = ctx->opaque;
+    int64_t now = clock_mono_us();
+    bool must = fraction >= 1.0 || (metrics && (json_object_get(metrics, "test_accuracy") || json_object_get(metrics, "event")));
+    if (!must && now - st->last_progress_us < (metrics ? 50000 : 500000)) return;
+    st->last_progress_us = now;
+    publish_progress(ctx, fraction, message, metrics);
+}
+
+static void on_note(exec_ctx *ctx, const char *message)
+{
+    publish_progress(ctx, 0.0, message, NULL);
 }
 
 /* SIGTERM: the task stops as a preempted one does and goes back to the queue (by
@@ -474,6 +485,7 @@ static bool run_task(rs_conn *r, const char *raw)
     st.prior_ms = runtime_before(r, &t);
     exec_ctx ctx = {.task = &t,
                     .progress = on_progress,
+                    .note = on_note,
                     .cancelled = on_cancelled,
                     .state_dir = state_dir,
                     .rendezvous = on_rendezvous,

@@ -266,6 +266,8 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
     long long mem = s->memory_bytes > 0 ? s->memory_bytes : RP_DEFAULT_MEMORY;
     p->cg = pcg_create(name, mem, 256, why, sizeof(why));
     if (!pcg_has_memory(p->cg)) log_warn("replica %s: no memory cgroup (%s): RLIMIT_AS alone limits it", name, why);
+    if (pcg_set_cpu(p->cg, s->threads > 0 ? s->threads : 1, why, sizeof(why)) != 0)
+        log_warn("replica %s: no CPU limit (%s)", name, why);
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, st[2] = {-1, -1};
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(er, O_CLOEXEC) != 0 || pipe2(st, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "cannot make the replica's pipes: %s", strerror(errno));

@@ -134,6 +134,7 @@ class Stack(Client):
         # leaks at exit are the unit tests' business; daemons are killed on purpose here
         self.env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
         self.procs = {}
+        self.redis_extra = []  # more redis-server options (test_redis_tls.py: a TLS port)
         self.logs = []
         # the cluster secret federated sites authenticate their keys with (workers' --fed-secret)
         self.fed_secret = os.path.join(self.dir, "fed.secret")
@@ -155,7 +156,7 @@ class Stack(Client):
         if self.redis_acl:
             argv += ["--aclfile", os.path.join(self.secrets, "redis.acl")]
         argv += ["--appendonly", "yes", "--appendfsync", "always"] if self.redis_persist else ["--appendonly", "no"]
-        self._spawn("redis", argv)
+        self._spawn("redis", argv + self.redis_extra)
         wait_until("redis", lambda: self.redis("PING") == "PONG", 10)
 
     def redis_user_password(self, user):

@@ -27,9 +27,7 @@
  * that fails to load is reported and the old one kept. */
 #include "common/alloc.h"
 #include "common/clock.h"
-#include "common/keys.h"
 #include "common/log.h"
-#include "common/lua_scripts.h"
 #include "workers/executor.h"
 #include "workers/replica_proc.h"
 #include "workers/serve_io.h"
@@ -45,28 +43,6 @@
 #define LOAD_DEADLINE_S 60
 #define RESTART_MAX_S 30
 #define HEALTHY_S 60 /* a replica up this long resets the restart backoff */
-
-/* the job was requeued as a newer generation (a replica was lost), or the autoscaler
- * drains this replica: it steps aside */
-static bool superseded(exec_ctx *ctx)
-{
-    char drain[192];
-    snprintf(drain, sizeof(drain), "%s%s:%s", K_INFER_DRAIN_PREFIX, ctx->task->job_id, ctx->worker_id);
-    redisReply *rep = rs_command(ctx->redis, "EVAL %s 2 %s%s:%d %s", lua_infer_superseded, K_RETRY_PREFIX, ctx->task->job_id,
-                                 ctx->task->attempt, drain);
-    bool yes = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer >= 1;
-    freeReplyObject(rep);
-    return yes;
-}
-
-/* the version the job's replicas should serve now: the moved alias's (a new reference), or NULL */
-static json_t *wanted_model(exec_ctx *ctx)
-{
-    redisReply *rep = rs_command(ctx->redis, "GET %s%s", K_INFER_MODEL_PREFIX, ctx->task->job_id);
-    json_t *j = rep && rep->type == REDIS_REPLY_STRING ? json_loadb(rep->str, rep->len, 0, NULL) : NULL;
-    freeReplyObject(rep);
-    return j;
-}
 
 /* one model version in its process */
 typedef struct {
@@ -149,7 +125,8 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         return EXEC_FAILED;
     }
     stop_check sc = {.ctx = ctx};
-    json_t *moved = wanted_model(ctx); /* a replica started after an alias moved serves the new version */
+    json_t *moved =
+        serve_io_wanted_model(ctx->redis, ctx->task->job_id); /* a replica started after an alias moved serves the new version */
     json_t *resolved = json_deep_copy(moved ? moved : json_object_get(ctx->task->spec, "resolved"));
     json_decref(moved);
     char why[700], msg[900];
@@ -183,8 +160,8 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
                 rc = EXEC_FAILED; /* the worker sees the cancel and reports nothing */
                 break;
             }
-            if (superseded(ctx)) break;
-            json_t *want = next.proc ? NULL : wanted_model(ctx);
+            if (serve_io_superseded(ctx->redis, ctx->task->job_id, ctx->task->attempt, ctx->worker_id)) break;
+            json_t *want = next.proc ? NULL : serve_io_wanted_model(ctx->redis, ctx->task->job_id);
             int v = (int)json_integer_value(json_object_get(want, "version"));
             if (want && v > 0 && v != cur.version && v != failed_version) {
                 if (start(ctx, &s, want, &next, why, sizeof(why)) == 0) {

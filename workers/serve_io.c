@@ -2,6 +2,7 @@
 #include "common/alloc.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/lua_scripts.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -123,4 +124,22 @@ void serve_io_stats(rs_conn *r, const char *job_id, const char *worker_id, const
 {
     /* a lost sample only leaves the autoscaler a window behind (rs_do logged why) */
     rs_do(r, "HSET %s%s %s %s", K_INFER_STATS_PREFIX, job_id, worker_id, stats_json);
+}
+
+bool serve_io_superseded(rs_conn *r, const char *job_id, int attempt, const char *worker_id)
+{
+    char drain[192];
+    snprintf(drain, sizeof(drain), "%s%s:%s", K_INFER_DRAIN_PREFIX, job_id, worker_id);
+    redisReply *rep = rs_command(r, "EVAL %s 2 %s%s:%d %s", lua_infer_superseded, K_RETRY_PREFIX, job_id, attempt, drain);
+    bool yes = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer >= 1;
+    freeReplyObject(rep);
+    return yes;
+}
+
+json_t *serve_io_wanted_model(rs_conn *r, const char *job_id)
+{
+    redisReply *rep = rs_command(r, "GET %s%s", K_INFER_MODEL_PREFIX, job_id);
+    json_t *j = rep && rep->type == REDIS_REPLY_STRING ? json_loadb(rep->str, rep->len, 0, NULL) : NULL;
+    freeReplyObject(rep);
+    return j;
 }

@@ -10,6 +10,9 @@
 #ifndef GANTRY_SERVE_IO_H
 #define GANTRY_SERVE_IO_H
 
+#include <jansson.h>
+#include <stdbool.h>
+
 #include "common/redis_sync.h"
 #include "workers/serve/serve.h"
 
@@ -27,5 +30,12 @@ int serve_io_pop(rs_conn *r, const char *job_id, int max, int wait_ms, int delay
 void serve_io_reply(rs_conn *r, serve_msg *msgs, int n);
 /* publishes this replica's counters in gantry:infer:stats:<job> */
 void serve_io_stats(rs_conn *r, const char *job_id, const char *worker_id, const char *stats_json);
+
+/* the job was requeued as a newer generation (a replica was lost: gantry:retry:<job>:<attempt>), or the
+ * autoscaler drains this worker's replica (gantry:infer:drain:<job>:<worker>): it steps aside */
+bool serve_io_superseded(rs_conn *r, const char *job_id, int attempt, const char *worker_id);
+/* the version the job's replicas should serve now, after its alias moved (gantry:infer:model:<job>: a
+ * new reference to a spec.resolved object), or NULL */
+json_t *serve_io_wanted_model(rs_conn *r, const char *job_id);
 
 #endif

@@ -4,6 +4,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "workers/program/cgroup.h"
+#include "workers/program/hostpaths.h"
 #include "workers/program/sandbox.h"
 #include "workers/serve/replica_wire.h"
 
@@ -127,30 +128,6 @@ static void die(replica_proc *p, const char *fmt, const char *what)
     p->dead = true;
 }
 
-/* the system paths and the merged-/usr links this host has */
-static size_t system_paths(const char **system, sbx_bind *links, char (*targets)[256], size_t *nlinks)
-{
-    size_t ns = 0, nl = 0;
-    for (const char *const *s = replica_system; *s; s++)
-        system[ns++] = *s;
-    for (const char *const *l = sbx_usr_links; *l; l++) {
-        struct stat st;
-        if (lstat(*l, &st) != 0) continue;
-        if (S_ISLNK(st.st_mode)) {
-            ssize_t len = readlink(*l, targets[nl], 255);
-            if (len <= 0) continue;
-            targets[nl][len] = '\0';
-            links[nl] = (sbx_bind){targets[nl], *l};
-            nl++;
-        } else if (S_ISDIR(st.st_mode)) {
-            system[ns++] = *l;
-        }
-    }
-    system[ns] = NULL;
-    *nlinks = nl;
-    return ns;
-}
-
 static void child(const replica_proc *p, const rp_spec *s, char **argv, int in, int out, int err, int status, int model,
                   pid_t parent)
 {
@@ -220,11 +197,8 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
         free(resolved);
         return NULL;
     }
-    const char *system[16];
-    sbx_bind links[8];
-    char targets[8][256];
-    size_t nlinks;
-    system_paths(system, links, targets, &nlinks);
+    hostpaths host;
+    hostpaths_get(&host, replica_system);
     sbx_bind ro[1] = {{bin, RP_BIN_PATH}};
     sbx_data data[1] = {{MODEL_FD, RP_MODEL_PATH}};
     char threads[16];
@@ -232,9 +206,9 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
     const char *argv[] = {RP_BIN_PATH, s->name, threads, resolved, NULL};
     sbx_desc d = {
         .bwrap = s->bwrap ? s->bwrap : "/usr/bin/bwrap",
-        .system = system,
-        .links = links,
-        .n_links = nlinks,
+        .system = host.system,
+        .links = host.links,
+        .n_links = host.n_links,
         .ro = ro,
         .n_ro = 1,
         .data = data,

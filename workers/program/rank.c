@@ -21,6 +21,7 @@
 
 #include "common/alloc.h"
 #include "workers/program/cgroup.h"
+#include "workers/program/hostpaths.h"
 #include "workers/program/logcap.h"
 #include "workers/program/sandbox.h"
 
@@ -268,26 +269,10 @@ static bool under_system(const char *p)
 }
 
 /* the sandbox's argv; the system list and links live in the caller's arrays */
-static char **make_argv(const prog_spec *s, const char **system, sbx_bind *links, char (*targets)[256], sbx_bind *ro, sbx_bind *rw,
-                        char *err, size_t errlen)
+static char **make_argv(const prog_spec *s, hostpaths *host, sbx_bind *ro, sbx_bind *rw, char *err, size_t errlen)
 {
-    size_t ns = 0, nl = 0, nro = 0;
-    for (const char *const *p = sbx_default_system; *p; p++)
-        system[ns++] = *p;
-    for (const char *const *p = sbx_usr_links; *p; p++) {
-        struct stat st;
-        if (lstat(*p, &st) != 0) continue;
-        if (S_ISLNK(st.st_mode)) {
-            ssize_t len = readlink(*p, targets[nl], 255);
-            if (len <= 0) continue;
-            targets[nl][len] = '\0';
-            links[nl] = (sbx_bind){targets[nl], *p};
-            nl++;
-        } else if (S_ISDIR(st.st_mode)) {
-            system[ns++] = *p;
-        }
-    }
-    system[ns] = NULL;
+    size_t nro = 0;
+    hostpaths_get(host, sbx_default_system);
     for (const char *const *p = s->data_roots; p && *p; p++)
         if (!under_system(*p)) ro[nro++] = (sbx_bind){*p, *p};
     if (!under_system(s->workdir)) ro[nro++] = (sbx_bind){s->workdir, s->workdir};
@@ -296,9 +281,9 @@ static char **make_argv(const prog_spec *s, const char **system, sbx_bind *links
     rw[2] = (sbx_bind){s->metrics_dir, SBX_RUN_DIR};
     sbx_desc d = {
         .bwrap = s->bwrap ? s->bwrap : "/usr/bin/bwrap",
-        .system = system,
-        .links = links,
-        .n_links = nl,
+        .system = host->system,
+        .links = host->links,
+        .n_links = host->n_links,
         .ro = ro,
         .n_ro = nro,
         .rw = rw,
@@ -451,15 +436,14 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     r->bwrap = -1;
     r->st.end = PROG_RUNNING;
 
-    const char *system[32];
-    sbx_bind links[8], rw[3];
-    char targets[8][256];
+    hostpaths host;
+    sbx_bind rw[3];
     size_t nroots = 0;
     for (const char *const *p = s->data_roots; p && *p; p++)
         nroots++;
     sbx_bind *ro = xcalloc(nroots + 1, sizeof(*ro));
     prog_spec sp = r->spec;
-    char **argv = make_argv(&sp, system, links, targets, ro, rw, err, errlen);
+    char **argv = make_argv(&sp, &host, ro, rw, err, errlen);
     snprintf(r->pwd, sizeof(r->pwd), "PWD=%s", s->workdir);
     char **env = argv ? make_env(s, r->pwd, err, errlen) : NULL;
     free(ro);

@@ -62,6 +62,9 @@ static int start(exec_ctx *ctx, const serve_settings *s, const json_t *resolved,
         .uid = ctx->sandbox_uid,
         .gid = ctx->sandbox_uid, /* the slot's own group: a replica shares no file */
         .bin_dir = ctx->bin_dir,
+#ifdef __SANITIZE_ADDRESS__
+        .proc = true, /* CI's sanitizer build: ASan needs /proc/self/maps (replica_proc.h) */
+#endif
     };
     out->proc = rp_start(&sp, err, errlen);
     free(text);

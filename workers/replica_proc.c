@@ -221,7 +221,7 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
         .status_fd = STATUS_FD,
         .argv = argv,
         .no_network = true,
-        .no_proc = true,
+        .no_proc = !s->proc,
     };
     char **bargv = sbx_argv(&d, err, errlen);
     free(resolved);

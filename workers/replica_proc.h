@@ -42,6 +42,10 @@ typedef struct {
     unsigned uid, gid;      /* the worker slot's sandbox user; 0: 65534 */
     const char *bin_dir;    /* where gantry-replica and gantry-rank-init are (the worker's own directory) */
     const char *bwrap;      /* NULL: /usr/bin/bwrap */
+    /* mount /proc after all: only for the sanitizer build's gantry-replica (exec_infer.c), whose ASan
+     * needs /proc/self/maps to know its stack (without it every C++ exception inside libtorch is reported
+     * as a stack-use-after-scope); the production build never sets it */
+    bool proc;
 } rp_spec;
 
 typedef struct replica_proc replica_proc;

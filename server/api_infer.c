@@ -30,10 +30,10 @@ void api_infer_ready(http_ctx *c)
     const char *name = http_param(c, 0);
     json_t *job = serving(c, name);
     if (!job) return;
-    const char *state = json_string_value(json_object_get(job, "state"));
-    int ready = strcmp(state, "running") == 0;
-    json_t *o = json_pack("{s:s, s:b, s:s, s:s}", "name", name, "ready", ready, "job_id",
-                          json_string_value(json_object_get(job, "id")), "state", state);
+    const char *state = json_string_value(json_object_get(job, "state")), *id = json_string_value(json_object_get(job, "id"));
+    /* running is not enough: a replica's process loads the model first (seconds for a large one) */
+    int ready = strcmp(state, "running") == 0 && jobs_replica_loaded(c->srv->db, id);
+    json_t *o = json_pack("{s:s, s:b, s:s, s:s}", "name", name, "ready", ready, "job_id", id, "state", state);
     json_decref(job);
     if (!ready) http_add_header(c, "retry-after", "1");
     http_reply_json(c, ready ? 200 : 503, o);

@@ -363,6 +363,16 @@ json_t *jobs_serving(sqlite3 *db, const char *tenant_id, const char *model)
     return o;
 }
 
+bool jobs_replica_loaded(sqlite3 *db, const char *job_id)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT 1 FROM job_events WHERE job_id = ? AND reason LIKE 'replica ready%' LIMIT 1", &st) != 0) return false;
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    bool yes = db_step(st) == SQLITE_ROW;
+    db_release(st);
+    return yes;
+}
+
 int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *tenant_out)
 {
     job_state cur = JS_INVALID;

@@ -49,6 +49,9 @@ int jobs_add_metrics(sqlite3 *db, const char *job_id, const char *event_id, int6
 /* the tenant's live inference job serving `model` (a running one first, then the newest):
  * {"id","state","spec"}, NULL when none */
 json_t *jobs_serving(sqlite3 *db, const char *tenant_id, const char *model);
+/* whether a replica of the inference job has loaded its model (a "replica ready" event: the worker
+ * says so once the replica process answered its warm-up, workers/exec_infer.c) */
+bool jobs_replica_loaded(sqlite3 *db, const char *job_id);
 
 typedef enum { APPLY_DUPLICATE, APPLY_UNKNOWN_JOB, APPLY_RECORDED, APPLY_MOVED } apply_result;
 /* Persists a stream event once (by event id) and moves the job when the transition is legal.

@@ -194,7 +194,7 @@ def test_program_gang_across_hosts_is_fenced_to_its_peers():
             jid = s.submit(tok, program_job(["python3", "gang.py", "mark-mhgang", *probes], workers=2))
             job = s.wait_state(tok, jid, "succeeded", timeout=120)
             assert job["result"]["exit_codes"] == [0, 0], job
-            out = subprocess.run(["redis-cli", "-h", s.ip[0], "-p", str(s.rport), "--json", "-2", "XRANGE", f"gantry:logs:{jid}",
+            out = subprocess.run(["redis-cli", "-h", s.ip[0], "-p", str(s.rport), *s.redis_cli_args(), "--json", "-2", "XRANGE", f"gantry:logs:{jid}",
                                   "-", "+"], capture_output=True, text=True, timeout=10).stdout
             assert "HEARD hello from 1" in out, out
             assert "PROBE redis ConnectionRefusedError" in out, out  # not a peer: refused on its own host

@@ -75,16 +75,6 @@ void gate_free(gate *g)
     free(g);
 }
 
-uint64_t gate_reserved(const gate *g)
-{
-    return g->reserved;
-}
-
-uint64_t gate_refused(const gate *g)
-{
-    return g->refused;
-}
-
 /* ---- budgets ---- */
 
 static token_use *token_find(gate *g, const char *id)

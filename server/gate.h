@@ -51,8 +51,5 @@ int gate_mark(h2o_req_t *req, uint64_t *declared, bool *close);
  * *info is its answer, milliseconds old): the dispatcher need not look the token up again */
 bool gate_authorized(h2o_req_t *req, h2o_iovec_t authz, auth_info *info);
 
-/* for /metrics: bytes of bodies reserved now; requests refused from the head since the start */
-uint64_t gate_reserved(const gate *g);
-uint64_t gate_refused(const gate *g);
 
 #endif

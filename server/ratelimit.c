@@ -59,15 +59,3 @@ int ratelimit_take(ratelimit *rl, const char *key, int64_t now_us)
     int wait = (int)ceil((1 - e->tokens) / rl->rate);
     return wait < 1 ? 1 : wait;
 }
-
-void ratelimit_free(ratelimit *rl)
-{
-    if (!rl) return;
-    for (int i = 0; i < NBUCKETS; i++) {
-        for (entry *e = rl->table[i], *next; e; e = next) {
-            next = e->next;
-            free(e);
-        }
-    }
-    free(rl);
-}

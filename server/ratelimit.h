@@ -12,6 +12,5 @@ typedef struct ratelimit ratelimit;
 ratelimit *ratelimit_create(double rate, double burst);
 /* 0 when the request may go on; else the seconds to wait before a retry (>= 1) */
 int ratelimit_take(ratelimit *rl, const char *key, int64_t now_us);
-void ratelimit_free(ratelimit *rl);
 
 #endif

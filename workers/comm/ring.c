@@ -312,19 +312,9 @@ int ring_shift(ring *r, const void *send, size_t send_len, void **recv, size_t *
     return 0;
 }
 
-int ring_rank(const ring *r)
-{
-    return r->rank;
-}
-
 int ring_world(const ring *r)
 {
     return r->world;
-}
-
-unsigned long long ring_bytes_sent(const ring *r)
-{
-    return r->sent;
 }
 
 void ring_close(ring *r)

@@ -46,9 +46,7 @@ int ring_broadcast(ring *r, void *buf, size_t bytes, int root, int timeout_ms, c
 #define RING_SHIFT_MAX ((size_t)1 << 34)
 int ring_shift(ring *r, const void *send, size_t send_len, void **recv, size_t *recv_len, int timeout_ms, char *err, size_t errlen);
 
-int ring_rank(const ring *r);
 int ring_world(const ring *r);
-unsigned long long ring_bytes_sent(const ring *r);
 void ring_close(ring *r);
 
 #endif

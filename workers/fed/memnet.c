@@ -168,9 +168,3 @@ const fed_memnet_msg *fed_memnet_at(const fed_memnet *h, size_t i)
 {
     return i < h->nlog ? &h->log[i] : NULL;
 }
-
-void fed_memnet_traffic(const fed_memnet *h, int who, double *put_bytes, double *got_bytes)
-{
-    *put_bytes = who >= 0 && who < MEMNET_MAX_PARTIES ? h->put_bytes[who] : 0;
-    *got_bytes = who >= 0 && who < MEMNET_MAX_PARTIES ? h->got_bytes[who] : 0;
-}

@@ -26,7 +26,5 @@ fed_net *fed_memnet_endpoint(fed_memnet *h, int who);
 /* the log, in put order (keep_log) */
 size_t fed_memnet_count(const fed_memnet *h);
 const fed_memnet_msg *fed_memnet_at(const fed_memnet *h, size_t i);
-/* bytes put and got by party `who` */
-void fed_memnet_traffic(const fed_memnet *h, int who, double *put_bytes, double *got_bytes);
 
 #endif

@@ -415,11 +415,6 @@ int place_ledger_append(place_ledger *l, int op)
 
 /* ---- queries ---- */
 
-int64_t place_ledger_free_bytes(const place_ledger *l, int dev)
-{
-    return l->g->devices[dev].memory_bytes - place_profile_peak(&l->prof[dev]);
-}
-
 int place_ledger_reserve(place_ledger *l, int dev, int64_t bytes)
 {
     if (bytes < 0) l->freed_total -= bytes;

@@ -71,8 +71,6 @@ void place_ledger_abort(place_ledger *l);
  * when out of memory. */
 int place_ledger_append(place_ledger *l, int op);
 
-/* Capacity minus the device's peak. */
-int64_t place_ledger_free_bytes(const place_ledger *l, int dev);
 /* The same summed over every device, the pending attempt included (O(1)):
  * the room left for the persistent bytes of ops not placed yet, which the
  * list schedulers' memory reserve weighs (etf.c). */

@@ -1,6 +1,6 @@
 /* routes.c - the route table: the one list of endpoints, their roles and body
  * rules.  http.c routes by it; /metrics labels come from it; the OpenAPI document
- * (operations issue) will be generated from it. */
+ * (server/api_openapi.c) is generated from it. */
 #include "server/api.h"
 
 const route routes[] = {

@@ -426,7 +426,8 @@ int main(int argc, char **argv)
         autoscaler_tick(as, &r, &reg, (double)clock_mono_us() / 1e6);
         elastic_tick(el, &r, &reg, q.len, (double)clock_mono_us() / 1e6);
     }
-    if (leader) freeReplyObject(rs_command(&r, "EVAL %s 1 %s %s", lua_leader_release, K_LEADER, name));
+    if (leader && !rs_do(&r, "EVAL %s 1 %s %s", lua_leader_release, K_LEADER, name))
+        log_warn("could not release the leader lease (Redis): the next scheduler takes it when it expires");
     log_info("stopped (%zu jobs left unplaced, still pending in the stream)", q.len);
     sq_free(&q);
     autoscaler_free(as);

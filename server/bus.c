@@ -71,7 +71,6 @@ static void republish_done(void *arg, int ok)
  * registration vanished, so nothing runs twice at once; see workers/main.c). */
 static void on_epoch(redisAsyncContext *ac, void *r, void *priv)
 {
-    (void)ac;
     (void)priv;
     bus *b = ac->data;
     redisReply *reply = r;
@@ -390,7 +389,6 @@ static event_batch *batch_from_reply(bus *b, redisReply *entries)
 
 static void on_read(redisAsyncContext *ac, void *r, void *priv)
 {
-    (void)ac;
     (void)priv;
     bus *b = ac->data;
     redisReply *reply = r;

@@ -46,7 +46,7 @@ int limits_apply(sqlite3 *db, const char *tenant_id, const limits_patch *p)
         else
             sqlite3_bind_int64(st, 3 + 2 * i, p->v[i]);
     }
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     return rc;
 }
@@ -59,7 +59,7 @@ int limits_get(sqlite3 *db, const char *tenant_id, tenant_limits *out)
     if (!st) return -1;
     sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
     int rc = -1;
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    if (db_step(st) == SQLITE_ROW) {
         for (int i = 0; i < LIMIT_COUNT; i++)
             out->v[i] = sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : (long long)sqlite3_column_int64(st, i);
         rc = 0;

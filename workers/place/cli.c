@@ -341,6 +341,7 @@ static int run(const options *o)
 
 int main(int argc, char **argv)
 {
+    json_set_alloc_funcs(xmalloc, free); /* jansson never returns NULL for memory (common/alloc.h) */
     options o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc < 0) rc = run(&o);

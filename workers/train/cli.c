@@ -4,6 +4,7 @@
  *
  * Resumes from CHECKPOINT when it exists; writes CHECKPOINT.model at the end.
  * Prints the result JSON on the last line; exit 0 ok, 1 stopped, 2 error. */
+#include "common/alloc.h"
 #include "workers/train/train.h"
 
 #include <signal.h>
@@ -35,6 +36,7 @@ static int should_stop(void *ctx)
 
 int main(int argc, char **argv)
 {
+    json_set_alloc_funcs(xmalloc, free); /* jansson never returns NULL for memory (common/alloc.h) */
     if (argc < 2 || argc > 3) {
         fprintf(stderr, "usage: %s SPEC.json [CHECKPOINT]\n", argv[0]);
         return 2;

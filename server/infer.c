@@ -2,6 +2,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/ids.h"
+#include "common/infer_wire.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/lua_scripts.h"
@@ -227,9 +228,9 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     uv_timer_start(&p->timer, on_timeout, (uint64_t)t->timeout_ms, 0);
     g->slots[seq & (PEND_CAP - 1)] = p;
 
-    char head[160], queue[128], stats[128], limit[24];
-    /* "<id> <reply stream> <bytes of JSON> <body>" (workers/serve_io.h) */
-    int hl = snprintf(head, sizeof(head), "%" PRIu64 " %s %zu ", seq, g->replies, c->json_len ? c->json_len : len);
+    char head[IW_HEAD_MAX], queue[128], stats[128], limit[24];
+    int hl = iw_request_head(head, sizeof(head), seq, g->replies, c->json_len ? c->json_len : len); /* common/infer_wire.h */
+    if (hl < 0) hl = 0; /* (the server's own stream name always fits: its consumer name is short) */
     char *req = xmalloc((size_t)hl + len);
     memcpy(req, head, (size_t)hl);
     memcpy(req + hl, body, len);
@@ -286,13 +287,14 @@ static void on_replies(redisAsyncContext *ac, void *r, void *priv)
             redisReply *e = entries->element[i], *fields = e->element[1];
             snprintf(g->last_id, sizeof(g->last_id), "%s", e->element[0]->str);
             if (fields->elements < 2) continue;
-            const char *v = fields->element[1]->str;
-            size_t vlen = fields->element[1]->len;
-            char *end;
-            uint64_t seq = strtoull(v, &end, 10);
-            long status = *end == ' ' ? strtol(end + 1, &end, 10) : 0;
-            pend *p = *end == ' ' ? lookup(g, seq) : NULL;
-            if (p) finish(p, status >= 200 && status < 600 ? (int)status : 500, end + 1, vlen - (size_t)(end + 1 - v));
+            uint64_t seq;
+            int status;
+            const char *body;
+            size_t blen;
+            pend *p = iw_reply_parse(fields->element[1]->str, fields->element[1]->len, &seq, &status, &body, &blen) == 0
+                          ? lookup(g, seq)
+                          : NULL; /* a malformed reply: its request times out */
+            if (p) finish(p, status, body, blen);
         }
     }
     read_replies(g);

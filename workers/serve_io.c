@@ -1,5 +1,6 @@
 #include "workers/serve_io.h"
 #include "common/alloc.h"
+#include "common/infer_wire.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/lua_scripts.h"
@@ -10,22 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
-/* splits "<id> <reply> <bytes of JSON> <body>" in place; 0 or -1 */
+/* a request line (common/infer_wire.h) parsed in place into m; 0 or -1 */
 static int split(serve_msg *m, char *raw, size_t len)
 {
+    iw_request r;
     memset(&m->req, 0, sizeof(m->req));
-    char *a = memchr(raw, ' ', len);
-    char *b = a ? memchr(a + 1, ' ', len - (size_t)(a + 1 - raw)) : NULL;
-    char *c = b ? memchr(b + 1, ' ', len - (size_t)(b + 1 - raw)) : NULL;
-    if (!c) return -1;
-    *a = *b = *c = '\0';
-    char *end;
-    unsigned long long json = strtoull(b + 1, &end, 10);
-    m->raw = raw, m->id = raw, m->reply_to = a + 1;
-    m->req.body = c + 1;
-    m->req.len = len - (size_t)(c + 1 - raw);
-    if (*end || json > m->req.len) return -1;
-    m->req.json_len = (size_t)json;
+    if (iw_request_parse(raw, len, &r) != 0) return -1;
+    m->raw = raw, m->id = r.id, m->reply_to = r.reply_to;
+    m->req.body = r.body, m->req.len = r.len, m->req.json_len = r.json_len;
     return 0;
 }
 
@@ -103,10 +96,12 @@ void serve_io_reply(rs_conn *r, serve_msg *msgs, int n)
         serve_request *q = &msgs[i].req;
         char *body = q->reply;
         if (!body) body = serve_error_body(q->err);
-        size_t blen = body ? strlen(body) : 0, vlen = strlen(msgs[i].id) + blen + 16;
-        char *val = body ? xmalloc(vlen) : NULL;
         int status = q->status ? q->status : q->reply ? 200 : 400; /* the replica's 200/400, or the worker's 503/504 */
-        if (val) vlen = (size_t)snprintf(val, vlen, "%s %d %s", msgs[i].id, status, body);
+        char head[64];
+        int hl = iw_reply_head(head, sizeof(head), msgs[i].id, status); /* common/infer_wire.h */
+        size_t blen = body ? strlen(body) : 0, vlen = (size_t)hl + blen;
+        char *val = body && hl > 0 ? xmalloc(vlen) : NULL;
+        if (val) memcpy(val, head, (size_t)hl), memcpy(val + hl, body, blen);
         if (val && redisAppendCommand(r->c, "XADD %s MAXLEN ~ 100000 * r %b", msgs[i].reply_to, val, vlen) == REDIS_OK) sent++;
         free(val);
         free(body);

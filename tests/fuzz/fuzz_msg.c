@@ -1,10 +1,12 @@
 /* fuzz_msg.c - the messages read back from Redis (common/msg.c): task entries, which the
- * scheduler and the workers decode, and events, which the server decodes and persists.
- * Every input is tried as both (after a NUL, as hiredis hands them over).
+ * scheduler and the workers decode, and events, which the server decodes and persists; and the
+ * inference request and reply lines (common/infer_wire.h), which workers and the server parse.
+ * Every input is tried as each (after a NUL, as hiredis hands them over).
  *
  * Checks: a decoded message respects the ranges msg.h promises, and encoding it again and
  * decoding that gives the same message (what a worker or the server re-publishes must be what
  * it read; a field cut in the middle of a UTF-8 sequence could not be encoded again). */
+#include "common/infer_wire.h"
 #include "common/msg.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -79,8 +81,33 @@ static void check_event(const char *s)
     msg_event_clear(&e);
 }
 
+/* a parsed request line is made of fields that write the same head again; a reply's parts lie inside it */
+static void check_wire(const uint8_t *data, size_t size)
+{
+    char *raw = malloc(size + 1);
+    if (!raw) return;
+    memcpy(raw, data, size);
+    raw[size] = '\0';
+    iw_request r;
+    if (iw_request_parse(raw, size, &r) == 0) {
+        if (r.json_len > r.len || r.body + r.len != raw + size) abort();
+        char head[IW_HEAD_MAX * 4];
+        uint64_t id = strtoull(r.id, NULL, 10);
+        int hl = iw_request_head(head, sizeof(head), id, r.reply_to, r.json_len);
+        if (hl < 0 || (size_t)hl > (size_t)(r.body - raw) + 20) abort();
+    }
+    uint64_t id;
+    int status;
+    const char *body;
+    size_t blen;
+    if (iw_reply_parse((const char *)data, size, &id, &status, &body, &blen) == 0)
+        if (status < 200 || status > 599 || body < (const char *)data || body + blen != (const char *)data + size) abort();
+    free(raw);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    check_wire(data, size);
     char *s = fuzz_cstr(data, size);
     check_task(s);
     check_event(s);

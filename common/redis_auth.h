@@ -16,6 +16,12 @@ typedef struct {
     char password[512]; /* "" for no AUTH at all */
 } redis_auth;
 
+/* The three options every daemon takes, as rows of its config_opt table (common/config.h) */
+#define REDIS_AUTH_OPTS                                                                                                            \
+    CONFIG_OPT("redis-user", "Redis ACL user to authenticate as (empty: the default user)", ""),                                   \
+        CONFIG_OPT("redis-password-file", "file holding the Redis password (mode 600 or 400; trailing white space dropped)", ""),  \
+        CONFIG_OPT("redis-password", "Redis AUTH password (empty: none; prefer redis-password-file, which ps does not show)", "")
+
 /* From the options --redis-user, --redis-password and --redis-password-file (either password option,
  * not both).  0, or -1 with the reason logged. */
 int redis_auth_from_options(redis_auth *a, const char *user, const char *password, const char *password_file);

@@ -56,9 +56,7 @@ static bool gather(rs_conn *r, const registry *reg, const task_msg *t)
 
 static config_opt opts[] = {
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
-    CONFIG_OPT("redis-user", "Redis ACL user to authenticate as (empty: the default user)", ""),
-    CONFIG_OPT("redis-password-file", "file holding the Redis password (mode 600 or 400; trailing white space dropped)", ""),
-    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none; prefer redis-password-file, which ps does not show)", ""),
+    REDIS_AUTH_OPTS, /* redis-user, redis-password-file, redis-password (common/redis_auth.h) */
     CONFIG_OPT("name", "this scheduler's name in logs and in the leader lease (default: generated)", ""),
     CONFIG_OPT("max-attempts", "how many times a job may run when the workers running it die", "3"),
     CONFIG_OPT("autoscaler",

@@ -30,9 +30,7 @@
 static config_opt opts[] = {
     CONFIG_OPT("listen", "HTTP address host:port", "127.0.0.1:8080"),
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
-    CONFIG_OPT("redis-user", "Redis ACL user to authenticate as (empty: the default user)", ""),
-    CONFIG_OPT("redis-password-file", "file holding the Redis password (mode 600 or 400; trailing white space dropped)", ""),
-    CONFIG_OPT("redis-password", "Redis AUTH password (empty: none; prefer redis-password-file, which ps does not show)", ""),
+    REDIS_AUTH_OPTS, /* redis-user, redis-password-file, redis-password (common/redis_auth.h) */
     CONFIG_OPT("state",
                "state directory, made mode 700 (database, admin token; default: /var/lib/gantry as root, else "
                "$XDG_STATE_HOME/gantry or ~/.local/state/gantry)",

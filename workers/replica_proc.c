@@ -6,6 +6,7 @@
 #include "workers/program/cgroup.h"
 #include "workers/program/hostpaths.h"
 #include "workers/program/sandbox.h"
+#include "workers/program/spawn.h"
 #include "workers/serve/replica_wire.h"
 
 #include <errno.h>
@@ -145,20 +146,9 @@ static void child(const replica_proc *p, const rp_spec *s, char **argv, int in, 
 #else
     (void)s;
 #endif
-    /* above every target first, so that no dup2 below overwrites a source */
-    int src[] = {in, out, err, status, model};
-    for (int i = 0; i < 5; i++)
-        if ((src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0) _exit(127);
-    for (int i = 0; i < 5; i++)
-        if (dup2(src[i], i) < 0) _exit(127); /* 0 1 2, STATUS_FD, MODEL_FD: dup2 clears close-on-exec */
-    syscall(SYS_close_range, MODEL_FD + 1, ~0U, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int sig = 1; sig < NSIG; sig++)
-        signal(sig, SIG_DFL);
-    char *env[] = {NULL}; /* nothing of the worker's environment */
-    execve(argv[0], argv, env);
+    const int fds[] = {in, out, err, status, model}; /* 0 1 2, STATUS_FD, MODEL_FD */
+    char *env[] = {NULL};                            /* nothing of the worker's environment */
+    spawn_exec(fds, MODEL_FD + 1, argv[0], argv, env);
     _exit(127);
 }
 

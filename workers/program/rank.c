@@ -24,6 +24,7 @@
 #include "workers/program/hostpaths.h"
 #include "workers/program/logcap.h"
 #include "workers/program/sandbox.h"
+#include "workers/program/spawn.h"
 
 #define STATUS_FD 3
 #define ARGS_FD 4 /* bwrap's options, NUL-separated (--args): its command line shows no host path */
@@ -384,21 +385,8 @@ static void child(const prog_rank *r, char **argv, char **env, int devnull, int 
         struct rlimit np = {(rlim_t)r->spec.max_procs, (rlim_t)r->spec.max_procs};
         setrlimit(RLIMIT_NPROC, &np);
     }
-    /* fds 0-3 only: whatever the worker holds (Redis, sockets) stays out */
-    /* fds 0-5 only: whatever the worker holds (Redis, sockets) stays out.  Each source is copied above them first,
-     * so that placing one never overwrites another still to be placed. */
-    int src[INIT_FD + 1] = {devnull, out_w, out_w, status_w, args_fd, init_fd}, high[INIT_FD + 1];
-    for (int i = 0; i <= INIT_FD; i++)
-        if ((high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 64)) < 0) _exit(127);
-    for (int i = 0; i <= INIT_FD; i++)
-        if (dup2(high[i], i) < 0) _exit(127);
-    syscall(SYS_close_range, INIT_FD + 1, ~0U, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int sig = 1; sig < NSIG; sig++)
-        signal(sig, SIG_DFL);
-    execve(r->spec.bwrap, argv, env);
+    const int fds[INIT_FD + 1] = {devnull, out_w, out_w, status_w, args_fd, init_fd};
+    spawn_exec(fds, INIT_FD + 1, r->spec.bwrap, argv, env);
     static const char m[] = "gantry: cannot run bwrap\n";
     (void)!write(2, m, sizeof(m) - 1);
     _exit(127);

@@ -358,6 +358,11 @@ static void on_batch_done(void *arg, int ok)
         if (batch->results[i] == APPLY_DUPLICATE) b->duplicates++;
         if (batch->results[i] == APPLY_MOVED || batch->results[i] == APPLY_RECORDED)
             push_sse(b, &batch->events[i], batch->tenants[i]);
+        /* a failed job stops everywhere, as a cancelled one does: an inference job's other replicas, and the
+         * autoscaler, which would otherwise place a replica that cannot load its model again and again
+         * (scheduler/autoscaler.c forgets a job with a cancel key and empties its queue) */
+        if (batch->results[i] == APPLY_MOVED && strcmp(batch->events[i].state, "failed") == 0)
+            bus_cancel(b, batch->events[i].job_id);
     }
     b->consumed += (unsigned long long)batch->n;
     batch_free(batch);

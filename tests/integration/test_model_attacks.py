@@ -16,6 +16,7 @@ worker process today."""
 
 import json
 import os
+import time
 
 from harness import ROOT, Stack, timeout, wait_until
 from test_torchscript import infer, store_files, upload
@@ -81,6 +82,17 @@ def test_refused_at_load():
             assert "not allowed" in reasons[-1] or "refused" in reasons[-1], (name, reasons)
             r = infer(s, tok, name, [{"name": "x", "datatype": "FP32", "shape": [1, 4], "data": [0, 0, 0, 0]}])
             assert r.status == 404, (name, r)  # nothing serves it
+        # a job whose model does not load is not placed again (a failed job's cancel key makes the autoscaler
+        # forget it): the workers go idle and stay so for a few autoscaler ticks, no job runs after its failure
+        wait_until("every worker idle", lambda: all(w["state"] == "idle" for w in s.workers()), 20)
+        quiet_until = time.monotonic() + 6
+        while time.monotonic() < quiet_until:
+            assert all(w["state"] == "idle" for w in s.workers()), s.workers()
+            time.sleep(0.2)
+        for name, jid in jobs.items():
+            evs = s.events(tok, jid)
+            last_fail = max(i for i, e in enumerate(evs) if e["state"] == "failed")
+            assert not any(e["state"] == "running" for e in evs[last_fail + 1:]), (name, evs[last_fail:])
 
 
 SANDBOX_READY = True  # the replicas run in sandboxed processes (workers/replica_proc.h)

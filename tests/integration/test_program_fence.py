@@ -155,8 +155,10 @@ def cpuacct_usage_us(worker_pid):
         with open(path) as f:
             return int(f.read()) / 1000
     for path in glob.glob(f"/sys/fs/cgroup/**/gantry-rank-{worker_pid}-*/cpu.stat", recursive=True):
-        with open(path) as f:
-            return next(int(v) for k, v in (ln.split() for ln in f) if k == "usage_usec")
+        with open(path) as f:  # v2's; v1's cpu.stat (cpu hierarchy, made before the cpuacct group) has no usage
+            usage = [int(v) for k, v in (ln.split() for ln in f) if k == "usage_usec"]
+        if usage:
+            return usage[0]
     return None
 
 

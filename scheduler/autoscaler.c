@@ -1,9 +1,9 @@
 #include "scheduler/autoscaler.h"
 #include "common/alloc.h"
 #include "common/clock.h"
-#include "common/keys.h"
+#include "wire/keys.h"
 #include "common/log.h"
-#include "common/msg.h"
+#include "wire/msg.h"
 #include "workers/serve/spec.h"
 
 #include <jansson.h>

@@ -16,7 +16,7 @@
 #ifndef GANTRY_SCHED_AUTOSCALER_H
 #define GANTRY_SCHED_AUTOSCALER_H
 
-#include "common/redis_sync.h"
+#include "wire/redis_sync.h"
 #include "scheduler/autoscale/policy.h"
 #include "scheduler/registry.h"
 

@@ -1,9 +1,9 @@
 #include "scheduler/dispatch.h"
 #include "common/alloc.h"
 #include "common/jobtypes.h"
-#include "common/keys.h"
+#include "wire/keys.h"
 #include "common/log.h"
-#include "common/lua_scripts.h"
+#include "wire/lua_scripts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@ static bool is_served(const task_msg *t)
     return (job_type_traits(t->type) & JT_SERVING) != 0;
 }
 
-/* The script is common/lua/dispatch.lua; what it learns of the task (job id, elastic, served)
+/* The script is wire/lua/dispatch.lua; what it learns of the task (job id, elastic, served)
  * comes from here, not from its JSON text. */
 int dispatch_send(rs_conn *r, const sched_entry *e, const char *const *worker_ids, int n)
 {

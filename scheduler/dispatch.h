@@ -1,4 +1,4 @@
-/* dispatch.h - putting one job on its workers, atomically (common/lua/dispatch.lua): claim
+/* dispatch.h - putting one job on its workers, atomically (wire/lua/dispatch.lua): claim
  * the (job, attempt) so a job published twice runs once (and drop it if it was
  * cancelled meanwhile), LPUSH the task to each
  * worker's list (all of a gang's workers at once), XADD the "scheduled" event,
@@ -7,7 +7,7 @@
 #ifndef GANTRY_SCHED_DISPATCH_H
 #define GANTRY_SCHED_DISPATCH_H
 
-#include "common/redis_sync.h"
+#include "wire/redis_sync.h"
 #include "scheduler/queue.h"
 
 typedef enum { DISPATCH_OK, DISPATCH_DUPLICATE, DISPATCH_CANCELLED, DISPATCH_ERROR } dispatch_result;

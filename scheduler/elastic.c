@@ -1,9 +1,9 @@
 #include "scheduler/elastic.h"
 #include "common/alloc.h"
-#include "common/keys.h"
+#include "wire/keys.h"
 #include "common/log.h"
-#include "common/msg.h"
-#include "common/requeue.h"
+#include "wire/msg.h"
+#include "wire/requeue.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 #ifndef GANTRY_SCHED_ELASTIC_H
 #define GANTRY_SCHED_ELASTIC_H
 
-#include "common/redis_sync.h"
+#include "wire/redis_sync.h"
 #include "scheduler/registry.h"
 
 #include <stddef.h>

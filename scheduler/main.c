@@ -13,11 +13,11 @@
 #include "common/config.h"
 #include "common/ids.h"
 #include "common/jobtypes.h"
-#include "common/keys.h"
+#include "wire/keys.h"
 #include "common/log.h"
-#include "common/lua_scripts.h"
-#include "common/redis_sync.h"
-#include "common/requeue.h"
+#include "wire/lua_scripts.h"
+#include "wire/redis_sync.h"
+#include "wire/requeue.h"
 #include "scheduler/autoscaler.h"
 #include "scheduler/dispatch.h"
 #include "scheduler/elastic.h"
@@ -56,7 +56,7 @@ static bool gather(rs_conn *r, const registry *reg, const task_msg *t)
 
 static config_opt opts[] = {
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
-    REDIS_AUTH_OPTS, /* redis-user, redis-password-file, redis-password (common/redis_auth.h) */
+    REDIS_AUTH_OPTS, /* redis-user, redis-password-file, redis-password (wire/redis_auth.h) */
     CONFIG_OPT("name", "this scheduler's name in logs and in the leader lease (default: generated)", ""),
     CONFIG_OPT("max-attempts", "how many times a job may run when the workers running it die", "3"),
     CONFIG_OPT("autoscaler",

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "common/msg.h"
+#include "wire/msg.h"
 
 #define SQ_MAX_SITES 64 /* a federated job with more sites than this is not pinned (policy.h POL_MAX_GANG) */
 

@@ -1,9 +1,9 @@
 #include "scheduler/registry.h"
 #include "common/jobtypes.h"
-#include "common/keys.h"
+#include "wire/keys.h"
 #include "common/log.h"
-#include "common/msg.h"
-#include "common/requeue.h"
+#include "wire/msg.h"
+#include "wire/requeue.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -8,8 +8,8 @@
 
 #include <stdbool.h>
 
-#include "common/msg.h"
-#include "common/redis_sync.h"
+#include "wire/msg.h"
+#include "wire/redis_sync.h"
 #include "scheduler/policy.h"
 
 #define REG_MAX_WORKERS 4096

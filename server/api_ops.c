@@ -1,6 +1,6 @@
 /* api_ops.c - probes, metrics, the SSE stream (the worker registry view is in api_cluster.c, models in api_models.c). */
 #include "common/alloc.h"
-#include "common/redis_auth.h"
+#include "wire/redis_auth.h"
 #include "server/db.h"
 #include "server/api.h"
 #include "server/bus.h"

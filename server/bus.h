@@ -10,13 +10,13 @@
 #ifndef GANTRY_BUS_H
 #define GANTRY_BUS_H
 
-#include "common/redis_auth.h"
+#include "wire/redis_auth.h"
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "common/msg.h"
+#include "wire/msg.h"
 
 struct server;
 typedef struct bus bus;

@@ -2,11 +2,11 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/ids.h"
-#include "common/infer_wire.h"
-#include "common/keys.h"
+#include "wire/infer_wire.h"
+#include "wire/keys.h"
 #include "common/log.h"
-#include "common/lua_scripts.h"
-#include "common/redis_uv.h"
+#include "wire/lua_scripts.h"
+#include "wire/redis_uv.h"
 #include "server/jobs.h"
 #include "server/server.h"
 #include "server/sse.h"
@@ -229,7 +229,7 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     g->slots[seq & (PEND_CAP - 1)] = p;
 
     char head[IW_HEAD_MAX], queue[128], stats[128], limit[24];
-    int hl = iw_request_head(head, sizeof(head), seq, g->replies, c->json_len ? c->json_len : len); /* common/infer_wire.h */
+    int hl = iw_request_head(head, sizeof(head), seq, g->replies, c->json_len ? c->json_len : len); /* wire/infer_wire.h */
     if (hl < 0) hl = 0; /* (the server's own stream name always fits: its consumer name is short) */
     char *req = xmalloc((size_t)hl + len);
     memcpy(req, head, (size_t)hl);

@@ -18,7 +18,7 @@
 
 #include <stdio.h>
 
-#include "common/redis_auth.h"
+#include "wire/redis_auth.h"
 #include "server/http.h"
 #include "server/infer_metrics.h" /* infer_render_metrics */
 

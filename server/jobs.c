@@ -474,7 +474,7 @@ int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int
         t.preemptible = sqlite3_column_int(st, 8);
         t.max_runtime_s = sqlite3_column_int64(st, 9); /* the tenant's limits now (server/limits.h); 0: none */
         t.max_memory_bytes = sqlite3_column_int64(st, 10);
-        const char *roots = (const char *)sqlite3_column_text(st, 11); /* and its roots (common/msg.h) */
+        const char *roots = (const char *)sqlite3_column_text(st, 11); /* and its roots (wire/msg.h) */
         t.roots = roots ? json_loads(roots, 0, NULL) : NULL;
         fn(arg, &t);
         json_decref(t.roots);

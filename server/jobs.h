@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/msg.h"
+#include "wire/msg.h"
 
 typedef struct {
     char id[48];

@@ -4,7 +4,7 @@
  *
  * Epochs and steps are checked here, when a job is submitted (400 naming the spec's field), and so
  * is the memory a program job's ranks ask for (spec.resources.memory_mb against max_memory_bytes).
- * Runtime and memory travel with the task (common/msg.h) and the worker enforces them
+ * Runtime and memory travel with the task (wire/msg.h) and the worker enforces them
  * (workers/main.c; a program's ranks: their cgroup, capped at max_memory_bytes): a job over either
  * fails with the reason.  Defaults and what each limit
  * means: docs/operations.md, "Tenant limits". */
@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "common/msg.h"
+#include "wire/msg.h"
 
 typedef enum { LIMIT_RUNTIME, LIMIT_EPOCHS, LIMIT_STEPS, LIMIT_MEMORY, LIMIT_COUNT } limit_kind;
 

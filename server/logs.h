@@ -2,7 +2,7 @@
  * lines as text, and its live follow (&follow=1, Server-Sent Events).  docs/programs.md "Logs and
  * outputs".
  *
- * The workers append each rank's output to the stream K_LOGS_PREFIX<job> (common/keys.h): entries
+ * The workers append each rank's output to the stream K_LOGS_PREFIX<job> (wire/keys.h): entries
  * `r <rank> g <generation> t <whole lines>`, and `r g end <reason>` when a rank's generation ended.
  * The hub reads it on the bus's command connection (bus_redis): the tail backwards (XREVRANGE), a
  * follow forwards from the newest entry it has seen (XRANGE from an exclusive id, every

@@ -3,7 +3,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/paths.h"
-#include "common/redis_auth.h"
+#include "wire/redis_auth.h"
 #include "server/auth.h"
 #include "server/bus.h"
 #include "server/infer.h"
@@ -30,7 +30,7 @@
 static config_opt opts[] = {
     CONFIG_OPT("listen", "HTTP address host:port", "127.0.0.1:8080"),
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
-    REDIS_AUTH_OPTS, /* redis-user, redis-password-file, redis-password (common/redis_auth.h) */
+    REDIS_AUTH_OPTS, /* redis-user, redis-password-file, redis-password (wire/redis_auth.h) */
     CONFIG_OPT("state",
                "state directory, made mode 700 (database, admin token; default: /var/lib/gantry as root, else "
                "$XDG_STATE_HOME/gantry or ~/.local/state/gantry)",

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "common/msg.h"
+#include "wire/msg.h"
 #include "workers/rendezvous.h"
 
 typedef struct exec_ctx {

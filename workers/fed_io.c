@@ -2,8 +2,8 @@
 #include "workers/fed_io.h"
 #include "common/alloc.h"
 #include "common/clock.h"
-#include "common/keys.h"
-#include "common/lua_scripts.h"
+#include "wire/keys.h"
+#include "wire/lua_scripts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,7 +115,7 @@ void fed_io_open(fed_io *io, rs_conn *r, const char *job_id, int generation, boo
     io->hold = hold && strcmp(hold, "1") == 0;
 }
 
-/* common/lua/fed_claim.lua: the site, or -1 */
+/* wire/lua/fed_claim.lua: the site, or -1 */
 int fed_io_claim(rs_conn *r, const char *job_id, int generation, const int *candidates, int ncand, const char *worker_id)
 {
     enum { MAXC = 256 };

@@ -1,4 +1,4 @@
-/* fed_io.h - the Redis side of a federated site (keys in common/keys.h): the
+/* fed_io.h - the Redis side of a federated site (keys in wire/keys.h): the
  * site claims, and the transport of workers/fed/net.h over Redis streams.
  *
  * A channel is the stream gantry:fed:<job>:<gen>:<channel>; put is one XADD
@@ -18,7 +18,7 @@
 #ifndef GANTRY_FED_IO_H
 #define GANTRY_FED_IO_H
 
-#include "common/redis_sync.h"
+#include "wire/redis_sync.h"
 #include "workers/fed/net.h"
 
 #include <stdbool.h>

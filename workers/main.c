@@ -26,12 +26,12 @@
 #include "common/config.h"
 #include "common/ids.h"
 #include "common/jobtypes.h"
-#include "common/keys.h"
+#include "wire/keys.h"
 #include "common/log.h"
-#include "common/lua_scripts.h"
+#include "wire/lua_scripts.h"
 #include "common/paths.h"
-#include "common/redis_sync.h"
-#include "common/requeue.h"
+#include "wire/redis_sync.h"
+#include "wire/requeue.h"
 #include "workers/executor.h"
 #include "workers/program/netfence.h"
 #include "workers/rendezvous.h"
@@ -52,7 +52,7 @@
 
 static config_opt opts[] = {
     CONFIG_OPT("redis", "Redis address host:port", "127.0.0.1:6380"),
-    REDIS_AUTH_OPTS, /* redis-user, redis-password-file, redis-password (common/redis_auth.h) */
+    REDIS_AUTH_OPTS, /* redis-user, redis-password-file, redis-password (wire/redis_auth.h) */
     CONFIG_OPT("id", "worker id (default: generated w_<hex>)", ""),
     CONFIG_OPT("labels", "comma-separated key=value labels, e.g. site=a,zone=1", ""),
     CONFIG_OPT("kind", "cpu or gpu (GPU workers need a build with the gpu feature)", "cpu"),
@@ -114,7 +114,7 @@ static void set_running(const char *job)
 static atomic_int fence_generation;
 static int max_attempts = K_MAX_ATTEMPTS;
 
-/* Registration and heartbeat in one script (common/lua/worker_beat.lua).  After the
+/* Registration and heartbeat in one script (wire/lua/worker_beat.lua).  After the
  * first registration a heartbeat only refreshes a hash that still exists: a missing hash
  * means the scheduler declared us dead (and gave our work to others) or Redis lost its
  * data.  Then we are fenced: the running task is abandoned without a result,
@@ -163,7 +163,7 @@ static void *heartbeat_thread(void *arg)
 /* publishes until Redis takes it: an event is never dropped while the worker lives.
  * While stopping it gives up after STOPPING_TRIES (false).  With a task (a job's final
  * event), the task also leaves the in-flight list in the same step
- * (common/lua/worker_finish.lua): a worker killed between the two would otherwise leave a
+ * (wire/lua/worker_finish.lua): a worker killed between the two would otherwise leave a
  * finished task there, given back and run again when it starts again. */
 static bool publish_ex(rs_conn *r, const event_msg *e, const char *task)
 {

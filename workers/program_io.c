@@ -1,6 +1,6 @@
 /* program_io.c - a program job's logs and restart count in Redis (program_io.h). */
 #include "workers/program_io.h"
-#include "common/keys.h"
+#include "wire/keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* program_io.h - the Redis side of a program job's rank (keys in common/keys.h).
+/* program_io.h - the Redis side of a program job's rank (keys in wire/keys.h).
  *
  * The rank's output goes to the stream gantry:logs:<job> as the server reads it (its logs
  * routes and `gantry logs`): one entry per chunk of whole lines,
@@ -13,7 +13,7 @@
 #ifndef GANTRY_PROGRAM_IO_H
 #define GANTRY_PROGRAM_IO_H
 
-#include "common/redis_sync.h"
+#include "wire/redis_sync.h"
 
 #include <stddef.h>
 

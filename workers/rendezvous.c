@@ -1,7 +1,7 @@
 #include "workers/rendezvous.h"
 #include "common/clock.h"
-#include "common/keys.h"
-#include "common/lua_scripts.h"
+#include "wire/keys.h"
+#include "wire/lua_scripts.h"
 
 #include <stdio.h>
 #include <stdlib.h>

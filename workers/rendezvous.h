@@ -10,7 +10,7 @@
 #ifndef GANTRY_RENDEZVOUS_H
 #define GANTRY_RENDEZVOUS_H
 
-#include "common/redis_sync.h"
+#include "wire/redis_sync.h"
 
 #include <stdbool.h>
 

@@ -1,9 +1,9 @@
 #include "workers/serve_io.h"
 #include "common/alloc.h"
-#include "common/infer_wire.h"
-#include "common/keys.h"
+#include "wire/infer_wire.h"
+#include "wire/keys.h"
 #include "common/log.h"
-#include "common/lua_scripts.h"
+#include "wire/lua_scripts.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* a request line (common/infer_wire.h) parsed in place into m; 0 or -1 */
+/* a request line (wire/infer_wire.h) parsed in place into m; 0 or -1 */
 static int split(serve_msg *m, char *raw, size_t len)
 {
     iw_request r;
@@ -98,7 +98,7 @@ void serve_io_reply(rs_conn *r, serve_msg *msgs, int n)
         if (!body) body = serve_error_body(q->err);
         int status = q->status ? q->status : q->reply ? 200 : 400; /* the replica's 200/400, or the worker's 503/504 */
         char head[64];
-        int hl = iw_reply_head(head, sizeof(head), msgs[i].id, status); /* common/infer_wire.h */
+        int hl = iw_reply_head(head, sizeof(head), msgs[i].id, status); /* wire/infer_wire.h */
         size_t blen = body ? strlen(body) : 0, vlen = (size_t)hl + blen;
         char *val = body && hl > 0 ? xmalloc(vlen) : NULL;
         if (val) memcpy(val, head, (size_t)hl), memcpy(val + hl, body, blen);

@@ -1,8 +1,8 @@
-/* serve_io.h - the Redis side of an inference replica (keys in common/keys.h).
+/* serve_io.h - the Redis side of an inference replica (keys in wire/keys.h).
  *
  * Requests wait in gantry:infer:q:<job> as "<id> <reply stream> <bytes of JSON> <body>" (the
  * body's JSON, then any binary tensor data: serve.h serve_request.json_len; the line's one
- * encoder and decoder: common/infer_wire.h); a replica
+ * encoder and decoder: wire/infer_wire.h); a replica
  * takes up to max_batch of them (blocking for the first, taking what else is
  * there, and only when that was something, i.e. under load, waiting batch_delay
  * for the batch to fill) and answers each on the stream its server
@@ -14,7 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "common/redis_sync.h"
+#include "wire/redis_sync.h"
 #include "workers/serve/serve.h"
 
 typedef struct {

@@ -1,13 +1,13 @@
-/* fuzz_msg.c - the messages read back from Redis (common/msg.c): task entries, which the
+/* fuzz_msg.c - the messages read back from Redis (wire/msg.c): task entries, which the
  * scheduler and the workers decode, and events, which the server decodes and persists; and the
- * inference request and reply lines (common/infer_wire.h), which workers and the server parse.
+ * inference request and reply lines (wire/infer_wire.h), which workers and the server parse.
  * Every input is tried as each (after a NUL, as hiredis hands them over).
  *
  * Checks: a decoded message respects the ranges msg.h promises, and encoding it again and
  * decoding that gives the same message (what a worker or the server re-publishes must be what
  * it read; a field cut in the middle of a UTF-8 sequence could not be encoded again). */
-#include "common/infer_wire.h"
-#include "common/msg.h"
+#include "wire/infer_wire.h"
+#include "wire/msg.h"
 #include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

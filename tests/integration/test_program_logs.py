@@ -1,6 +1,6 @@
 """A program job's logs and outputs through the API (server/logs.c, server/outputs.c).
 
-The entries are written here in the decided format (common/keys.h K_LOGS_PREFIX: `r <rank> g <gen>
+The entries are written here in the decided format (wire/keys.h K_LOGS_PREFIX: `r <rank> g <gen>
 t <lines>`, `r g end <reason>`) and the outputs listed through a job event carrying result.outputs, as
 a worker writes them, so the reading side is tested on its own: the tail (ranks, N, order, the
 "[rank R] " prefix, pages of entries), scrubbing (invalid UTF-8, ESC, NUL, CR), the live follow (sees an

@@ -40,7 +40,7 @@ def set_roots(s, tid, roots, **limits):
 
 
 def tasks_in_redis(s):
-    """the tasks in gantry:jobs (common/keys.h), by job id"""
+    """the tasks in gantry:jobs (wire/keys.h), by job id"""
     out = {}
     for line in s.redis("XRANGE", "gantry:jobs", "-", "+").splitlines():
         if line.startswith("{"):

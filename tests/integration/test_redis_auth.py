@@ -132,7 +132,7 @@ def test_redis_refuses_without_credentials_and_limits_each_daemon_user():
                    lambda: "Redis refused our credentials (user gantry-worker): WRONGPASS" in open(log).read(), 10)
         assert p.poll() is None
         s.kill("badworker")
-        # the server's asynchronous connections too (common/redis_uv.c)
+        # the server's asynchronous connections too (wire/redis_uv.c)
         bad_port = free_port()
         s._spawn("badserver", [os.path.join(BUILD, "gantry-server"), "--listen", f"127.0.0.1:{bad_port}",
                                "--redis", f"127.0.0.1:{s.rport}", "--redis-user", "gantry-server", "--redis-password-file", bad,

@@ -16,10 +16,10 @@
 #include "common/ids.h"
 #include "common/jobstate.h"
 #include "common/jobtypes.h"
-#include "common/keys.h"
-#include "common/msg.h"
+#include "wire/keys.h"
+#include "wire/msg.h"
 #include "common/paths.h"
-#include "common/redis_auth.h"
+#include "wire/redis_auth.h"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-/* test_infer_wire.c - the inference request and reply lines (common/infer_wire.h): what the server
+/* test_infer_wire.c - the inference request and reply lines (wire/infer_wire.h): what the server
  * writes the worker reads, and back; malformed lines refused. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "common/infer_wire.h"
+#include "wire/infer_wire.h"
 
 static void test_request_round_trip(void **state)
 {

@@ -1,9 +1,9 @@
-/* test_scripts.c - every Redis script (common/lua/NAME.lua, embedded as lua_NAME) against a real
+/* test_scripts.c - every Redis script (wire/lua/NAME.lua, embedded as lua_NAME) against a real
  * redis-server that this program starts on a free port in a temporary directory: each script
  * is loaded, run on prepared keys, and its result and the keys it leaves are checked, failure
  * paths included (a duplicate or cancelled dispatch, a requeue past max attempts, a fenced
  * heartbeat, a full queue, a rendezvous with every rank taken, a worker's lists that changed).
- * requeue and dispatch run through their C callers (common/requeue.c, scheduler/dispatch.c),
+ * requeue and dispatch run through their C callers (wire/requeue.c, scheduler/dispatch.c),
  * so the arguments the product computes are tested too. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,11 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/keys.h"
-#include "common/lua_scripts.h"
-#include "common/msg.h"
-#include "common/redis_sync.h"
-#include "common/requeue.h"
+#include "wire/keys.h"
+#include "wire/lua_scripts.h"
+#include "wire/msg.h"
+#include "wire/redis_sync.h"
+#include "wire/requeue.h"
 #include "scheduler/dispatch.h"
 
 #define START_DEADLINE_MS 10000
@@ -243,7 +243,7 @@ static void test_all_load(void **state)
     }
 }
 
-/* ---- requeue (common/requeue.c) ---- */
+/* ---- requeue (wire/requeue.c) ---- */
 
 static void test_requeue_task(void **state)
 {

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "common/msg.h"
+#include "wire/msg.h"
 #include "server/auth.h"
 #include "server/db.h"
 #include "server/errors.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/msg.h"
+#include "wire/msg.h"
 #include "common/utf8.h"
 
 static void test_trim(void **state)

@@ -68,7 +68,7 @@ typedef struct {
     const char *model_name;          /* spec.model_name; NULL: the job's name */
 } program_settings;
 
-/* tenant_max_memory_bytes: the task's max_memory_bytes (common/msg.h), 0 or less when none */
+/* tenant_max_memory_bytes: the task's max_memory_bytes (wire/msg.h), 0 or less when none */
 void program_settings_get(const json_t *spec, long long tenant_max_memory_bytes, program_settings *out);
 
 #endif

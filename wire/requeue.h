@@ -1,6 +1,6 @@
 /* requeue.h - giving a job's task back to gantry:jobs, at most once per attempt.
  *
- * Every path that requeues goes through one Lua function (common/lua/requeue_one.lua),
+ * Every path that requeues goes through one Lua function (wire/lua/requeue_one.lua),
  * so it happens atomically and once: it sets gantry:retry:<job>:<attempt> (SET NX) and only
  * the caller that set it puts the task back with attempt + 1 (and a "queued"
  * event saying why) or, past the attempt limit, fails the job (a "failed"
@@ -19,7 +19,7 @@
 #ifndef GANTRY_REQUEUE_H
 #define GANTRY_REQUEUE_H
 
-#include "common/redis_sync.h"
+#include "wire/redis_sync.h"
 
 /* Every task in the worker's in-flight and task lists; then the lists and its
  * registry entry are deleted.  The lists are read first (the next attempt's task is

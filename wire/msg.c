@@ -1,4 +1,4 @@
-#include "common/msg.h"
+#include "wire/msg.h"
 #include "common/utf8.h"
 #include "common/clock.h"
 #include "common/ids.h"

@@ -1,4 +1,4 @@
-#include "common/redis_uv.h"
+#include "wire/redis_uv.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"

@@ -1,4 +1,4 @@
-#include "common/redis_auth.h"
+#include "wire/redis_auth.h"
 #include "common/clock.h"
 #include "common/log.h"
 

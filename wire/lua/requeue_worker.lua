@@ -1,5 +1,5 @@
 -- requeue_worker: gives back every task of a worker and removes it from the registry
--- (common/requeue.c, requeue_worker_tasks).
+-- (wire/requeue.c, requeue_worker_tasks).
 -- prepend: requeue_one.lua
 -- KEYS[1..3] and ARGV[1..4] as in requeue_one.lua, then
 --   KEYS[4] gantry:tasks:<worker>  KEYS[5] gantry:inflight:<worker>  KEYS[6] gantry:workers

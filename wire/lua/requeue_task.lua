@@ -1,4 +1,4 @@
--- requeue_task: gives one task back (common/requeue.c, requeue_task).
+-- requeue_task: gives one task back (wire/requeue.c, requeue_task).
 -- prepend: requeue_one.lua
 -- KEYS[1..3] and ARGV[1..4] as in requeue_one.lua, then
 --   KEYS[4] gantry:retry:<job>:<attempt>  KEYS[5] gantry:failures:<job>

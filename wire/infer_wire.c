@@ -1,5 +1,5 @@
 /* infer_wire.c - inference request and reply lines (infer_wire.h) */
-#include "common/infer_wire.h"
+#include "wire/infer_wire.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
-#include "common/requeue.h"
+#include "wire/requeue.h"
 #include "common/alloc.h"
-#include "common/keys.h"
+#include "wire/keys.h"
 #include "common/log.h"
-#include "common/lua_scripts.h"
-#include "common/msg.h"
+#include "wire/lua_scripts.h"
+#include "wire/msg.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #define PREEMPT_TTL_S 3600
 #define STALE_TRIES 5 /* reads of a worker's lists that changed under requeue_worker_tasks before it gives up */
 
-/* The scripts are common/lua/requeue_task.lua and requeue_worker.lua, both around
+/* The scripts are wire/lua/requeue_task.lua and requeue_worker.lua, both around
  * requeue_one.lua.  Failures count in gantry:failures:<job>, not in the attempt: the attempt is
  * the generation (a planned resize or a preemption makes one too, and neither is a failure).
  * A job fails at its max_attempts-th failure.

@@ -9,7 +9,7 @@
 #ifndef GANTRY_REDIS_UV_H
 #define GANTRY_REDIS_UV_H
 
-#include "common/redis_auth.h"
+#include "wire/redis_auth.h"
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>

@@ -8,7 +8,7 @@
 #ifndef GANTRY_REDIS_SYNC_H
 #define GANTRY_REDIS_SYNC_H
 
-#include "common/redis_auth.h"
+#include "wire/redis_auth.h"
 
 #include <hiredis/hiredis.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 -- requeue_one: the body shared by requeue_task.lua and requeue_worker.lua (the build
--- prepends this file to each; common/requeue.h says when a task is requeued).
+-- prepends this file to each; wire/requeue.h says when a task is requeued).
 -- Both scripts begin with the same KEYS and ARGV:
 --   KEYS[1] gantry:jobs  KEYS[2] gantry:events  KEYS[3] gantry:infer:jobs
 --   ARGV[1] the streams' MAXLEN  ARGV[2] the retry marker's and failure count's TTL (s)

@@ -1,4 +1,4 @@
-#include "common/redis_sync.h"
+#include "wire/redis_sync.h"
 #include "common/clock.h"
 #include "common/log.h"
 

@@ -1,3 +1,4 @@
+/* clock.c - the clocks: wall-clock and monotonic milliseconds, ISO 8601 in UTC (clock.h). */
 #include "common/clock.h"
 
 #include <stdio.h>

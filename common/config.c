@@ -1,3 +1,4 @@
+/* config.c - daemon settings: the option table read from a config file, then the command line (config.h). */
 #include "common/config.h"
 #include "common/alloc.h"
 

@@ -1,3 +1,4 @@
+/* ids.c - random ids and secrets from OpenSSL's CSPRNG (ids.h). */
 #include "common/ids.h"
 #include "common/clock.h"
 

@@ -1,3 +1,4 @@
+/* jobstate.c - the job states' names and the legal transitions between them (jobstate.h). */
 #include "common/jobstate.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* jsonfmt.c - reals in JSON text at the fewest digits that read back the same (jsonfmt.h). */
 #include "common/jsonfmt.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* log.c - the log line on stderr and the component name set at start (log.h). */
 #include "common/log.h"
 #include "common/clock.h"
 

@@ -1,3 +1,4 @@
+/* paths.c - paths in job specs confined to a tenant's roots (paths.h). */
 #include "common/paths.h"
 #include "common/alloc.h"
 

@@ -1,3 +1,4 @@
+/* utf8.c - text cut at a character boundary, control characters kept out (utf8.h). */
 #include "common/utf8.h"
 #include "common/alloc.h"
 

@@ -1,3 +1,4 @@
+/* autoscaler.c - the leader's live loop for inference replicas: rates in, Faro's allocation out (autoscaler.h). */
 #include "scheduler/autoscaler.h"
 #include "common/alloc.h"
 #include "common/clock.h"

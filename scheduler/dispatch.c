@@ -1,3 +1,4 @@
+/* dispatch.c - putting one job on its workers in one script call (dispatch.h). */
 #include "scheduler/dispatch.h"
 #include "common/alloc.h"
 #include "common/jobtypes.h"

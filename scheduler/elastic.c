@@ -1,3 +1,4 @@
+/* elastic.c - growing and shrinking elastic training gangs (elastic.h). */
 #include "scheduler/elastic.h"
 #include "common/alloc.h"
 #include "wire/keys.h"

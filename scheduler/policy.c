@@ -1,3 +1,4 @@
+/* policy.c - who runs next: the pure decision function over jobs, workers and tenants (policy.h). */
 #include "scheduler/policy.h"
 #include "common/alloc.h"
 

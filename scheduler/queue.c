@@ -1,3 +1,4 @@
+/* queue.c - the queued jobs read from Redis, indexed for a round of decisions (queue.h). */
 #include "scheduler/queue.h"
 #include "common/alloc.h"
 #include "common/clock.h"

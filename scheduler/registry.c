@@ -1,3 +1,4 @@
+/* registry.c - the scheduler's view of the workers, read from Redis each round (registry.h). */
 #include "scheduler/registry.h"
 #include "common/jobtypes.h"
 #include "wire/keys.h"

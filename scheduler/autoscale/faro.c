@@ -1,3 +1,4 @@
+/* faro.c - Faro's cluster-wide replica allocation, pure (faro.h). */
 #include "scheduler/autoscale/faro.h"
 #include "common/alloc.h"
 #include "scheduler/autoscale/latency.h"

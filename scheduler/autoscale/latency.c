@@ -1,3 +1,4 @@
+/* latency.c - Faro's latency model of a replicated model server (latency.h). */
 #include "scheduler/autoscale/latency.h"
 
 #include <math.h>

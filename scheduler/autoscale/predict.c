@@ -1,3 +1,4 @@
+/* predict.c - the per-minute load predictor, pure (predict.h). */
 #include "scheduler/autoscale/predict.h"
 
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* gnccl.c - the GPU collectives over NCCL, with deadlines so a gang never hangs (gnccl.h). */
 #include "workers/comm/gnccl.h"
 #include "common/alloc.h"
 

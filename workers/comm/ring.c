@@ -1,3 +1,4 @@
+/* ring.c - the CPU collectives of a gang: the TCP ring's connect, all-reduce and broadcast (ring.h). */
 #include "workers/comm/ring.h"
 #include "common/alloc.h"
 #include "workers/comm/sock.h"

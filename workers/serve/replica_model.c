@@ -1,3 +1,4 @@
+/* replica_model.c - the model a replica serves, gantry or TorchScript, loaded from the resolved spec (replica_model.h). */
 #include "workers/serve/replica_model.h"
 #include "common/alloc.h"
 #include "workers/serve/signature.h"

@@ -1,3 +1,4 @@
+/* reply_text.c - the growing text buffer of an Open Inference Protocol reply (reply_text.h). */
 #include "workers/serve/reply_text.h"
 #include "common/alloc.h"
 

@@ -1,3 +1,4 @@
+/* scan.c - the fast number scanner for an inference request's data (scan.h). */
 #include "workers/serve/scan.h"
 
 #include <ctype.h>

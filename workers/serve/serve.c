@@ -1,3 +1,4 @@
+/* serve.c - a built-in model's replica: requests checked, batched forward passes, replies (serve.h). */
 #include "workers/serve/serve.h"
 #include "common/alloc.h"
 #include "common/utf8.h"

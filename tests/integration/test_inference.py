@@ -132,13 +132,21 @@ def test_full_queue_429_and_stalled_replica_504():
             assert full.headers.get("retry-after") == "1" and "queue" in full.json["error"]["message"]
         finally:
             s.resume(name)
-        # the replica wakes up, answers the stale requests (dropped by the server) and serves again
-        wait_until("serving again", lambda: s.post("/v2/models/small/infer", tok, infer_body(data, 1)).status == 200, 20)
+        # the replica wakes up, answers the stale requests (dropped by the server) and serves again; until
+        # the worker has popped the stale requests, a new one may still find the queue full (429) or wait
+        # past timeout_ms (504) on a loaded machine: those count too
+        after = []
+
+        def serves():
+            after.append(s.post("/v2/models/small/infer", tok, infer_body(data, 1)).status)
+            return after[-1] == 200
+        wait_until("serving again", serves, 20)
+        drops, timeouts = 5 - timeouts + after.count(429), timeouts + after.count(504)
         every = wait_until("drops and timeouts recorded",
                            lambda: (pts := s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]) and
-                           sum(p.get("drops", 0) + p.get("timeouts", 0) for p in pts) == 5 and pts, 10)
-        assert sum(p.get("drops", 0) for p in every) == 5 - timeouts, every
-        assert sum(p.get("timeouts", 0) for p in every) == timeouts, every
+                           sum(p.get("drops", 0) + p.get("timeouts", 0) for p in pts) >= drops + timeouts and pts, 10)
+        assert sum(p.get("drops", 0) for p in every) == drops, (every, after)
+        assert sum(p.get("timeouts", 0) for p in every) == timeouts, (every, after)
 
 
 CNN = {"input": [1, 28, 28], "layers": [{"type": "conv2d", "filters": 16, "kernel": 3, "padding": 1}, {"type": "relu"},

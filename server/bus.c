@@ -4,7 +4,7 @@
 #include "wire/keys.h"
 #include "common/log.h"
 #include "wire/lua_scripts.h"
-#include "wire/redis_uv.h"
+#include "wire/redis_link.h"
 #include "common/ids.h"
 #include "server/db.h"
 #include "server/jobs.h"
@@ -21,13 +21,11 @@
 
 struct bus {
     server *srv;
-    char host[256], consumer[64];
+    char consumer[64];
     redis_auth auth;
-    int port;
-    redisAsyncContext *cmd, *rd;
-    int cmd_ready, rd_ready;
-    int backlog;      /* reading our own pending entries (ID 0) before new ones (>) */
-    int read_waiting; /* a read must be re-issued by the tick (after an error) */
+    redis_link *cmd, *rd; /* commands (outbox, cancel keys, registry, logs reads); the blocking XREADGROUP */
+    int backlog;          /* reading our own pending entries (ID 0) before new ones (>) */
+    int read_waiting;     /* a read must be re-issued by the tick (after an error) */
     int64_t last_sweep_ms;
     uv_timer_t tick;
     long long len_jobs, len_events;
@@ -37,21 +35,14 @@ struct bus {
 
 /* ---- connections ---- */
 
-static void on_cmd_connect(const redisAsyncContext *ac, int status);
-static void on_rd_connect(const redisAsyncContext *ac, int status);
-static void on_disconnect(const redisAsyncContext *ac, int status);
 static void read_next(bus *b);
 static void sweep(bus *b, int64_t before_ms);
 
-static redisAsyncContext *connect_one(bus *b, redisConnectCallback *on_connect)
+static void ensure_group(redis_link *l)
 {
-    return redis_uv_connect(b->srv->loop, b->host, b->port, &b->auth, on_connect, on_disconnect, b);
-}
-
-static void ensure_group(redisAsyncContext *ac)
-{
-    /* from 0: events written before the group existed (a wiped Redis) are still read */
-    redisAsyncCommand(ac, redis_uv_group_reply, "XGROUP CREATE", "XGROUP CREATE %s %s 0 MKSTREAM", K_EVENTS_STREAM, K_SERVER_GROUP);
+    /* from 0: events written before the group existed (a wiped Redis) are still read; BUSYGROUP: it exists */
+    redis_link_cmd_expect(l, NULL, NULL, "XGROUP CREATE", "BUSYGROUP", "XGROUP CREATE %s %s 0 MKSTREAM", K_EVENTS_STREAM,
+                          K_SERVER_GROUP);
 }
 
 static int apply_republish(sqlite3 *db, void *arg)
@@ -69,38 +60,33 @@ static void republish_done(void *arg, int ok)
 /* SET NX of the epoch answered OK: this Redis had never seen us, or lost its data.
  * Every unfinished job is published again (workers fence themselves when their
  * registration vanished, so nothing runs twice at once; see workers/main.c). */
-static void on_epoch(redisAsyncContext *ac, void *r, void *priv)
+static void on_epoch(redis_link *l, const redisReply *reply, const char *err, void *priv)
 {
-    (void)priv;
-    bus *b = ac->data;
-    redisReply *reply = r;
+    (void)err, (void)priv;
+    bus *b = redis_link_data(l);
     if (!reply || reply->type != REDIS_REPLY_STATUS) {
-        sweep(b, INT64_MAX); /* the epoch is there: publish only what is still unpublished */
+        /* nil: the epoch is there, publish only what is still unpublished; no reply or an error (logged):
+         * the same, and the next connect asks again */
+        sweep(b, INT64_MAX);
         return;
     }
     log_warn("redis: no epoch key (new or wiped Redis): republishing every unfinished job");
     store_submit(b->srv->store, apply_republish, republish_done, b);
 }
 
-static void on_cmd_connect(const redisAsyncContext *ac, int status)
+static void on_cmd_up(redis_link *l, void *data)
 {
-    bus *b = ac->data;
-    if (status != REDIS_OK) {
-        b->cmd = NULL; /* hiredis frees a context whose connect failed, without a disconnect callback */
-        return;
-    }
-    log_info("redis: connected (commands)");
-    b->cmd_ready = 1;
-    ensure_group(b->cmd);
+    bus *b = data;
+    ensure_group(l);
     bus_sync_tenants(b);
     char epoch[40];
     id_random("epoch", 8, epoch, sizeof(epoch));
-    redisAsyncCommand(b->cmd, on_epoch, NULL, "SET %s %s NX", K_EPOCH, epoch);
+    redis_link_cmd(l, on_epoch, NULL, "SET epoch", "SET %s %s NX", K_EPOCH, epoch);
 }
 
 void bus_sync_tenants(bus *b)
 {
-    if (!b->cmd_ready) return;
+    if (!redis_link_up(b->cmd)) return;
     sqlite3_stmt *st = db_stmt(b->srv->db, "SELECT id, weight, max_slots FROM tenants");
     if (!st) return;
     while (db_step(st) == SQLITE_ROW) {
@@ -109,67 +95,44 @@ void bus_sync_tenants(bus *b)
                             sqlite3_column_type(st, 2) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(st, 2)));
         char *s = json_dumps(o, JSON_COMPACT);
         json_decref(o);
-        redisAsyncCommand(b->cmd, redis_uv_log_reply, "HSET tenants", "HSET %s %s %s", K_TENANTS_HASH, sqlite3_column_text(st, 0),
-                          s);
+        redis_link_cmd(b->cmd, NULL, NULL, "HSET tenants", "HSET %s %s %s", K_TENANTS_HASH, sqlite3_column_text(st, 0), s);
         free(s);
     }
     db_release(st);
 }
 
-static void on_rd_connect(const redisAsyncContext *ac, int status)
+static void on_rd_up(redis_link *l, void *data)
 {
-    bus *b = ac->data;
-    if (status != REDIS_OK) {
-        b->rd = NULL;
-        return;
-    }
-    b->rd_ready = 1;
+    bus *b = data;
     b->backlog = 1;
-    ensure_group(b->rd);
+    ensure_group(l);
     read_next(b);
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+static void on_len(redis_link *l, const redisReply *reply, const char *err, void *priv)
 {
-    bus *b = ac->data;
-    (void)status;
-    if (ac == b->cmd) {
-        b->cmd = NULL;
-        b->cmd_ready = 0;
-        log_warn("redis: command connection lost");
-    } else if (ac == b->rd) {
-        b->rd = NULL;
-        b->rd_ready = 0;
-    }
-}
-
-static void on_len(redisAsyncContext *ac, void *r, void *priv)
-{
-    (void)ac;
-    redisReply *reply = r;
-    if (redis_uv_ok(reply, "XLEN") && reply->type == REDIS_REPLY_INTEGER) *(long long *)priv = reply->integer;
+    (void)l, (void)err;
+    if (reply && reply->type == REDIS_REPLY_INTEGER) *(long long *)priv = reply->integer;
 }
 
 static void on_tick(uv_timer_t *t)
 {
     bus *b = t->data;
     if (b->srv->stopping) return;
-    if (!b->cmd) b->cmd = connect_one(b, on_cmd_connect);
-    if (!b->rd) b->rd = connect_one(b, on_rd_connect);
-    if (b->rd_ready && b->read_waiting) {
+    if (redis_link_up(b->rd) && b->read_waiting) {
         b->read_waiting = 0;
         read_next(b);
     }
     int64_t now = clock_now_ms();
-    if (b->cmd_ready && now - b->last_sweep_ms >= SWEEP_EVERY_MS) {
+    if (redis_link_up(b->cmd) && now - b->last_sweep_ms >= SWEEP_EVERY_MS) {
         /* a long backlog (a wiped Redis, 100,000 unfinished jobs) takes more than one tick to publish and
          * mark: sweeping again before the marks land would publish all of it again */
         if (b->sweeping <= 0)
             sweep(b, now - SWEEP_MIN_AGE_MS);
         else
             b->last_sweep_ms = now;
-        redisAsyncCommand(b->cmd, on_len, &b->len_jobs, "XLEN %s", K_JOBS_STREAM);
-        redisAsyncCommand(b->cmd, on_len, &b->len_events, "XLEN %s", K_EVENTS_STREAM);
+        redis_link_cmd(b->cmd, on_len, &b->len_jobs, "XLEN", "XLEN %s", K_JOBS_STREAM);
+        redis_link_cmd(b->cmd, on_len, &b->len_events, "XLEN", "XLEN %s", K_EVENTS_STREAM);
     }
 }
 
@@ -177,10 +140,10 @@ bus *bus_create(server *srv, const char *host, int port, const redis_auth *auth,
 {
     bus *b = xcalloc(1, sizeof(*b));
     b->srv = srv;
-    snprintf(b->host, sizeof(b->host), "%s", host);
     if (auth) b->auth = *auth;
     snprintf(b->consumer, sizeof(b->consumer), "%s", consumer);
-    b->port = port;
+    b->cmd = redis_link_open(srv->loop, host, port, &b->auth, "commands", BUS_TICK_MS, on_cmd_up, NULL, b);
+    b->rd = redis_link_open(srv->loop, host, port, &b->auth, "events", BUS_TICK_MS, on_rd_up, NULL, b);
     b->len_jobs = b->len_events = -1;
     uv_timer_init(srv->loop, &b->tick);
     b->tick.data = b;
@@ -190,12 +153,12 @@ bus *bus_create(server *srv, const char *host, int port, const redis_auth *auth,
 
 bool bus_ready(const bus *b)
 {
-    return b->cmd_ready && b->rd_ready;
+    return redis_link_up(b->cmd) && redis_link_up(b->rd);
 }
 
-redisAsyncContext *bus_redis(bus *b)
+redis_link *bus_redis(bus *b)
 {
-    return b->cmd_ready ? b->cmd : NULL;
+    return b->cmd;
 }
 
 /* ---- outbox ---- */
@@ -219,23 +182,21 @@ static void free_ctx(void *arg, int ok)
     free(p);
 }
 
-static void on_xadd(redisAsyncContext *ac, void *r, void *priv)
+static void on_xadd(redis_link *l, const redisReply *reply, const char *err, void *priv)
 {
-    (void)ac;
+    (void)l, (void)err;
     publish_ctx *p = priv;
-    redisReply *reply = r;
     if (reply && reply->type == REDIS_REPLY_STRING) {
         p->b->published++;
         store_submit(p->b->srv->store, apply_published, free_ctx, p);
         return;
     }
-    if (reply && reply->type == REDIS_REPLY_ERROR) log_warn("outbox: XADD %s failed: %s (will retry)", p->job_id, reply->str);
-    free_ctx(p, 0);
+    free_ctx(p, 0); /* an error was logged with the command; the job stays unpublished and the sweep retries */
 }
 
 static void publish(bus *b, const task_msg *t, bool swept)
 {
-    if (!b->cmd_ready) return; /* stays unpublished; the next connect or sweep publishes it */
+    if (!redis_link_up(b->cmd)) return; /* stays unpublished; the next connect or sweep publishes it */
     char *s = msg_task_encode(t);
     if (!s) { /* a task jansson cannot encode (not memory: common/alloc.h); it stays unpublished */
         log_error("outbox: cannot encode job %s", t->job_id);
@@ -246,8 +207,8 @@ static void publish(bus *b, const task_msg *t, bool swept)
     snprintf(p->job_id, sizeof(p->job_id), "%s", t->job_id);
     p->swept = swept;
     b->sweeping += swept;
-    if (redisAsyncCommand(b->cmd, on_xadd, p, "XADD %s MAXLEN ~ %d * %s %b", K_JOBS_STREAM, K_STREAM_MAXLEN, F_JOB, s, strlen(s)) !=
-        REDIS_OK)
+    if (redis_link_cmd(b->cmd, on_xadd, p, "XADD jobs", "XADD %s MAXLEN ~ %d * %s %b", K_JOBS_STREAM, K_STREAM_MAXLEN, F_JOB, s,
+                       strlen(s)) != 0)
         free_ctx(p, 0);
     free(s);
 }
@@ -274,15 +235,13 @@ static void sweep(bus *b, int64_t before_ms)
 
 void bus_cancel(bus *b, const char *job_id)
 {
-    if (b->cmd_ready) redisAsyncCommand(b->cmd, redis_uv_log_reply, "SET cancel", "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id);
+    redis_link_cmd(b->cmd, NULL, NULL, "SET cancel", "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id); /* down: not set (logged) */
 }
 
 void bus_set_model(bus *b, const char *job_id, const char *resolved_json)
 {
     /* a week: replicas read it every half second; a job's key outlives any wait for a replica */
-    if (b->cmd_ready)
-        redisAsyncCommand(b->cmd, redis_uv_log_reply, "SET model", "SET %s%s %s EX 604800", K_INFER_MODEL_PREFIX, job_id,
-                          resolved_json);
+    redis_link_cmd(b->cmd, NULL, NULL, "SET model", "SET %s%s %s EX 604800", K_INFER_MODEL_PREFIX, job_id, resolved_json);
 }
 
 /* ---- events ---- */
@@ -344,14 +303,14 @@ static void on_batch_done(void *arg, int ok)
         batch_free(batch);
         return;
     }
-    if (b->rd_ready) {
+    if (redis_link_up(b->rd)) {
         const char **argv = xmalloc(sizeof(char *) * (size_t)(batch->n + 3));
         argv[0] = "XACK";
         argv[1] = K_EVENTS_STREAM;
         argv[2] = K_SERVER_GROUP;
         for (int i = 0; i < batch->n; i++)
             argv[3 + i] = batch->entry_ids[i];
-        redisAsyncCommandArgv(b->rd, redis_uv_log_reply, "XACK", batch->n + 3, argv, NULL);
+        redis_link_cmd_argv(b->rd, NULL, NULL, "XACK", batch->n + 3, argv, NULL);
         free(argv);
     }
     for (int i = 0; i < batch->n; i++) {
@@ -392,15 +351,14 @@ static event_batch *batch_from_reply(bus *b, redisReply *entries)
     return batch;
 }
 
-static void on_read(redisAsyncContext *ac, void *r, void *priv)
+static void on_read(redis_link *l, const redisReply *reply, const char *err, void *priv)
 {
     (void)priv;
-    bus *b = ac->data;
-    redisReply *reply = r;
-    if (!reply || b->srv->stopping) return; /* disconnected: the connect callback restarts reading */
-    if (reply->type == REDIS_REPLY_ERROR) {
-        log_warn("events: XREADGROUP failed: %s", reply->str);
-        if (strncmp(reply->str, "NOGROUP", 7) == 0) ensure_group(b->rd);
+    bus *b = redis_link_data(l);
+    if (b->srv->stopping) return;
+    if (!reply) {
+        if (!err) return;                                     /* disconnected: the connect callback restarts reading */
+        if (strncmp(err, "NOGROUP", 7) == 0) ensure_group(l); /* logged with the command */
         b->read_waiting = 1;
         return;
     }
@@ -420,9 +378,9 @@ static void on_read(redisAsyncContext *ac, void *r, void *priv)
 
 static void read_next(bus *b)
 {
-    if (!b->rd_ready || b->srv->stopping) return;
-    redisAsyncCommand(b->rd, on_read, NULL, "XREADGROUP GROUP %s %s COUNT %d BLOCK 2000 STREAMS %s %s", K_SERVER_GROUP, b->consumer,
-                      READ_COUNT, K_EVENTS_STREAM, b->backlog ? "0" : ">");
+    if (!redis_link_up(b->rd) || b->srv->stopping) return;
+    redis_link_cmd(b->rd, on_read, NULL, "XREADGROUP events", "XREADGROUP GROUP %s %s COUNT %d BLOCK 2000 STREAMS %s %s",
+                   K_SERVER_GROUP, b->consumer, READ_COUNT, K_EVENTS_STREAM, b->backlog ? "0" : ">");
 }
 
 /* ---- registry ---- */
@@ -458,11 +416,10 @@ static json_t *worker_json(const char *id, redisReply *h)
     return w;
 }
 
-static void on_workers(redisAsyncContext *ac, void *r, void *priv)
+static void on_workers(redis_link *l, const redisReply *reply, const char *err, void *priv)
 {
-    (void)ac;
+    (void)l, (void)err;
     workers_req *req = priv;
-    redisReply *reply = r;
     if (!reply || reply->type != REDIS_REPLY_ARRAY) {
         req->cb(req->arg, NULL);
         free(req);
@@ -478,13 +435,13 @@ static void on_workers(redisAsyncContext *ac, void *r, void *priv)
 
 void bus_workers(bus *b, bus_workers_cb cb, void *arg)
 {
-    if (!b->cmd_ready) {
-        cb(arg, NULL);
-        return;
-    }
     workers_req *req = xmalloc(sizeof(*req));
     *req = (workers_req){cb, arg};
-    redisAsyncCommand(b->cmd, on_workers, req, "EVAL %s 1 %s %s", lua_workers_list, K_WORKERS_SET, K_WORKER_PREFIX);
+    if (redis_link_cmd(b->cmd, on_workers, req, "EVAL workers_list", "EVAL %s 1 %s %s", lua_workers_list, K_WORKERS_SET,
+                       K_WORKER_PREFIX) != 0) {
+        free(req);
+        cb(arg, NULL);
+    }
 }
 
 void bus_render_metrics(bus *b, FILE *out)
@@ -507,7 +464,7 @@ void bus_close(bus *b)
 {
     uv_timer_stop(&b->tick);
     uv_close((uv_handle_t *)&b->tick, NULL);
-    if (b->cmd) redisAsyncDisconnect(b->cmd);
-    if (b->rd) redisAsyncFree(b->rd); /* it may be blocked in XREADGROUP */
+    redis_link_close(b->cmd, true);
+    redis_link_close(b->rd, false); /* it may be blocked in XREADGROUP */
     b->cmd = b->rd = NULL;
 }

@@ -1,8 +1,8 @@
 /* bus.h - the server's side of Redis.
  *
- * Owns two hiredis async connections: `cmd` (XADD to gantry:jobs through the
- * outbox, cancel keys, registry reads, XACK) and `rd` (the blocking XREADGROUP
- * on gantry:events).  Both reconnect on their own.  Outbox: a committed job is
+ * Owns two reconnecting Redis links (wire/redis_link.h): `cmd` (XADD to gantry:jobs through the
+ * outbox, cancel keys, registry reads) and `rd` (the blocking XREADGROUP on gantry:events, and
+ * its XACKs).  Outbox: a committed job is
  * XADDed and then marked published; whatever is still unpublished (Redis was
  * down, the server died between commit and XADD) is published again on every
  * (re)connect and by a periodic sweep.  Events are persisted through the store
@@ -30,9 +30,9 @@ void bus_sync_tenants(bus *b);
  * K_INFER_MODEL_PREFIX<job> = resolved (spec.resolved's JSON), read by every replica of the job */
 void bus_set_model(bus *b, const char *job_id, const char *resolved_json);
 bool bus_ready(const bus *b);
-/* the command connection while it is up, else NULL: for the server's other readers of Redis (a job's
- * logs: server/logs.c).  Non-blocking commands only (the outbox and the cancel keys share it). */
-struct redisAsyncContext *bus_redis(bus *b);
+/* the command link (wire/redis_link.h; its commands fail while it is down): for the server's other readers
+ * of Redis (a job's logs: server/logs.c).  Non-blocking commands only (the outbox and the cancel keys share it). */
+struct redis_link *bus_redis(bus *b);
 
 /* reads the worker registry; cb gets {"workers":[...]} or NULL when Redis is unreachable */
 typedef void (*bus_workers_cb)(void *arg, json_t *workers);

@@ -6,7 +6,7 @@
 #include "wire/keys.h"
 #include "common/log.h"
 #include "wire/lua_scripts.h"
-#include "wire/redis_uv.h"
+#include "wire/redis_link.h"
 #include "server/jobs.h"
 #include "server/server.h"
 #include "server/sse.h"
@@ -55,11 +55,10 @@ struct infer_gw {
     server *srv;
     cache_entry cache[CACHE_SIZE];
     char sha[48]; /* of lua_infer_enqueue, once loaded */
-    char host[256], sid[32], replies[96];
+    char sid[32], replies[96];
     redis_auth auth;
-    int port;
-    redisAsyncContext *tx, *rx;
-    int tx_ready, rx_ready, reading;
+    redis_link *tx, *rx; /* requests queued and the stats; the blocking XREAD of the replies */
+    int reading;
     char last_id[64];
     uint64_t seq;
     pend *slots[PEND_CAP];
@@ -169,11 +168,7 @@ static void finish(pend *p, int status, const char *body, size_t len)
 
 static void finish_error(pend *p, gerr e, const char *msg)
 {
-    json_t *o = json_pack("{s:{s:s, s:s}}", "error", "code",
-                          e == GERR_TIMEOUT        ? "timeout"
-                          : e == GERR_RATE_LIMITED ? "queue_full"
-                                                   : "unavailable",
-                          "message", msg);
+    json_t *o = json_pack("{s:{s:s, s:s}}", "error", "code", e == GERR_RATE_LIMITED ? "queue_full" : gerr_code(e), "message", msg);
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     finish(p, gerr_status(e), s ? s : "{}", s ? strlen(s) : 2);
@@ -195,22 +190,29 @@ static void on_timeout(uv_timer_t *t)
     finish_error(p, GERR_TIMEOUT, msg);
 }
 
-static void on_enqueued(redisAsyncContext *ac, void *r, void *priv)
+static void on_enqueued(redis_link *l, const redisReply *rep, const char *err, void *priv)
 {
-    infer_gw *g = ac->data;
-    redisReply *rep = r;
+    infer_gw *g = redis_link_data(l);
     pend *p = lookup(g, (uint64_t)(uintptr_t)priv);
-    if (!p) return; /* already answered (timed out) */
-    if (rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0) g->sha[0] = '\0'; /* Redis restarted */
-    if (!rep || rep->type != REDIS_REPLY_INTEGER)
+    bool noscript = err && strncmp(err, "NOSCRIPT", 8) == 0;
+    if (noscript) g->sha[0] = '\0'; /* the script cache was emptied (SCRIPT FLUSH, a failover): the next request sends EVAL */
+    if (!p) return;                 /* already answered (timed out) */
+    if (noscript)
+        finish_error(p, GERR_UNAVAILABLE, "the request could not be queued (Redis lost the gateway's script); retry");
+    else if (err) /* the script failed: logged with the command by the link */
+        finish_error(p, GERR_INTERNAL, "the server could not queue the request (the enqueue script failed; see the server log)");
+    else if (!rep)
         finish_error(p, GERR_UNAVAILABLE, "the request could not be queued (Redis unreachable); retry");
-    else if (rep->integer == 0)
+    else if (rep->type != REDIS_REPLY_INTEGER) {
+        log_error("inference: the enqueue script answered a reply of type %d, not an integer", rep->type);
+        finish_error(p, GERR_INTERNAL, "the server could not queue the request (an unexpected reply from its enqueue script)");
+    } else if (rep->integer == 0)
         finish_error(p, GERR_RATE_LIMITED, "the model's request queue is full (the job's queue_limit); retry later");
 }
 
 void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *body, size_t len)
 {
-    if (!g->tx_ready) {
+    if (!redis_link_up(g->tx)) {
         http_error(c, GERR_UNAVAILABLE, NULL, "the inference gateway is not connected to Redis; retry");
         return;
     }
@@ -239,7 +241,9 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     snprintf(limit, sizeof(limit), "%d", t->queue_limit);
     const char *argv[] = {g->sha[0] ? "EVALSHA" : "EVAL", g->sha[0] ? g->sha : lua_infer_enqueue, "2", queue, stats, limit, req};
     size_t lens[] = {strlen(argv[0]), strlen(argv[1]), 1, strlen(queue), strlen(stats), strlen(limit), (size_t)hl + len};
-    redisAsyncCommandArgv(g->tx, on_enqueued, (void *)(uintptr_t)seq, 7, argv, lens);
+    if (redis_link_cmd_argv(g->tx, on_enqueued, (void *)(uintptr_t)seq, g->sha[0] ? "EVALSHA infer_enqueue" : "EVAL infer_enqueue",
+                            7, argv, lens) != 0)
+        finish_error(p, GERR_UNAVAILABLE, "the request could not be queued (Redis unreachable); retry");
     free(req);
 }
 
@@ -274,14 +278,13 @@ void infer_cache_put(infer_gw *g, const char *tenant, const char *model, const i
 
 static void read_replies(infer_gw *g);
 
-static void on_replies(redisAsyncContext *ac, void *r, void *priv)
+static void on_replies(redis_link *l, const redisReply *rep, const char *err, void *priv)
 {
     (void)priv;
-    infer_gw *g = ac->data;
-    redisReply *rep = r;
+    infer_gw *g = redis_link_data(l);
     g->reading = 0;
-    if (!rep) return; /* disconnected: the tick reconnects */
-    if (redis_uv_ok(rep, "XREAD replies") && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
+    if (!rep && !err) return; /* disconnected: the link reconnects and its on_up reads again */
+    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
         redisReply *entries = rep->element[0]->element[1];
         for (size_t i = 0; i < entries->elements; i++) {
             redisReply *e = entries->element[i], *fields = e->element[1];
@@ -302,50 +305,33 @@ static void on_replies(redisAsyncContext *ac, void *r, void *priv)
 
 static void read_replies(infer_gw *g)
 {
-    if (!g->rx_ready || g->reading || g->srv->stopping) return;
-    g->reading = 1;
-    redisAsyncCommand(g->rx, on_replies, NULL, "XREAD COUNT %d BLOCK 1000 STREAMS %s %s", REPLY_BATCH, g->replies, g->last_id);
+    if (!redis_link_up(g->rx) || g->reading || g->srv->stopping) return;
+    if (redis_link_cmd(g->rx, on_replies, NULL, "XREAD replies", "XREAD COUNT %d BLOCK 1000 STREAMS %s %s", REPLY_BATCH, g->replies,
+                       g->last_id) == 0)
+        g->reading = 1;
 }
 
 /* ---- connections and the periodic flush ---- */
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+static void on_loaded(redis_link *l, const redisReply *rep, const char *err, void *priv)
 {
-    (void)status;
-    infer_gw *g = ac->data;
-    if (ac == g->tx) g->tx = NULL, g->tx_ready = 0;
-    if (ac == g->rx) g->rx = NULL, g->rx_ready = 0, g->reading = 0;
-}
-
-static void on_loaded(redisAsyncContext *ac, void *r, void *priv)
-{
-    (void)priv;
-    infer_gw *g = ac->data;
-    redisReply *rep = r;
+    (void)err, (void)priv;
+    infer_gw *g = redis_link_data(l);
     if (rep && rep->type == REDIS_REPLY_STRING) snprintf(g->sha, sizeof(g->sha), "%s", rep->str);
+    /* else (logged): requests keep sending EVAL with the whole script */
 }
 
-static void on_tx_connect(const redisAsyncContext *ac, int status)
+static void on_tx_up(redis_link *l, void *data)
 {
-    infer_gw *g = ac->data;
-    if (status != REDIS_OK) {
-        g->tx = NULL;
-        return;
-    }
-    g->tx_ready = 1;
+    infer_gw *g = data;
     g->sha[0] = '\0';
-    redisAsyncCommand(g->tx, on_loaded, NULL, "SCRIPT LOAD %s", lua_infer_enqueue);
+    redis_link_cmd(l, on_loaded, NULL, "SCRIPT LOAD infer_enqueue", "SCRIPT LOAD %s", lua_infer_enqueue);
 }
 
-static void on_rx_connect(const redisAsyncContext *ac, int status)
+static void on_rx_up(redis_link *l, void *data)
 {
-    infer_gw *g = ac->data;
-    if (status != REDIS_OK) {
-        g->rx = NULL;
-        return;
-    }
-    g->rx_ready = 1;
-    read_replies(g);
+    (void)l;
+    read_replies(data);
 }
 
 typedef struct {
@@ -384,9 +370,8 @@ static void flush(infer_gw *g, int64_t now)
                       (json_int_t)w->timeouts, "errors", (json_int_t)w->errors, "slo_ms", js->slo_ms);
         json_object_set_new(m, "ts", json_integer(now));
         char *s = json_dumps(m, JSON_COMPACT);
-        if (s && g->tx_ready) /* for the autoscaler: the latest window as seen by this server */
-            redisAsyncCommand(g->tx, redis_uv_log_reply, "HSET stats", "HSET %s%s server:%s %s", K_INFER_STATS_PREFIX, js->job_id,
-                              g->sid, s);
+        if (s) /* for the autoscaler: the latest window as seen by this server (not sent while the link is down) */
+            redis_link_cmd(g->tx, NULL, NULL, "HSET stats", "HSET %s%s server:%s %s", K_INFER_STATS_PREFIX, js->job_id, g->sid, s);
         json_t *ev = json_pack("{s:s, s:n, s:s, s:s, s:I, s:n, s:O}", "job_id", js->job_id, "state", "reason", "serving", "source",
                                "server", "ts", (json_int_t)now, "progress", "metrics", m);
         char *evs = json_dumps(ev, JSON_COMPACT);
@@ -402,16 +387,14 @@ static void flush(infer_gw *g, int64_t now)
         memset(w, 0, sizeof(*w));
         js->win_start_ms = now;
     }
-    if (g->tx_ready && g->last_id[0] && strcmp(g->last_id, "0") != 0) /* replies already read */
-        redisAsyncCommand(g->tx, redis_uv_log_reply, "XTRIM", "XTRIM %s MINID %s", g->replies, g->last_id);
+    if (g->last_id[0] && strcmp(g->last_id, "0") != 0) /* replies already read */
+        redis_link_cmd(g->tx, NULL, NULL, "XTRIM", "XTRIM %s MINID %s", g->replies, g->last_id);
 }
 
 static void on_tick(uv_timer_t *t)
 {
     infer_gw *g = t->data;
     if (g->srv->stopping) return;
-    if (!g->tx) g->tx = redis_uv_connect(g->srv->loop, g->host, g->port, &g->auth, on_tx_connect, on_disconnect, g);
-    if (!g->rx) g->rx = redis_uv_connect(g->srv->loop, g->host, g->port, &g->auth, on_rx_connect, on_disconnect, g);
     int64_t now = clock_now_ms();
     if (now - g->last_flush_ms >= INFER_FLUSH_MS) {
         flush(g, now);
@@ -424,9 +407,7 @@ infer_gw *infer_create(server *srv, const char *host, int port, const redis_auth
     infer_gw *g = xcalloc(1, sizeof(*g));
     g->max_jobs = max_jobs > 0 ? max_jobs : 1024;
     g->srv = srv;
-    snprintf(g->host, sizeof(g->host), "%s", host);
     if (auth) g->auth = *auth;
-    g->port = port;
     id_random("s", 8, g->sid, sizeof(g->sid));
     snprintf(g->replies, sizeof(g->replies), "%s%s", K_INFER_REPLIES_PREFIX, g->sid);
     snprintf(g->last_id, sizeof(g->last_id), "0");
@@ -434,6 +415,8 @@ infer_gw *infer_create(server *srv, const char *host, int port, const redis_auth
     uv_timer_init(srv->loop, &g->tick);
     g->tick.data = g;
     uv_timer_start(&g->tick, on_tick, 0, 200);
+    g->tx = redis_link_open(srv->loop, host, port, &g->auth, "inference requests", 200, on_tx_up, NULL, g);
+    g->rx = redis_link_open(srv->loop, host, port, &g->auth, "inference replies", 200, on_rx_up, NULL, g);
     return g;
 }
 
@@ -478,8 +461,9 @@ void infer_close(infer_gw *g)
     uv_close((uv_handle_t *)&g->tick, NULL);
     for (int i = 0; i < PEND_CAP; i++)
         if (g->slots[i]) finish_error(g->slots[i], GERR_UNAVAILABLE, "the server is stopping");
-    if (g->tx) redisAsyncFree(g->tx);
-    if (g->rx) redisAsyncFree(g->rx);
+    redis_link_close(g->tx, false);
+    redis_link_close(g->rx, false);
+    g->tx = g->rx = NULL;
     for (int i = 0; i < g->njobs; i++)
         free(g->jobs[i]);
     free(g->jobs);

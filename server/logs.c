@@ -22,7 +22,8 @@
 #include "common/clock.h"
 #include "common/jobstate.h"
 #include "wire/keys.h"
-#include "wire/redis_uv.h"
+#include "wire/log_entry.h"
+#include "wire/redis_link.h"
 #include "common/utf8.h"
 #include "server/api.h"
 #include "server/bus.h"
@@ -108,34 +109,22 @@ static char *shown(int rank, bool prefix, const char *p, size_t n)
 
 /* ---- entries ---- */
 
-typedef struct {
-    const char *id;
-    long rank, gen;
-    const char *text, *end; /* a chunk of lines, or an end entry's reason; NULL when absent */
-    size_t text_len;
-} entry;
+typedef log_entry entry; /* wire/log_entry.h: the stream's one codec */
 
-/* one XRANGE / XREVRANGE element: false when it is not an entry of the decided format */
+/* one XRANGE / XREVRANGE element's fields through the decoder: false when it is not an entry of the format */
 static bool parse_entry(const redisReply *e, entry *out)
 {
+    const char *v[LOG_ENTRY_MAX_FIELDS];
+    size_t lens[LOG_ENTRY_MAX_FIELDS];
     memset(out, 0, sizeof(*out));
-    out->rank = out->gen = -1;
     if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || e->element[0]->type != REDIS_REPLY_STRING) return false;
-    out->id = e->element[0]->str;
     const redisReply *f = e->element[1];
-    for (size_t i = 0; f->type == REDIS_REPLY_ARRAY && i + 1 < f->elements; i += 2) {
-        const redisReply *k = f->element[i], *v = f->element[i + 1];
-        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) continue;
-        if (!strcmp(k->str, "r"))
-            out->rank = strtol(v->str, NULL, 10);
-        else if (!strcmp(k->str, "g"))
-            out->gen = strtol(v->str, NULL, 10);
-        else if (!strcmp(k->str, "t"))
-            out->text = v->str, out->text_len = v->len;
-        else if (!strcmp(k->str, "end"))
-            out->end = v->str;
+    if (f->type != REDIS_REPLY_ARRAY || f->elements > LOG_ENTRY_MAX_FIELDS) return false;
+    for (size_t i = 0; i < f->elements; i++) {
+        if (f->element[i]->type != REDIS_REPLY_STRING) return false;
+        v[i] = f->element[i]->str, lens[i] = f->element[i]->len;
     }
-    return out->rank >= 0 && (out->text || out->end);
+    return log_entry_decode(f->elements, v, lens, out) == 0;
 }
 
 static void ranks_note(gen_ranks *g, const entry *e)
@@ -272,14 +261,13 @@ static void tail_reply(http_ctx *c, tail_op *op)
     free(out);
 }
 
-static void on_page(redisAsyncContext *ac, void *r, void *priv)
+static void on_page(redis_link *l, const redisReply *rep, const char *err, void *priv)
 {
-    (void)ac;
+    (void)err;
     tail_op *op = priv;
-    redisReply *rep = r;
     http_ctx *c = http_defer_ctx(op->defer);
-    if (!c) goto done; /* the client went away */
-    if (!redis_uv_ok(rep, "XREVRANGE logs") || rep->type != REDIS_REPLY_ARRAY) {
+    if (!c) goto done;                            /* the client went away */
+    if (!rep || rep->type != REDIS_REPLY_ARRAY) { /* an error reply was logged with the command */
         http_error(c, GERR_UNAVAILABLE, NULL, "the logs cannot be read now (Redis); retry");
         goto done;
     }
@@ -298,9 +286,8 @@ static void on_page(redisAsyncContext *ac, void *r, void *priv)
         ranks_note(&op->ranks, &e);
         if (e.text && (op->rank < 0 || e.rank == op->rank)) take_lines(op, &e);
     }
-    redisAsyncContext *redis = bus_redis(op->hub->srv->bus);
-    if (rep->elements == LOGS_PAGE && (long)op->n < op->want && op->scanned < LOGS_SCAN_BYTES && redis &&
-        redisAsyncCommand(redis, on_page, op, "XREVRANGE %s %s - COUNT %d", op->key, op->before, LOGS_PAGE) == REDIS_OK)
+    if (rep->elements == LOGS_PAGE && (long)op->n < op->want && op->scanned < LOGS_SCAN_BYTES &&
+        redis_link_cmd(l, on_page, op, "XREVRANGE logs", "XREVRANGE %s %s - COUNT %d", op->key, op->before, LOGS_PAGE) == 0)
         return;
     tail_reply(c, op);
 done:
@@ -331,8 +318,8 @@ void api_job_logs(http_ctx *c)
         http_error(c, GERR_RATE_LIMITED, "follow", "your tenant already follows %d logs; close one first", LOGS_FOLLOWERS);
         return;
     }
-    redisAsyncContext *redis = bus_redis(c->srv->bus);
-    if (!redis) {
+    redis_link *redis = bus_redis(c->srv->bus);
+    if (!redis_link_up(redis)) {
         json_decref(job);
         http_add_header(c, "retry-after", "1");
         http_error(c, GERR_UNAVAILABLE, NULL, "the logs cannot be read now (Redis is unreachable); retry");
@@ -358,7 +345,7 @@ void api_job_logs(http_ctx *c)
     op->ranks.gen = -1;
     json_decref(job);
     op->defer = http_defer_begin(c);
-    if (redisAsyncCommand(redis, on_page, op, "XREVRANGE %s + - COUNT %d", op->key, LOGS_PAGE) != REDIS_OK) {
+    if (redis_link_cmd(redis, on_page, op, "XREVRANGE logs", "XREVRANGE %s + - COUNT %d", op->key, LOGS_PAGE) != 0) {
         http_error(c, GERR_UNAVAILABLE, NULL, "the logs cannot be read now (Redis); retry");
         http_defer_end(op->defer);
         tail_free(op);
@@ -430,17 +417,16 @@ static void finish(follower *f)
     f->done = true;
 }
 
-static void on_range(redisAsyncContext *ac, void *r, void *priv)
+static void on_range(redis_link *l, const redisReply *rep, const char *err, void *priv)
 {
-    (void)ac;
+    (void)l, (void)err;
     follower *f = priv;
-    redisReply *rep = r;
     f->inflight = false;
     if (!f->s) {
         follower_free(f);
         return;
     }
-    if (!redis_uv_ok(rep, "XRANGE logs") || rep->type != REDIS_REPLY_ARRAY) return; /* the next tick tries again */
+    if (!rep || rep->type != REDIS_REPLY_ARRAY) return; /* the next tick tries again (an error was logged) */
     for (size_t i = 0; i < rep->elements; i++) {
         redisReply *el = rep->element[i];
         if (el->type == REDIS_REPLY_ARRAY && el->elements == 2 && el->element[0]->type == REDIS_REPLY_STRING)
@@ -449,7 +435,7 @@ static void on_range(redisAsyncContext *ac, void *r, void *priv)
         if (!parse_entry(el, &e)) continue;
         ranks_note(&f->ranks, &e);
         if (e.end) {
-            char *reason = xstrdup(e.end);
+            char *reason = xstrndup(e.end, e.end_len);
             utf8_scrub(reason);
             json_t *o = json_pack("{s:I, s:I, s:s}", "rank", (json_int_t)e.rank, "generation", (json_int_t)e.gen, "reason", reason);
             char *data = json_dumps(o, JSON_COMPACT);
@@ -478,8 +464,8 @@ static void on_range(redisAsyncContext *ac, void *r, void *priv)
 
 static void poll_one(follower *f)
 {
-    redisAsyncContext *redis = bus_redis(f->hub->srv->bus);
-    if (!redis || f->inflight || f->done || !f->s || sse_pending(f->s) > LOGS_BACKLOG) return;
+    redis_link *redis = bus_redis(f->hub->srv->bus);
+    if (!redis_link_up(redis) || f->inflight || f->done || !f->s || sse_pending(f->s) > LOGS_BACKLOG) return;
     json_t *job = jobs_get_json(f->hub->srv->db, f->job_id, NULL, false);
     const char *state = json_string_value(json_object_get(job, "state"));
     if (state) snprintf(f->state, sizeof(f->state), "%s", state);
@@ -488,7 +474,8 @@ static void poll_one(follower *f)
     if (f->terminal && !f->final_ms) f->final_ms = clock_now_ms();
     char from[56];
     snprintf(from, sizeof(from), "(%s", f->last);
-    if (redisAsyncCommand(redis, on_range, f, "XRANGE %s %s + COUNT %d", f->key, from, LOGS_PAGE) == REDIS_OK) f->inflight = true;
+    if (redis_link_cmd(redis, on_range, f, "XRANGE logs", "XRANGE %s %s + COUNT %d", f->key, from, LOGS_PAGE) == 0)
+        f->inflight = true;
 }
 
 static void on_tick(uv_timer_t *t)

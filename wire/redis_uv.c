@@ -124,16 +124,3 @@ bool redis_uv_ok(const redisReply *rep, const char *what)
     log_warn("redis: %s", line);
     return false;
 }
-
-void redis_uv_log_reply(redisAsyncContext *ac, void *reply, void *what)
-{
-    (void)ac;
-    redis_uv_ok(reply, what ? what : "command");
-}
-
-void redis_uv_group_reply(redisAsyncContext *ac, void *reply, void *what)
-{
-    const redisReply *rep = reply;
-    if (rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) == 0) return;
-    redis_uv_log_reply(ac, reply, what);
-}

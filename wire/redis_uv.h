@@ -18,16 +18,11 @@
 
 int redis_uv_attach(redisAsyncContext *ac, uv_loop_t *loop);
 
-/* The async side of the reply policy (docs/errors.md; redis_sync.h for the blocking side).
- * redis_uv_ok: false for no reply (the connection went away: its disconnect callback reports that) and
- * for an error reply, which it logs as "redis: <what>: <error>"; every callback checks its reply with it.
- * redis_uv_log_reply: the callback for a command whose reply nobody waits for; privdata is what (a
- * string that lives as long as the command, e.g. a literal).  An error line is logged at most once a
- * minute (one libuv loop calls these: the server). */
+/* The async side of the reply policy (docs/errors.md; redis_sync.h for the blocking side), the one check
+ * every reply of the server's links goes through (wire/redis_link.c calls it for each; no other caller):
+ * false for no reply (the connection went away: the link reports that) and for an error reply, which it
+ * logs as "redis: <what>: <error>", at most once a minute for the same line (one libuv loop calls it). */
 bool redis_uv_ok(const redisReply *rep, const char *what);
-void redis_uv_log_reply(redisAsyncContext *ac, void *reply, void *what);
-/* redis_uv_log_reply for XGROUP CREATE: BUSYGROUP (the group exists) is success */
-void redis_uv_group_reply(redisAsyncContext *ac, void *reply, void *what);
 
 /* Starts an async connection on the loop with both callbacks and ac->data set,
  * AUTH queued first when auth has a password (auth must live as long as the connection: a refusal is

@@ -1,7 +1,8 @@
 /* program_io.h - the Redis side of a program job's rank (keys in wire/keys.h).
  *
  * The rank's output goes to the stream gantry:logs:<job> as the server reads it (its logs
- * routes and `gantry logs`): one entry per chunk of whole lines,
+ * routes and `gantry logs`), in entries encoded by wire/log_entry.h (the server decodes them with it):
+ * one entry per chunk of whole lines,
  *   XADD gantry:logs:<job> MAXLEN ~ K_LOGS_MAXLEN * r <rank> g <generation> t <chunk>
  * then EXPIRE K_LOGS_TTL_S, and when a generation of the rank ends, one entry
  *   r <rank> g <generation> end <reason>

@@ -4,18 +4,17 @@
  * job id and the membership generation (the task's attempt: every requeue of
  * the job is a new generation, so a stale member can never join a newer gang).
  * Ranks are assigned atomically in join order by a Lua script on the hash
- * gantry:rdv:<job>:<generation> (fields n, addr:<rank>, worker:<rank>, abort);
+ * gantry:rdv:<job>:<generation> (fields n, addr:<rank>, worker:<rank>, abort, val:<name>; its codec is
+ * wire/rdv_wire.h);
  * every member then polls until all N addresses are there, an abort reason
  * appears, or its deadline passes.  The hash expires a day after the last join. */
 #ifndef GANTRY_RENDEZVOUS_H
 #define GANTRY_RENDEZVOUS_H
 
+#include "wire/rdv_wire.h"
 #include "wire/redis_sync.h"
 
 #include <stdbool.h>
-
-#define RDV_MAX_WORLD 64
-#define RDV_ADDR_LEN 80
 
 typedef struct {
     int rank, world;

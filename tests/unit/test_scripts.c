@@ -26,6 +26,7 @@
 #include "wire/keys.h"
 #include "wire/lua_scripts.h"
 #include "wire/msg.h"
+#include "wire/rdv_wire.h"
 #include "wire/redis_sync.h"
 #include "wire/requeue.h"
 #include "scheduler/dispatch.h"
@@ -183,6 +184,21 @@ static long long eval_i(redisReply *rep)
     long long n = rep->integer;
     freeReplyObject(rep);
     return n;
+}
+
+/* the rendezvous hash at key through its one decoder (wire/rdv_wire.h), as a member reads it */
+static void rdv_read(const char *key, rdv_state *st)
+{
+    redisReply *rep = redisCommand(R.c, "HGETALL %s", key);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    assert_true(rep->elements <= RDV_MAX_FIELDS);
+    const char *v[RDV_MAX_FIELDS];
+    size_t lens[RDV_MAX_FIELDS];
+    for (size_t i = 0; i < rep->elements; i++)
+        v[i] = rep->element[i]->str, lens[i] = rep->element[i]->len;
+    assert_int_equal(rdv_decode(rep->elements, v, lens, st), 0);
+    freeReplyObject(rep);
 }
 
 /* a task as the server publishes it; its spec has what Redis's cjson would not keep */
@@ -474,6 +490,11 @@ static void test_dispatch_gang(void **state)
     char *world = cmd_str("HGET %sj_g:0 world", K_RDV_PREFIX);
     assert_string_equal(world, "3");
     free(world);
+    char key[64];
+    snprintf(key, sizeof(key), "%sj_g:0", K_RDV_PREFIX);
+    rdv_state st;
+    rdv_read(key, &st);
+    assert_int_equal(st.world, 3);
     assert_true(cmd_int("PTTL %sj_g:0", K_RDV_PREFIX) > 0);
     assert_int_equal(cmd_int("EXISTS %s", K_ELASTIC), 0);
     expect_event(0, "j_g", "scheduled", "assigned to workers w1, w2, w3");
@@ -622,14 +643,33 @@ static void test_infer_superseded(void **state)
 
 /* ---- gangs and federated sites (workers/rendezvous.c, workers/fed_io.c) ---- */
 
+/* rdv_join.lua with the ARGV its encoder writes */
+static long long rdv_join_as(const char *key, int world, const char *addr, const char *worker)
+{
+    rdv_join_nums nums;
+    const char *a[RDV_JOIN_ARGC];
+    assert_int_equal(rdv_join_encode(&(rdv_join_msg){world, addr, worker, 60000}, &nums, a), 0);
+    return eval_i(eval(lua_rdv_join, "1", key, a[0], a[1], a[2], a[3], NULL));
+}
+
 static void test_rdv_join(void **state)
 {
     (void)state;
     char key[64];
     snprintf(key, sizeof(key), "%sj_1:0", K_RDV_PREFIX);
-    assert_int_equal(eval_i(eval(lua_rdv_join, "1", key, "2", "10.0.0.1:7000", "w1", "60000", NULL)), 0);
-    assert_int_equal(eval_i(eval(lua_rdv_join, "1", key, "2", "10.0.0.2:7000", "w2", "60000", NULL)), 1);
-    assert_int_equal(eval_i(eval(lua_rdv_join, "1", key, "2", "10.0.0.3:7000", "w3", "60000", NULL)), -1); /* full */
+    assert_int_equal(rdv_join_as(key, 2, "10.0.0.1:7000", "w1"), 0);
+    rdv_state st;
+    rdv_read(key, &st);
+    assert_int_equal(st.joined, 1);
+    assert_true(st.have[0] && !st.have[1]);
+    assert_int_equal(rdv_join_as(key, 2, "10.0.0.2:7000", "w2"), 1);
+    assert_int_equal(rdv_join_as(key, 2, "10.0.0.3:7000", "w3"), -1); /* full */
+    rdv_read(key, &st);
+    assert_int_equal(st.joined, 2);
+    assert_int_equal(st.naddrs, 2);
+    assert_string_equal(st.addrs[0], "10.0.0.1:7000");
+    assert_string_equal(st.addrs[1], "10.0.0.2:7000");
+    assert_false(st.aborted);
     char *addr = cmd_str("HGET %s addr:1", key), *worker = cmd_str("HGET %s worker:1", key);
     assert_string_equal(addr, "10.0.0.2:7000");
     assert_string_equal(worker, "w2");

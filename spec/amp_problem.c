@@ -1,4 +1,4 @@
-/* amp_json.c - the strategy search's input and output as JSON.
+/* amp_problem.c - the strategy search's input (amp_problem.h) from JSON.
  *
  * Input (spec.strategy, or the file given to gantry-place --strategy):
  *   {"layers": [{"name", "forward_ms", "params", "activation_bytes", "stash_bytes"}],
@@ -9,12 +9,10 @@
  *    "global_batch": 512, "top_k": 10, "bytes_per_param": 2,
  *    "state_bytes_per_param": 16, "partition": "balanced" | "uniform"}
  * Errors name the JSON path of the bad field, like graph errors do. */
-#include "workers/place/amp.h"
+#include "spec/amp_problem.h"
 
 #include "common/alloc.h"
-#include "workers/place/perr.h"
-
-#include "common/clock.h"
+#include "common/fielderr.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -23,49 +21,49 @@
 #include <string.h>
 
 /* A finite number >= 0 (> 0 when positive); `def` < 0 means required. */
-static int read_num(perr *e, const json_t *obj, const char *key, const char *where, double def, int positive, double *out)
+static int read_num(fielderr *e, const json_t *obj, const char *key, const char *where, double def, int positive, double *out)
 {
     char suffix[96];
     snprintf(suffix, sizeof suffix, "%s.%s", where, key);
     const json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v)) {
-        if (def < 0) return perr_fail(e, suffix, "is required");
+        if (def < 0) return fielderr_fail(e, suffix, "is required");
         *out = def;
         return 0;
     }
     double d = json_is_number(v) ? json_number_value(v) : -1;
     if (!isfinite(d) || d < 0 || (positive && d == 0))
-        return perr_fail(e, suffix, "must be a %s number", positive ? "positive" : "non-negative");
+        return fielderr_fail(e, suffix, "must be a %s number", positive ? "positive" : "non-negative");
     *out = d;
     return 0;
 }
 
-static int read_int(perr *e, const json_t *obj, const char *key, const char *where, int def, int max, int *out)
+static int read_int(fielderr *e, const json_t *obj, const char *key, const char *where, int def, int max, int *out)
 {
     char suffix[96];
     snprintf(suffix, sizeof suffix, "%s.%s", where, key);
     const json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v)) {
-        if (def < 0) return perr_fail(e, suffix, "is required");
+        if (def < 0) return fielderr_fail(e, suffix, "is required");
         *out = def;
         return 0;
     }
     if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
-        return perr_fail(e, suffix, "must be an integer from 1 to %d", max);
+        return fielderr_fail(e, suffix, "must be an integer from 1 to %d", max);
     *out = (int)json_integer_value(v);
     return 0;
 }
 
-static int parse_layer(perr *e, amp_problem *p, const json_t *o, int i)
+static int parse_layer(fielderr *e, amp_problem *p, const json_t *o, int i)
 {
     char where[48], suffix[64];
     snprintf(where, sizeof where, ".layers[%d]", i);
-    if (!json_is_object(o)) return perr_fail(e, where, "must be an object");
+    if (!json_is_object(o)) return fielderr_fail(e, where, "must be an object");
     amp_layer *l = &p->layers[i];
     const json_t *name = json_object_get(o, "name");
     snprintf(suffix, sizeof suffix, "%s.name", where);
     if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 255)
-        return perr_fail(e, suffix, "must be a non-empty string shorter than 256 bytes");
+        return fielderr_fail(e, suffix, "must be a non-empty string shorter than 256 bytes");
     l->name = xstrdup(json_string_value(name));
     p->n_layers = i + 1;
     if (read_num(e, o, "forward_ms", where, -1, 0, &l->forward_ms) < 0) return -1;
@@ -74,12 +72,12 @@ static int parse_layer(perr *e, amp_problem *p, const json_t *o, int i)
     return read_num(e, o, "stash_bytes", where, l->activation_bytes, 0, &l->stash_bytes);
 }
 
-static int parse_layers(perr *e, amp_problem *p, const json_t *j)
+static int parse_layers(fielderr *e, amp_problem *p, const json_t *j)
 {
     const json_t *a = json_object_get(j, "layers");
-    if (!a) return perr_fail(e, ".layers", "is required");
+    if (!a) return fielderr_fail(e, ".layers", "is required");
     if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > AMP_MAX_LAYERS)
-        return perr_fail(e, ".layers", "must be an array of 1 to %d layers", AMP_MAX_LAYERS);
+        return fielderr_fail(e, ".layers", "must be an array of 1 to %d layers", AMP_MAX_LAYERS);
     p->layers = xcalloc(json_array_size(a), sizeof *p->layers);
     for (size_t i = 0; i < json_array_size(a); i++)
         if (parse_layer(e, p, json_array_get(a, i), (int)i) < 0) return -1;
@@ -88,7 +86,7 @@ static int parse_layers(perr *e, amp_problem *p, const json_t *j)
 
 /* cluster[key]: one positive number for every GPU, or one per GPU in rank
  * order, into a new array (def when absent) */
-static int per_gpu(perr *e, amp_problem *p, const json_t *c, const char *key, double def, double **out)
+static int per_gpu(fielderr *e, amp_problem *p, const json_t *c, const char *key, double def, double **out)
 {
     int G = p->nodes * p->gpus_per_node;
     char field[64];
@@ -103,60 +101,61 @@ static int per_gpu(perr *e, amp_problem *p, const json_t *c, const char *key, do
         return 0;
     }
     if (!json_is_array(v) || json_array_size(v) != (size_t)G)
-        return perr_fail(e, field, "must be a positive number or an array of %d (nodes x gpus_per_node) numbers", G);
+        return fielderr_fail(e, field, "must be a positive number or an array of %d (nodes x gpus_per_node) numbers", G);
     for (int r = 0; r < G; r++) {
         double s = json_is_number(json_array_get(v, (size_t)r)) ? json_number_value(json_array_get(v, (size_t)r)) : -1;
-        if (!isfinite(s) || s <= 0) return perr_fail(e, field, "entry %d must be a positive number", r);
+        if (!isfinite(s) || s <= 0) return fielderr_fail(e, field, "entry %d must be a positive number", r);
         (*out)[r] = s;
     }
     return 0;
 }
 
 /* cluster.bandwidth_gbps: nodes rows of nodes positive numbers */
-static int parse_matrix(perr *e, amp_problem *p, const json_t *m)
+static int parse_matrix(fielderr *e, amp_problem *p, const json_t *m)
 {
     int n = p->nodes;
     if (n > AMP_MAX_MATRIX_NODES)
-        return perr_fail(e, ".cluster.bandwidth_gbps", "describes at most %d nodes", AMP_MAX_MATRIX_NODES);
+        return fielderr_fail(e, ".cluster.bandwidth_gbps", "describes at most %d nodes", AMP_MAX_MATRIX_NODES);
     if (!json_is_array(m) || json_array_size(m) != (size_t)n)
-        return perr_fail(e, ".cluster.bandwidth_gbps", "must be an array of %d rows (one per node) of %d numbers", n, n);
+        return fielderr_fail(e, ".cluster.bandwidth_gbps", "must be an array of %d rows (one per node) of %d numbers", n, n);
     p->link_gbps = xmalloc((size_t)n * n * sizeof *p->link_gbps);
     for (int a = 0; a < n; a++) {
         char field[64];
         snprintf(field, sizeof field, ".cluster.bandwidth_gbps[%d]", a);
         const json_t *row = json_array_get(m, (size_t)a);
         if (!json_is_array(row) || json_array_size(row) != (size_t)n)
-            return perr_fail(e, field, "must be an array of %d numbers", n);
+            return fielderr_fail(e, field, "must be an array of %d numbers", n);
         for (int b = 0; b < n; b++) {
             const json_t *x = json_array_get(row, (size_t)b);
             double v = json_is_number(x) ? json_number_value(x) : -1;
-            if (!isfinite(v) || v <= 0) return perr_fail(e, field, "entry %d must be a positive number (Gbit/s)", b);
+            if (!isfinite(v) || v <= 0) return fielderr_fail(e, field, "entry %d must be a positive number (Gbit/s)", b);
             p->link_gbps[(size_t)a * n + b] = v;
         }
     }
     return 0;
 }
 
-static int parse_links(perr *e, amp_problem *p, const json_t *c)
+static int parse_links(fielderr *e, amp_problem *p, const json_t *c)
 {
     const json_t *m = json_object_get(c, "bandwidth_gbps");
     if (m && !json_is_null(m)) {
         if (json_object_get(c, "intra_bw_gbps") || json_object_get(c, "inter_bw_gbps"))
-            return perr_fail(e, ".cluster.bandwidth_gbps", "give either bandwidth_gbps or intra_bw_gbps/inter_bw_gbps, not both");
+            return fielderr_fail(e, ".cluster.bandwidth_gbps",
+                                 "give either bandwidth_gbps or intra_bw_gbps/inter_bw_gbps, not both");
         return parse_matrix(e, p, m);
     }
     if (read_num(e, c, "intra_bw_gbps", ".cluster", -1, 1, &p->intra_gbps) < 0) return -1;
     return read_num(e, c, "inter_bw_gbps", ".cluster", p->nodes > 1 ? -1 : p->intra_gbps, 1, &p->inter_gbps);
 }
 
-static int parse_cluster(perr *e, amp_problem *p, const json_t *j)
+static int parse_cluster(fielderr *e, amp_problem *p, const json_t *j)
 {
     const json_t *c = json_object_get(j, "cluster");
-    if (!c) return perr_fail(e, ".cluster", "is required");
-    if (!json_is_object(c)) return perr_fail(e, ".cluster", "must be an object");
+    if (!c) return fielderr_fail(e, ".cluster", "is required");
+    if (!json_is_object(c)) return fielderr_fail(e, ".cluster", "must be an object");
     if (read_int(e, c, "nodes", ".cluster", -1, AMP_MAX_GPUS, &p->nodes) < 0) return -1;
     if (read_int(e, c, "gpus_per_node", ".cluster", -1, AMP_MAX_GPUS, &p->gpus_per_node) < 0) return -1;
-    if (p->nodes * p->gpus_per_node > AMP_MAX_GPUS) return perr_fail(e, ".cluster", "at most %d GPUs in all", AMP_MAX_GPUS);
+    if (p->nodes * p->gpus_per_node > AMP_MAX_GPUS) return fielderr_fail(e, ".cluster", "at most %d GPUs in all", AMP_MAX_GPUS);
     if (parse_links(e, p, c) < 0) return -1;
     if (per_gpu(e, p, c, "gpu_speed", 1.0, &p->gpu_speed) < 0) return -1;
     const json_t *mem = json_object_get(c, "gpu_memory_bytes");
@@ -164,7 +163,7 @@ static int parse_cluster(perr *e, amp_problem *p, const json_t *j)
     return per_gpu(e, p, c, "gpu_memory_bytes", -1, &p->gpu_memory);
 }
 
-static int parse_partition(perr *e, amp_problem *p, const json_t *j)
+static int parse_partition(fielderr *e, amp_problem *p, const json_t *j)
 {
     const json_t *v = json_object_get(j, "partition");
     p->partition = AMP_PARTITION_BALANCED;
@@ -173,14 +172,14 @@ static int parse_partition(perr *e, amp_problem *p, const json_t *j)
     if (s && !strcmp(s, "uniform"))
         p->partition = AMP_PARTITION_UNIFORM;
     else if (!s || strcmp(s, "balanced"))
-        return perr_fail(e, ".partition", "must be \"balanced\" (searched stage cuts) or \"uniform\" (equal layer counts)");
+        return fielderr_fail(e, ".partition", "must be \"balanced\" (searched stage cuts) or \"uniform\" (equal layer counts)");
     return 0;
 }
 
 amp_problem *amp_problem_parse(const json_t *j, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len)
 {
-    perr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
-    if (!json_is_object(j)) return perr_set(&e, "", "must be an object"), NULL;
+    fielderr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
+    if (!json_is_object(j)) return fielderr_set(&e, "", "must be an object"), NULL;
     amp_problem *p = xcalloc(1, sizeof *p);
     int rc = parse_layers(&e, p, j);
     if (rc == 0) rc = parse_cluster(&e, p, j);
@@ -204,84 +203,4 @@ void amp_problem_free(amp_problem *p)
     free(p->gpu_memory);
     free(p->link_gbps);
     free(p);
-}
-
-/* ---- result ---- */
-
-static json_t *ms(double x)
-{
-    return json_real(round(x * 1000.0) / 1000.0);
-}
-
-static json_t *stages_json(const amp_problem *p, const amp_strategy *s)
-{
-    json_t *a = json_array();
-    for (int k = 0; k < s->pp; k++) {
-        int end = k + 1 < s->pp ? s->first[k + 1] : p->n_layers;
-        json_array_append_new(a, json_pack("{s:s,s:s,s:i,s:o,s:f,s:I}", "first_layer", p->layers[s->first[k]].name, "last_layer",
-                                           p->layers[end - 1].name, "layers", end - s->first[k], "time_ms", ms(s->stage_ms[k]),
-                                           "speed", s->speed[k], "memory_bytes", (json_int_t)ceil(s->memory[k])));
-    }
-    return a;
-}
-
-static void label(const amp_strategy *s, char *buf, size_t len)
-{
-    snprintf(buf, len, "mp%d-dp%d-pp%d-mbs%d", s->mp, s->dp, s->pp, s->mbs);
-}
-
-static json_t *strategy_json(const amp_problem *p, const amp_strategy *s)
-{
-    char name[64];
-    label(s, name, sizeof name);
-    json_t *cuts = json_array();
-    for (int k = 1; k < s->pp; k++)
-        json_array_append_new(cuts, json_integer(s->first[k]));
-    json_t *o =
-        json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:o,s:o,s:o,s:o,s:o}", "name", name, "mp", s->mp, "dp", s->dp, "pp", s->pp,
-                  "micro_batch_size", s->mbs, "micro_batches", s->micro_batches, "iteration_ms", ms(s->iteration_ms), "pipeline_ms",
-                  ms(s->pipeline_ms), "allreduce_ms", ms(s->allreduce_ms), "cuts", cuts, "stages", stages_json(p, s));
-    if (!s->exact) json_object_set_new(o, "exact", json_false());
-    return o;
-}
-
-json_t *amp_solve(const json_t *strategy, const char *prefix, char *err, size_t err_len)
-{
-    char field[160], msg[320];
-    amp_problem *p = amp_problem_parse(strategy, prefix, field, sizeof field, msg, sizeof msg);
-    if (!p) {
-        snprintf(err, err_len, "%s: %s", field, msg);
-        return NULL;
-    }
-    amp_strategy *s = NULL;
-    int evaluated, rejected;
-    int64_t start = clock_mono_us();
-    int n = amp_search(p, &s, &evaluated, &rejected);
-    double search_ms = (double)(clock_mono_us() - start) / 1000.0;
-    json_t *r = NULL;
-    if (n < 0)
-        snprintf(err, err_len, "out of memory");
-    else if (n == 0 && rejected > 0)
-        snprintf(err, err_len,
-                 "%s.cluster.gpu_memory_bytes: no strategy fits: each of the %d tried needs more memory on some GPU than it has "
-                 "(parameters x state_bytes_per_param, plus the stashed activations of the micro-batches in flight)",
-                 prefix, rejected);
-    else if (n == 0)
-        snprintf(err, err_len,
-                 "%s: no strategy fits: global_batch %d is not divisible by any data-parallel degree, or there are fewer layers "
-                 "than pipeline stages",
-                 prefix, p->global_batch);
-    else {
-        json_t *list = json_array();
-        for (int i = 0; i < n; i++)
-            json_array_append_new(list, strategy_json(p, &s[i]));
-        char best[64];
-        label(&s[0], best, sizeof best);
-        r = json_pack("{s:s,s:o,s:{s:o,s:i,s:i,s:i,s:o}}", "best", best, "strategies", list, "metrics", "iteration_ms",
-                      ms(s[0].iteration_ms), "gpus", p->nodes * p->gpus_per_node, "evaluated", evaluated, "rejected_memory",
-                      rejected, "search_ms", ms(search_ms));
-    }
-    amp_strategies_free(s, n > 0 ? n : 0);
-    amp_problem_free(p);
-    return r;
 }

@@ -6,13 +6,16 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-void fielderr_set(const fielderr *e, const char *suffix, const char *fmt, ...)
+void fielderr_path(const fielderr *e, const char *suffix, char *buf, size_t len)
 {
     if (!e->prefix[0] && suffix[0] == '.') suffix++;
-    if (e->field && e->field_len) {
-        snprintf(e->field, e->field_len, "%s%s", e->prefix, suffix);
-        utf8_trim(e->field);
-    }
+    snprintf(buf, len, "%s%s", e->prefix, suffix);
+    utf8_trim(buf);
+}
+
+void fielderr_set(const fielderr *e, const char *suffix, const char *fmt, ...)
+{
+    if (e->field && e->field_len) fielderr_path(e, suffix, e->field, e->field_len);
     if (e->msg && e->msg_len) {
         va_list ap;
         va_start(ap, fmt);

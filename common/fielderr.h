@@ -20,6 +20,9 @@ typedef struct fielderr {
  * its buffer, ends on a whole UTF-8 character. */
 void fielderr_set(const fielderr *e, const char *suffix, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* prefix + suffix into buf, as fielderr_set writes the field */
+void fielderr_path(const fielderr *e, const char *suffix, char *buf, size_t len);
+
 /* fielderr_set, then -1: `return fielderr_fail(e, ".ops", "...")`.  Macros so that every caller
  * (and the static analyser, which reads one file at a time) sees the -1 and knows the failure
  * path ends there. */

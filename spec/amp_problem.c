@@ -13,6 +13,7 @@
 
 #include "common/alloc.h"
 #include "common/fielderr.h"
+#include "common/schema.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -20,37 +21,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A finite number >= 0 (> 0 when positive); `def` < 0 means required. */
-static int read_num(fielderr *e, const json_t *obj, const char *key, const char *where, double def, int positive, double *out)
+/* the strategy's numbers, read through their shapes (common/schema.h); jansson holds no NaN or
+ * infinity, so a number is finite */
+static const sch nonneg_s = {SCH_NUM, SCH_MIN(0), .msg = "must be a non-negative number"};
+static const sch positive_s = {SCH_NUM, SCH_ABOVE(0), .msg = "must be a positive number"};
+_Static_assert(AMP_MAX_GPUS == 4096 && AMP_MAX_BATCH == 16777216, "the messages below name the limits");
+static const sch gpus_s = {SCH_INT, SCH_IN(1, AMP_MAX_GPUS), .msg = "must be an integer from 1 to 4096"};
+static const sch batch_s = {SCH_INT, SCH_IN(1, AMP_MAX_BATCH), .msg = "must be an integer from 1 to 16777216"};
+static const sch top_k_s = {SCH_INT, SCH_IN(1, 100), .msg = "must be an integer from 1 to 100"};
+
+/* obj[key] (at where under the prefix) through its shape; def < 0: required */
+static int read_num(const fielderr *e, const json_t *obj, const char *key, const char *where, double def, const sch *s, double *out)
 {
-    char suffix[96];
+    char suffix[96], path[256];
     snprintf(suffix, sizeof suffix, "%s.%s", where, key);
-    const json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) {
-        if (def < 0) return fielderr_fail(e, suffix, "is required");
-        *out = def;
-        return 0;
-    }
-    double d = json_is_number(v) ? json_number_value(v) : -1;
-    if (!isfinite(d) || d < 0 || (positive && d == 0))
-        return fielderr_fail(e, suffix, "must be a %s number", positive ? "positive" : "non-negative");
-    *out = d;
-    return 0;
+    fielderr_path(e, suffix, path, sizeof path);
+    return sch_read_number(s, json_object_get(obj, key), def < 0 ? NAN : def, path, out, e->field, e->field_len, e->msg,
+                           e->msg_len);
 }
 
-static int read_int(fielderr *e, const json_t *obj, const char *key, const char *where, int def, int max, int *out)
+static int read_int(const fielderr *e, const json_t *obj, const char *key, const char *where, int def, const sch *s, int *out)
 {
-    char suffix[96];
-    snprintf(suffix, sizeof suffix, "%s.%s", where, key);
-    const json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) {
-        if (def < 0) return fielderr_fail(e, suffix, "is required");
-        *out = def;
-        return 0;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
-        return fielderr_fail(e, suffix, "must be an integer from 1 to %d", max);
-    *out = (int)json_integer_value(v);
+    double d;
+    if (read_num(e, obj, key, where, def, s, &d) < 0) return -1;
+    *out = (int)d;
     return 0;
 }
 
@@ -66,10 +60,10 @@ static int parse_layer(fielderr *e, amp_problem *p, const json_t *o, int i)
         return fielderr_fail(e, suffix, "must be a non-empty string shorter than 256 bytes");
     l->name = xstrdup(json_string_value(name));
     p->n_layers = i + 1;
-    if (read_num(e, o, "forward_ms", where, -1, 0, &l->forward_ms) < 0) return -1;
-    if (read_num(e, o, "params", where, 0, 0, &l->params) < 0) return -1;
-    if (read_num(e, o, "activation_bytes", where, 0, 0, &l->activation_bytes) < 0) return -1;
-    return read_num(e, o, "stash_bytes", where, l->activation_bytes, 0, &l->stash_bytes);
+    if (read_num(e, o, "forward_ms", where, -1, &nonneg_s, &l->forward_ms) < 0) return -1;
+    if (read_num(e, o, "params", where, 0, &nonneg_s, &l->params) < 0) return -1;
+    if (read_num(e, o, "activation_bytes", where, 0, &nonneg_s, &l->activation_bytes) < 0) return -1;
+    return read_num(e, o, "stash_bytes", where, l->activation_bytes, &nonneg_s, &l->stash_bytes);
 }
 
 static int parse_layers(fielderr *e, amp_problem *p, const json_t *j)
@@ -95,7 +89,7 @@ static int per_gpu(fielderr *e, amp_problem *p, const json_t *c, const char *key
     *out = xmalloc((size_t)G * sizeof **out);
     if (!v || json_is_number(v)) {
         double s;
-        if (read_num(e, c, key, ".cluster", def, 1, &s) < 0) return -1;
+        if (read_num(e, c, key, ".cluster", def, &positive_s, &s) < 0) return -1;
         for (int r = 0; r < G; r++)
             (*out)[r] = s;
         return 0;
@@ -144,8 +138,8 @@ static int parse_links(fielderr *e, amp_problem *p, const json_t *c)
                                  "give either bandwidth_gbps or intra_bw_gbps/inter_bw_gbps, not both");
         return parse_matrix(e, p, m);
     }
-    if (read_num(e, c, "intra_bw_gbps", ".cluster", -1, 1, &p->intra_gbps) < 0) return -1;
-    return read_num(e, c, "inter_bw_gbps", ".cluster", p->nodes > 1 ? -1 : p->intra_gbps, 1, &p->inter_gbps);
+    if (read_num(e, c, "intra_bw_gbps", ".cluster", -1, &positive_s, &p->intra_gbps) < 0) return -1;
+    return read_num(e, c, "inter_bw_gbps", ".cluster", p->nodes > 1 ? -1 : p->intra_gbps, &positive_s, &p->inter_gbps);
 }
 
 static int parse_cluster(fielderr *e, amp_problem *p, const json_t *j)
@@ -153,8 +147,8 @@ static int parse_cluster(fielderr *e, amp_problem *p, const json_t *j)
     const json_t *c = json_object_get(j, "cluster");
     if (!c) return fielderr_fail(e, ".cluster", "is required");
     if (!json_is_object(c)) return fielderr_fail(e, ".cluster", "must be an object");
-    if (read_int(e, c, "nodes", ".cluster", -1, AMP_MAX_GPUS, &p->nodes) < 0) return -1;
-    if (read_int(e, c, "gpus_per_node", ".cluster", -1, AMP_MAX_GPUS, &p->gpus_per_node) < 0) return -1;
+    if (read_int(e, c, "nodes", ".cluster", -1, &gpus_s, &p->nodes) < 0) return -1;
+    if (read_int(e, c, "gpus_per_node", ".cluster", -1, &gpus_s, &p->gpus_per_node) < 0) return -1;
     if (p->nodes * p->gpus_per_node > AMP_MAX_GPUS) return fielderr_fail(e, ".cluster", "at most %d GPUs in all", AMP_MAX_GPUS);
     if (parse_links(e, p, c) < 0) return -1;
     if (per_gpu(e, p, c, "gpu_speed", 1.0, &p->gpu_speed) < 0) return -1;
@@ -183,10 +177,11 @@ amp_problem *amp_problem_parse(const json_t *j, const char *prefix, char *field,
     amp_problem *p = xcalloc(1, sizeof *p);
     int rc = parse_layers(&e, p, j);
     if (rc == 0) rc = parse_cluster(&e, p, j);
-    if (rc == 0) rc = read_int(&e, j, "global_batch", "", -1, AMP_MAX_BATCH, &p->global_batch);
-    if (rc == 0) rc = read_int(&e, j, "top_k", "", AMP_DEFAULT_TOP_K, 100, &p->top_k);
-    if (rc == 0) rc = read_num(&e, j, "bytes_per_param", "", AMP_DEFAULT_BYTES_PER_PARAM, 1, &p->bytes_per_param);
-    if (rc == 0) rc = read_num(&e, j, "state_bytes_per_param", "", AMP_DEFAULT_STATE_BYTES_PER_PARAM, 0, &p->state_bytes_per_param);
+    if (rc == 0) rc = read_int(&e, j, "global_batch", "", -1, &batch_s, &p->global_batch);
+    if (rc == 0) rc = read_int(&e, j, "top_k", "", AMP_DEFAULT_TOP_K, &top_k_s, &p->top_k);
+    if (rc == 0) rc = read_num(&e, j, "bytes_per_param", "", AMP_DEFAULT_BYTES_PER_PARAM, &positive_s, &p->bytes_per_param);
+    if (rc == 0)
+        rc = read_num(&e, j, "state_bytes_per_param", "", AMP_DEFAULT_STATE_BYTES_PER_PARAM, &nonneg_s, &p->state_bytes_per_param);
     if (rc == 0) rc = parse_partition(&e, p, j);
     if (rc == 0) return p;
     amp_problem_free(p);

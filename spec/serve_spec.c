@@ -1,3 +1,5 @@
+/* serve_spec.c - the inference job's spec (serve_spec.h): its shape, the model it serves (name,
+ * name@alias or name@N) checked and resolved, what the server asks of it (serve_job_spec). */
 #include "spec/serve_spec.h"
 #include "common/fielderr.h"
 

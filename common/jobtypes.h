@@ -11,8 +11,8 @@
  * A row's macro arguments are tokens: each side expands only the columns it needs, so the common
  * library links no spec module and no executor.  docs/adding-a-job-type.md walks through a new row.
  *
- * Spec modules are jansson-only libraries beside the type's implementation (workers/place/spec.c,
- * workers/train/spec.c, workers/serve/spec.c, workers/fed/spec.c): the server links them without
+ * Spec modules are jansson-only libraries beside the type's implementation (spec/place_spec.c,
+ * spec/train_spec.c, spec/serve_spec.c, spec/fed_spec.c): the server links them without
  * the code that runs the job (no BLAS, CUDA or NCCL in gantry-server). */
 #ifndef GANTRY_JOBTYPES_H
 #define GANTRY_JOBTYPES_H

@@ -3,8 +3,10 @@
  * the document is, so "must be an integer in [1, 64]" and
  * {"type": "integer", "minimum": 1, "maximum": 64} cannot disagree. */
 #include "common/schema.h"
+#include "common/fielderr.h"
 #include "common/utf8.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +303,19 @@ int sch_check(const sch *s, const json_t *v, const char *path, char *field, size
         utf8_trim(msg);
     }
     return rc;
+}
+
+int sch_read_number(const sch *s, const json_t *v, double def, const char *path, double *out, char *field, size_t fl, char *msg,
+                    size_t ml)
+{
+    if (!v || json_is_null(v)) {
+        if (isnan(def)) return field_fail(field, fl, msg, ml, path, "is required");
+        *out = def;
+        return 0;
+    }
+    if (sch_check(s, v, path, field, fl, msg, ml)) return -1;
+    *out = json_number_value(v);
+    return 0;
 }
 
 /* the member named name of an object shape (its base's first) */

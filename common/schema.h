@@ -86,4 +86,11 @@ const sch *sch_member_shape(const sch *s, const char *name);
  * the defaults the document shows are the ones the code applies */
 double sch_number(const sch *s, const json_t *v, const char *name, double def);
 
+/* One number through its shape, for a parser that reads a document as it goes (the placement
+ * graph and strategy problem): v (NULL or JSON null: absent) checked against s (SCH_INT or
+ * SCH_NUM; on failure its .msg or the rule, as sch_check) into *out.  Absent: *out = def, or -1
+ * with "is required" when def is NaN.  path names v in field. */
+int sch_read_number(const sch *s, const json_t *v, double def, const char *path, double *out, char *field, size_t fl, char *msg,
+                    size_t ml);
+
 #endif

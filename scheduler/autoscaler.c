@@ -5,7 +5,7 @@
 #include "wire/keys.h"
 #include "common/log.h"
 #include "wire/msg.h"
-#include "workers/serve/spec.h"
+#include "spec/serve_spec.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -6,7 +6,7 @@
 #include "server/jobs.h"
 #include "server/models.h"
 #include "server/server.h"
-#include "workers/serve/spec.h"
+#include "spec/serve_spec.h"
 
 #include <stdio.h>
 #include <string.h>

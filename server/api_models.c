@@ -2,7 +2,7 @@
  *
  * Upload (POST /v1/models/{name}/versions, multipart/form-data with parts `file` and `metadata`):
  * the head was checked by the gate (role, size under model-upload-limit) before any body byte;
- * here, on the loop, the parts and the metadata (workers/serve/signature.h); then, on libuv's
+ * here, on the loop, the parts and the metadata (spec/serve_signature.h); then, on libuv's
  * thread pool (a 45 MB ResNet-18 takes ~0.2 s to check and hash), the archive is checked
  * (server/tsarchive.h: a TorchScript ZIP with its CRCs right), hashed (SHA-256) and written to the
  * model store as <store>/<tenant>/u_<random>.pt (a temporary name, fsync, rename, the directory
@@ -23,8 +23,8 @@
 #include "server/sse.h"
 #include "server/store.h"
 #include "server/tsarchive.h"
-#include "workers/serve/signature.h"
-#include "workers/serve/spec.h"
+#include "spec/serve_signature.h"
+#include "spec/serve_spec.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -54,7 +54,7 @@ static json_t *operation(const route *r)
         json_object_set_new(op, "parameters", params);
     else
         json_decref(params);
-    if (r->body == BODY_UPLOAD) /* a model file and its metadata (server/api_models.c, workers/serve/signature.h) */
+    if (r->body == BODY_UPLOAD) /* a model file and its metadata (server/api_models.c, spec/serve_signature.h) */
         json_object_set_new(op, "requestBody",
                             json_pack("{s:b, s:{s:{s:{s:s, s:[s,s], s:{s:{s:s, s:s}, s:{s:s, s:s}}}}}}", "required", 1, "content",
                                       "multipart/form-data", "schema", "type", "object", "required", "file", "metadata",

@@ -29,7 +29,8 @@
 #include "server/bus.h"
 #include "server/jobs.h"
 #include "server/sse.h"
-#include "workers/program/spec.h"
+#include "spec/program_spec.h"
+#include "spec/train_spec.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -331,7 +332,7 @@ void api_job_logs(http_ctx *c)
     snprintf(op->key, sizeof(op->key), "%s%s", K_LOGS_PREFIX, op->job_id);
     snprintf(op->tenant, sizeof(op->tenant), "%s", c->auth.tenant_id);
     const json_t *spec = json_object_get(job, "spec");
-    op->program = program_spec_is(spec);
+    op->program = train_spec_variant(spec) == TRAIN_PROGRAM;
     if (op->program) {
         program_settings ps;
         program_settings_get(spec, 0, &ps);

@@ -4,7 +4,7 @@
 #include "common/clock.h"
 #include "server/db.h"
 #include "server/jobs.h"
-#include "workers/serve/spec.h"
+#include "spec/serve_spec.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -23,7 +23,7 @@ json_t *models_list_json(sqlite3 *db, const char *tenant_id);
 json_t *models_get_json(sqlite3 *db, const char *tenant_id, const char *name);
 
 /* The artifact an inference job serves.  ref is "name", "name@N" or "name@alias"
- * (workers/serve/spec.h serve_model_ref); version (> 0) picks one for a bare name; otherwise the
+ * (spec/serve_spec.h serve_model_ref); version (> 0) picks one for a bare name; otherwise the
  * latest.  0 with *resolved = {"name","version","artifact","format", "alias" (when by alias),
  * "input" (gantry models), "signature" and "sha256" (TorchScript)}; MODELS_UNKNOWN when there
  * is no such model or version (or it has no artifact), MODELS_NO_ALIAS when the alias is not
@@ -38,7 +38,7 @@ int models_resolve(sqlite3 *db, const char *tenant_id, const char *ref, int vers
 typedef struct {
     const char *tenant_id, *name, *artifact, *sha256, *description;
     int64_t size_bytes;
-    const json_t *signature; /* workers/serve/signature.h sig_to_json */
+    const json_t *signature; /* spec/serve_signature.h sig_to_json */
     const json_t *metrics;   /* an object of numbers, or NULL */
 } model_upload;
 int models_add_upload(sqlite3 *db, const model_upload *u, int *version);

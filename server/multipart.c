@@ -7,6 +7,7 @@
  * len; nothing is copied but the short header values into the part. */
 #include "server/multipart.h"
 
+#include "common/fielderr.h"
 #include "common/utf8.h"
 
 #include <stdarg.h>
@@ -15,18 +16,6 @@
 #include <strings.h>
 
 #define MP_BOUNDARY_MAX 70
-
-/* a message into msg (cut at a character); always -1 */
-__attribute__((format(printf, 3, 4))) static int fail(char *msg, size_t msg_len, const char *fmt, ...)
-{
-    if (!msg || !msg_len) return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msg_len, fmt, ap);
-    va_end(ap);
-    utf8_trim(msg);
-    return -1;
-}
 
 static int is_ws(char c)
 {
@@ -60,7 +49,7 @@ static int parse_value(const char *s, size_t n, char *type, size_t type_cap, mp_
     while (p < end && is_ws(*p))
         p++;
     while (p < end) {
-        if (*p != ';') return fail(err, err_len, "expected ';' between parameters");
+        if (*p != ';') return msg_fail(err, err_len, "expected ';' between parameters");
         p++;
         while (p < end && is_ws(*p))
             p++;
@@ -71,14 +60,14 @@ static int parse_value(const char *s, size_t n, char *type, size_t type_cap, mp_
         size_t kl = (size_t)(p - k);
         while (p < end && is_ws(*p))
             p++;
-        if (kl == 0 || p == end || *p != '=') return fail(err, err_len, "a parameter without '=value'");
+        if (kl == 0 || p == end || *p != '=') return msg_fail(err, err_len, "a parameter without '=value'");
         p++;
         while (p < end && is_ws(*p))
             p++;
         mp_param *w = NULL;
         for (int i = 0; i < nwant; i++)
             if (strlen(want[i].name) == kl && strncasecmp(want[i].name, k, kl) == 0) w = &want[i];
-        if (w && w->found) return fail(err, err_len, "the %s parameter appears twice", w->name);
+        if (w && w->found) return msg_fail(err, err_len, "the %s parameter appears twice", w->name);
         size_t vl = 0;
         if (p < end && *p == '"') {
             p++;
@@ -87,14 +76,14 @@ static int parse_value(const char *s, size_t n, char *type, size_t type_cap, mp_
                 if (w && vl + 1 < w->cap) w->out[vl] = *p;
                 vl++, p++;
             }
-            if (p == end) return fail(err, err_len, "a quoted value without its closing '\"'");
+            if (p == end) return msg_fail(err, err_len, "a quoted value without its closing '\"'");
             p++;
         } else {
             while (p < end && *p != ';' && !is_ws(*p) && *p != '"') {
                 if (w && vl + 1 < w->cap) w->out[vl] = *p;
                 vl++, p++;
             }
-            if (vl == 0) return fail(err, err_len, "a parameter with an empty value");
+            if (vl == 0) return msg_fail(err, err_len, "a parameter with an empty value");
         }
         if (w) {
             w->found = 1;
@@ -117,23 +106,24 @@ static int bchar(char c)
 static int parse_content_type(const char *ct, char *boundary, char *msg, size_t msg_len)
 {
     const char *want = "Content-Type: expected multipart/form-data with a boundary parameter";
-    if (!ct) return fail(msg, msg_len, "%s (the request has none)", want);
+    if (!ct) return msg_fail(msg, msg_len, "%s (the request has none)", want);
     char type[64], err[96];
     mp_param b = {.name = "boundary", .out = boundary, .cap = MP_BOUNDARY_MAX + 1};
     if (parse_value(ct, strlen(ct), type, sizeof(type), &b, 1, err, sizeof(err)) != 0)
-        return fail(msg, msg_len, "Content-Type: %s", err);
+        return msg_fail(msg, msg_len, "Content-Type: %s", err);
     if (strcasecmp(type, "multipart/form-data") != 0) {
         for (char *c = type; *c; c++)
             if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
-        return fail(msg, msg_len, "%s, not '%s'", want, type);
+        return msg_fail(msg, msg_len, "%s, not '%s'", want, type);
     }
-    if (!b.found) return fail(msg, msg_len, "%s (multipart/form-data without one)", want);
+    if (!b.found) return msg_fail(msg, msg_len, "%s (multipart/form-data without one)", want);
     int ok = b.len >= 1 && b.len <= MP_BOUNDARY_MAX && boundary[b.len - 1] != ' ';
     for (size_t i = 0; ok && i < b.len; i++)
         ok = bchar(boundary[i]);
     if (!ok)
-        return fail(msg, msg_len,
-                    "Content-Type: the boundary must be 1 to 70 characters: letters, digits and '()+_,-./:=? or space (not last)");
+        return msg_fail(
+            msg, msg_len,
+            "Content-Type: the boundary must be 1 to 70 characters: letters, digits and '()+_,-./:=? or space (not last)");
     return 0;
 }
 
@@ -191,20 +181,21 @@ static int parse_headers(const char *body, size_t len, size_t *pos, int i, mp_pa
         size_t e = nl ? (size_t)(nl - body) : len; /* the line and its CR: body[ls..e) */
         int blank = nl && e == ls + 1 && body[ls] == '\r';
         if (!blank && (nl ? e + 1 : len) - start > MP_MAX_HEADER_BYTES)
-            return fail(msg, msg_len, "%s: header lines longer than %d bytes", label(lb, sizeof(lb), i, NULL), MP_MAX_HEADER_BYTES);
+            return msg_fail(msg, msg_len, "%s: header lines longer than %d bytes", label(lb, sizeof(lb), i, NULL),
+                            MP_MAX_HEADER_BYTES);
         if (!nl)
-            return fail(msg, msg_len, "the body ends inside the headers of %s (a blank line must end them)",
-                        label(lb, sizeof(lb), i, NULL));
-        if (e == ls || body[e - 1] != '\r') return fail(msg, msg_len, "%s", lf_only);
+            return msg_fail(msg, msg_len, "the body ends inside the headers of %s (a blank line must end them)",
+                            label(lb, sizeof(lb), i, NULL));
+        if (e == ls || body[e - 1] != '\r') return msg_fail(msg, msg_len, "%s", lf_only);
         const char *line = body + ls;
         size_t n = e - 1 - ls;
         ls = e + 1;
         if (n == 0) break; /* the blank line */
         if (is_ws(line[0]))
-            return fail(msg, msg_len, "%s: folded header lines (starting with a space or tab) are not supported",
-                        label(lb, sizeof(lb), i, NULL));
+            return msg_fail(msg, msg_len, "%s: folded header lines (starting with a space or tab) are not supported",
+                            label(lb, sizeof(lb), i, NULL));
         const char *colon = memchr(line, ':', n);
-        if (!colon) return fail(msg, msg_len, "%s: a header line without ':'", label(lb, sizeof(lb), i, NULL));
+        if (!colon) return msg_fail(msg, msg_len, "%s: a header line without ':'", label(lb, sizeof(lb), i, NULL));
         size_t kl = (size_t)(colon - line);
         while (kl && is_ws(line[kl - 1]))
             kl--;
@@ -214,24 +205,25 @@ static int parse_headers(const char *body, size_t len, size_t *pos, int i, mp_pa
         while (ve > v && is_ws(ve[-1]))
             ve--;
         if (kl == 19 && strncasecmp(line, "Content-Disposition", kl) == 0) {
-            if (disposition++) return fail(msg, msg_len, "%s: Content-Disposition appears twice", label(lb, sizeof(lb), i, NULL));
+            if (disposition++)
+                return msg_fail(msg, msg_len, "%s: Content-Disposition appears twice", label(lb, sizeof(lb), i, NULL));
             char type[16];
             if (parse_value(v, (size_t)(ve - v), type, sizeof(type), want, 2, err, sizeof(err)) != 0) {
                 part->name[0] = '\0';
-                return fail(msg, msg_len, "%s: Content-Disposition: %s", label(lb, sizeof(lb), i, NULL), err);
+                return msg_fail(msg, msg_len, "%s: Content-Disposition: %s", label(lb, sizeof(lb), i, NULL), err);
             }
             if (strcasecmp(type, "form-data") != 0) {
                 part->name[0] = '\0';
-                return fail(msg, msg_len, "%s: Content-Disposition must be form-data", label(lb, sizeof(lb), i, NULL));
+                return msg_fail(msg, msg_len, "%s: Content-Disposition must be form-data", label(lb, sizeof(lb), i, NULL));
             }
         } else if (kl == 12 && strncasecmp(line, "Content-Type", kl) == 0) {
             size_t cl = (size_t)(ve - v);
             if (cl > MP_CONTENT_TYPE_MAX)
-                return fail(msg, msg_len, "%s: Content-Type longer than %d bytes", label(lb, sizeof(lb), i, NULL),
-                            MP_CONTENT_TYPE_MAX);
+                return msg_fail(msg, msg_len, "%s: Content-Type longer than %d bytes", label(lb, sizeof(lb), i, NULL),
+                                MP_CONTENT_TYPE_MAX);
             for (size_t k = 0; k < cl; k++)
                 if ((unsigned char)v[k] < 0x20 || (unsigned char)v[k] >= 0x7f)
-                    return fail(msg, msg_len, "%s: Content-Type must be printable ASCII", label(lb, sizeof(lb), i, NULL));
+                    return msg_fail(msg, msg_len, "%s: Content-Type must be printable ASCII", label(lb, sizeof(lb), i, NULL));
             memcpy(part->content_type, v, cl);
             part->content_type[cl] = '\0';
         }
@@ -240,16 +232,16 @@ static int parse_headers(const char *body, size_t len, size_t *pos, int i, mp_pa
     /* the name and filename as sent, checked before a message quotes them */
     if (!disposition || !want[0].found) {
         part->name[0] = '\0';
-        return fail(msg, msg_len, "%s: no Content-Disposition: form-data; name=\"...\"", label(lb, sizeof(lb), i, NULL));
+        return msg_fail(msg, msg_len, "%s: no Content-Disposition: form-data; name=\"...\"", label(lb, sizeof(lb), i, NULL));
     }
     if (want[0].len == 0 || want[0].len > MP_NAME_MAX || !text_ok(part->name, want[0].len)) {
         part->name[0] = '\0';
-        return fail(msg, msg_len, "%s: the name must be 1 to %d bytes of UTF-8 without control characters",
-                    label(lb, sizeof(lb), i, NULL), MP_NAME_MAX);
+        return msg_fail(msg, msg_len, "%s: the name must be 1 to %d bytes of UTF-8 without control characters",
+                        label(lb, sizeof(lb), i, NULL), MP_NAME_MAX);
     }
     if (want[1].found && (want[1].len > MP_FILENAME_MAX || !text_ok(part->filename, want[1].len)))
-        return fail(msg, msg_len, "%s: the filename must be at most %d bytes of UTF-8 without control characters",
-                    label(lb, sizeof(lb), i, part->name), MP_FILENAME_MAX);
+        return msg_fail(msg, msg_len, "%s: the filename must be at most %d bytes of UTF-8 without control characters",
+                        label(lb, sizeof(lb), i, part->name), MP_FILENAME_MAX);
     part->has_filename = want[1].found;
     return 0;
 }
@@ -276,29 +268,29 @@ int multipart_parse(const char *content_type, const char *body, size_t len, mp_p
         q = (size_t)(d - body) + 1;
         kind = after_delimiter(body, len, (size_t)(d - body) + (size_t)dl, &next);
     }
-    if (kind == DELIM_LF) return fail(msg, msg_len, "%s", lf_only);
+    if (kind == DELIM_LF) return msg_fail(msg, msg_len, "%s", lf_only);
     if (kind == DELIM_NONE) {
-        if (len && memmem(body, len, delim + 1, (size_t)dl - 1)) return fail(msg, msg_len, "%s", lf_only);
-        return fail(msg, msg_len, "the body has no --%s line (the boundary from Content-Type)", boundary);
+        if (len && memmem(body, len, delim + 1, (size_t)dl - 1)) return msg_fail(msg, msg_len, "%s", lf_only);
+        return msg_fail(msg, msg_len, "the body has no --%s line (the boundary from Content-Type)", boundary);
     }
-    if (kind == DELIM_END) return fail(msg, msg_len, "the body ends before the closing boundary --%s--", boundary);
+    if (kind == DELIM_END) return msg_fail(msg, msg_len, "the body ends before the closing boundary --%s--", boundary);
 
     int n = 0;
     size_t pos = next;
     while (kind == DELIM_PART) {
-        if (n == max_parts) return fail(msg, msg_len, "more than %d parts", max_parts);
+        if (n == max_parts) return msg_fail(msg, msg_len, "more than %d parts", max_parts);
         mp_part *part = &parts[n];
         memset(part, 0, sizeof(*part));
         if (parse_headers(body, len, &pos, n, part, msg, msg_len) != 0) return -1;
         for (int j = 0; j < n; j++)
-            if (strcmp(parts[j].name, part->name) == 0) return fail(msg, msg_len, "part '%s' appears twice", part->name);
+            if (strcmp(parts[j].name, part->name) == 0) return msg_fail(msg, msg_len, "part '%s' appears twice", part->name);
         /* the data runs to the next delimiter */
         kind = DELIM_NONE;
         for (q = pos; kind == DELIM_NONE;) {
             const char *d = len > q ? memmem(body + q, len - q, delim, (size_t)dl) : NULL;
             if (!d)
-                return fail(msg, msg_len, "the body ends before the closing boundary --%s-- (in %s)", boundary,
-                            label(lb, sizeof(lb), n, part->name));
+                return msg_fail(msg, msg_len, "the body ends before the closing boundary --%s-- (in %s)", boundary,
+                                label(lb, sizeof(lb), n, part->name));
             q = (size_t)(d - body) + 1;
             kind = after_delimiter(body, len, (size_t)(d - body) + (size_t)dl, &next);
             if (kind != DELIM_NONE) {
@@ -306,10 +298,10 @@ int multipart_parse(const char *content_type, const char *body, size_t len, mp_p
                 part->len = (size_t)(d - body) - pos;
             }
         }
-        if (kind == DELIM_LF) return fail(msg, msg_len, "%s", lf_only);
+        if (kind == DELIM_LF) return msg_fail(msg, msg_len, "%s", lf_only);
         if (kind == DELIM_END)
-            return fail(msg, msg_len, "the body ends before the closing boundary --%s-- (after %s)", boundary,
-                        label(lb, sizeof(lb), n, part->name));
+            return msg_fail(msg, msg_len, "the body ends before the closing boundary --%s-- (after %s)", boundary,
+                            label(lb, sizeof(lb), n, part->name));
         n++;
         pos = next;
     }

@@ -1,6 +1,7 @@
 /* spec.c - a job submission: its envelope ({"type","name","priority","preemptible","spec"}), then
  * the type's spec module from the job type table (common/jobtypes.h). */
 #include "server/spec.h"
+#include "common/fielderr.h"
 #include "common/jobstate.h"
 #include "common/jobtypes.h"
 #include "common/paths.h"
@@ -53,13 +54,6 @@ static const job_spec *find(const char *type)
     return NULL;
 }
 
-static int fail(char *field, size_t flen, char *msg, size_t mlen, const char *f, const char *m)
-{
-    snprintf(field, flen, "%s", f);
-    snprintf(msg, mlen, "%s", m);
-    return -1;
-}
-
 static int validate(json_t *body, job_new *out, char *field, size_t flen, char *msg, size_t mlen)
 {
     if (sch_check(&job_s, body, "", field, flen, msg, mlen)) {
@@ -68,7 +62,7 @@ static int validate(json_t *body, job_new *out, char *field, size_t flen, char *
         return -1;
     }
     if (utf8_has_control(json_string_value(json_object_get(body, "name"))))
-        return fail(field, flen, msg, mlen, "name", JOB_NO_CONTROL_MSG);
+        return field_fail(field, flen, msg, mlen, "name", "%s", JOB_NO_CONTROL_MSG);
     snprintf(out->type, sizeof(out->type), "%s", json_string_value(json_object_get(body, "type")));
     json_t *name = json_object_get(body, "name");
     snprintf(out->name, sizeof(out->name), "%s", name ? json_string_value(name) : out->type);

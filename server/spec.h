@@ -1,8 +1,8 @@
 /* spec.h - validation of a job submission {"type","name","priority","preemptible","spec"}.
  * Each type's spec is checked by its spec module, found in the job type table
  * (common/jobtypes.h): a jansson-only library beside the code that runs the type
- * (workers/place/spec.h, workers/train/spec.h, workers/serve/spec.h,
- * workers/fed/spec.h), so that the server validates exactly what the worker will
+ * (spec/place_spec.h, spec/train_spec.h, spec/serve_spec.h,
+ * spec/fed_spec.h), so that the server validates exactly what the worker will
  * accept without linking the worker's code. */
 #ifndef GANTRY_SPEC_H
 #define GANTRY_SPEC_H

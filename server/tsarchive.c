@@ -6,6 +6,8 @@
  * with the space left before any addition, so no sum can overflow or point outside the buffer. */
 #include "server/tsarchive.h"
 
+#include "common/fielderr.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,16 +26,6 @@
 #define FLAG_DESCRIPTOR 0x0008u
 
 static const char *fix = "save the model with torch.jit.script(model).save(path) or torch.jit.trace(model, example).save(path)";
-
-__attribute__((format(printf, 3, 4))) static int fail(char *msg, size_t msg_len, const char *fmt, ...)
-{
-    if (!msg || !msg_len) return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msg_len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static uint32_t rd16(const unsigned char *p)
 {
@@ -146,8 +138,8 @@ static int code_fail(const tscode_scan *code, const char *name, char *msg, size_
 {
     char why[128];
     tscode_describe(code, why, sizeof(why));
-    return fail(msg, msg_len, "entry '%s': the model's code %s: not allowed in a model (docs/inference.md, \"Model checks\")", name,
-                why);
+    return msg_fail(msg, msg_len, "entry '%s': the model's code %s: not allowed in a model (docs/inference.md, \"Model checks\")",
+                    name, why);
 }
 
 /* Checks the entry's local header, data and data descriptor, all before cd (the central
@@ -160,14 +152,15 @@ static int check_entry(const unsigned char *buf, uint64_t cd, const zentry *z, u
     const char *name = quote(q, sizeof(q), z->name, z->name_len);
     uint64_t o = z->offset;
     if (o > cd || cd - o < 30 || rd32(buf + o) != SIG_LOCAL)
-        return fail(msg, msg_len, "damaged: entry '%s' has no local header where the central directory says", name);
+        return msg_fail(msg, msg_len, "damaged: entry '%s' has no local header where the central directory says", name);
     const unsigned char *l = buf + o;
     uint32_t nl = rd16(l + 26), xl = rd16(l + 28);
-    if (cd - o - 30 < (uint64_t)nl + xl) return fail(msg, msg_len, "damaged: entry '%s': its local header is cut short", name);
+    if (cd - o - 30 < (uint64_t)nl + xl) return msg_fail(msg, msg_len, "damaged: entry '%s': its local header is cut short", name);
     if (nl != z->name_len || memcmp(l + 30, z->name, nl) != 0 || rd16(l + 8) != z->method)
-        return fail(msg, msg_len, "damaged: entry '%s': its local header does not match the central directory", name);
+        return msg_fail(msg, msg_len, "damaged: entry '%s': its local header does not match the central directory", name);
     uint64_t data = o + 30 + nl + xl;
-    if (cd - data < z->csize) return fail(msg, msg_len, "truncated: entry '%s' runs past the start of the central directory", name);
+    if (cd - data < z->csize)
+        return msg_fail(msg, msg_len, "truncated: entry '%s' runs past the start of the central directory", name);
     uint64_t after = data + z->csize;
     if (z->flags & FLAG_DESCRIPTOR) {
         /* the data descriptor: [signature] crc csize usize, sizes of 4 or 8 bytes */
@@ -178,26 +171,26 @@ static int check_entry(const unsigned char *buf, uint64_t cd, const zentry *z, u
         else if (cd - d >= 20 && rd32(buf + d) == z->crc && rd64(buf + d + 4) == z->csize && rd64(buf + d + 12) == z->usize)
             after = d + 20;
         else
-            return fail(msg, msg_len, "damaged: entry '%s': its data descriptor does not match the central directory", name);
+            return msg_fail(msg, msg_len, "damaged: entry '%s': its data descriptor does not match the central directory", name);
     } else {
         uint32_t lc = rd32(l + 18), lu = rd32(l + 22);
         if (rd32(l + 14) != z->crc || (lc != 0xffffffffu && lc != z->csize) || (lu != 0xffffffffu && lu != z->usize))
-            return fail(msg, msg_len, "damaged: entry '%s': its local header does not match the central directory", name);
+            return msg_fail(msg, msg_len, "damaged: entry '%s': its local header does not match the central directory", name);
     }
     uint32_t crc;
     if (z->method == 0) {
-        if (z->csize != z->usize) return fail(msg, msg_len, "damaged: entry '%s': a stored entry with two sizes", name);
+        if (z->csize != z->usize) return msg_fail(msg, msg_len, "damaged: entry '%s': a stored entry with two sizes", name);
         crc = (uint32_t)crc32_z(0L, buf + data, (z_size_t)z->csize);
         if (code && tscode_feed(code, buf + data, (size_t)z->csize) != 0) return code_fail(code, name, msg, msg_len);
     } else {
         int rc = inflate_crc(buf + data, z->csize, z->usize, budget, &crc, code);
         if (rc == -3) return code_fail(code, name, msg, msg_len);
         if (rc == -2)
-            return fail(msg, msg_len, "entry '%s': the compressed entries expand to more than %u MiB (torch's are kilobytes)", name,
-                        TSARCHIVE_MAX_INFLATED >> 20);
-        if (rc != 0) return fail(msg, msg_len, "damaged: entry '%s': its compressed data is broken", name);
+            return msg_fail(msg, msg_len, "entry '%s': the compressed entries expand to more than %u MiB (torch's are kilobytes)",
+                            name, TSARCHIVE_MAX_INFLATED >> 20);
+        if (rc != 0) return msg_fail(msg, msg_len, "damaged: entry '%s': its compressed data is broken", name);
     }
-    if (crc != z->crc) return fail(msg, msg_len, "damaged: entry '%s': CRC mismatch (the file was changed or cut)", name);
+    if (crc != z->crc) return msg_fail(msg, msg_len, "damaged: entry '%s': CRC mismatch (the file was changed or cut)", name);
     if (code) {
         tscode_scan last = *code; /* the file's last identifier ends with it */
         static const unsigned char nl = '\n';
@@ -216,7 +209,7 @@ static int find_directory(const unsigned char *buf, size_t len, uint64_t *off, u
     for (;; e--) {
         if (rd32(buf + e) == SIG_EOCD && e + 22 + rd16(buf + e + 20) == len) break;
         if (e == lo)
-            return fail(msg, msg_len, "truncated: no end of central directory record at the end (was the upload cut short?)");
+            return msg_fail(msg, msg_len, "truncated: no end of central directory record at the end (was the upload cut short?)");
     }
     const unsigned char *r = buf + e;
     uint64_t disk = rd16(r + 4), cd_disk = rd16(r + 6), on_disk = rd16(r + 8);
@@ -224,17 +217,17 @@ static int find_directory(const unsigned char *buf, size_t len, uint64_t *off, u
     if (e >= 20 && rd32(buf + e - 20) == SIG_LOCATOR64) {
         uint64_t z = rd64(buf + e - 20 + 8);
         if (z > e - 20 || e - 20 - z < 56 || rd32(buf + z) != SIG_EOCD64 || rd32(buf + e - 20 + 4) != 0)
-            return fail(msg, msg_len, "damaged: the ZIP64 end of central directory record is not where its locator says");
+            return msg_fail(msg, msg_len, "damaged: the ZIP64 end of central directory record is not where its locator says");
         const unsigned char *r64 = buf + z;
         disk = rd32(r64 + 16), cd_disk = rd32(r64 + 20), on_disk = rd64(r64 + 24);
         *count = rd64(r64 + 32), *size = rd64(r64 + 40), *off = rd64(r64 + 48), *limit = z;
     } else if (*count == 0xffff || *size == 0xffffffffu || *off == 0xffffffffu) {
-        return fail(msg, msg_len, "damaged: a ZIP64 archive without its ZIP64 end of central directory locator");
+        return msg_fail(msg, msg_len, "damaged: a ZIP64 archive without its ZIP64 end of central directory locator");
     }
     if (disk != 0 || cd_disk != 0 || on_disk != *count)
-        return fail(msg, msg_len, "a multi-disk (split) ZIP archive is not supported");
+        return msg_fail(msg, msg_len, "a multi-disk (split) ZIP archive is not supported");
     if (*off > *limit || *limit - *off < *size)
-        return fail(msg, msg_len, "truncated or damaged: the central directory lies outside the file");
+        return msg_fail(msg, msg_len, "truncated or damaged: the central directory lies outside the file");
     return 0;
 }
 
@@ -243,14 +236,14 @@ int tsarchive_check(const unsigned char *buf, size_t len, char *msg, size_t msg_
     if (!buf) len = 0;
     if (len < 4 || rd32(buf) != SIG_LOCAL) {
         if (len >= 2 && buf[0] == 0x80 && buf[1] >= 2 && buf[1] <= 5)
-            return fail(msg, msg_len, "a legacy torch.save pickle, not TorchScript: %s", fix);
-        if (len >= 4 && rd32(buf) == SIG_EOCD) return fail(msg, msg_len, "an empty ZIP archive, not TorchScript");
-        return fail(msg, msg_len, "not a ZIP archive (TorchScript files are ZIP archives written by torch.jit.save)");
+            return msg_fail(msg, msg_len, "a legacy torch.save pickle, not TorchScript: %s", fix);
+        if (len >= 4 && rd32(buf) == SIG_EOCD) return msg_fail(msg, msg_len, "an empty ZIP archive, not TorchScript");
+        return msg_fail(msg, msg_len, "not a ZIP archive (TorchScript files are ZIP archives written by torch.jit.save)");
     }
-    if (len < 22) return fail(msg, msg_len, "truncated: too short for a ZIP archive");
+    if (len < 22) return msg_fail(msg, msg_len, "truncated: too short for a ZIP archive");
     uint64_t cd = 0, size = 0, count = 0, limit = 0;
     if (find_directory(buf, len, &cd, &size, &count, &limit, msg, msg_len) != 0) return -1;
-    if (count == 0) return fail(msg, msg_len, "an empty ZIP archive, not TorchScript");
+    if (count == 0) return msg_fail(msg, msg_len, "an empty ZIP archive, not TorchScript");
 
     char q[80], q2[80];
     const unsigned char *prefix = NULL; /* the first entry's top-level folder, its '/' included */
@@ -260,17 +253,17 @@ int tsarchive_check(const unsigned char *buf, size_t len, char *msg, size_t msg_
     for (uint64_t i = 0; i < count; i++) {
         zentry z;
         if (read_central(buf, p, end, &z) != 0)
-            return fail(msg, msg_len, "damaged: central directory entry %llu of %llu is cut short or broken",
-                        (unsigned long long)i + 1, (unsigned long long)count);
+            return msg_fail(msg, msg_len, "damaged: central directory entry %llu of %llu is cut short or broken",
+                            (unsigned long long)i + 1, (unsigned long long)count);
         p += z.size;
         const char *name = quote(q, sizeof(q), z.name, z.name_len);
-        if (z.flags & FLAG_ENCRYPTED) return fail(msg, msg_len, "entry '%s' is encrypted", name);
+        if (z.flags & FLAG_ENCRYPTED) return msg_fail(msg, msg_len, "entry '%s' is encrypted", name);
         if (z.method != 0 && z.method != 8)
-            return fail(msg, msg_len,
-                        "entry '%s': compression method %u is not supported (torch.jit.save stores or deflates entries)", name,
-                        (unsigned)z.method);
+            return msg_fail(msg, msg_len,
+                            "entry '%s': compression method %u is not supported (torch.jit.save stores or deflates entries)", name,
+                            (unsigned)z.method);
         if (z.offset < prev_end)
-            return fail(msg, msg_len, "damaged: entry '%s' overlaps the entry before it in the central directory", name);
+            return msg_fail(msg, msg_len, "damaged: entry '%s' overlaps the entry before it in the central directory", name);
         /* TorchScript source: P/code/... .py, read for tscode.h's bound as it is checked */
         const unsigned char *first = memchr(z.name, '/', z.name_len);
         size_t after = first ? z.name_len - (size_t)(first + 1 - z.name) : 0;
@@ -282,12 +275,12 @@ int tsarchive_check(const unsigned char *buf, size_t len, char *msg, size_t msg_
         if (!prefix) {
             const unsigned char *slash = memchr(z.name, '/', z.name_len);
             if (!slash || slash == z.name)
-                return fail(msg, msg_len, "entry '%s' is not inside a top-level folder: not a PyTorch archive", name);
+                return msg_fail(msg, msg_len, "entry '%s' is not inside a top-level folder: not a PyTorch archive", name);
             prefix = z.name, plen = (size_t)(slash - z.name) + 1;
         }
         if (z.name_len <= plen || memcmp(z.name, prefix, plen) != 0)
-            return fail(msg, msg_len, "entries in more than one top-level folder ('%s' and '%s'): not a PyTorch archive",
-                        quote(q2, sizeof(q2), prefix, plen), name);
+            return msg_fail(msg, msg_len, "entries in more than one top-level folder ('%s' and '%s'): not a PyTorch archive",
+                            quote(q2, sizeof(q2), prefix, plen), name);
         const unsigned char *rest = z.name + plen;
         size_t rl = z.name_len - plen;
         has_data |= rl == 8 && memcmp(rest, "data.pkl", 8) == 0;
@@ -295,9 +288,9 @@ int tsarchive_check(const unsigned char *buf, size_t len, char *msg, size_t msg_
         has_code |= rl > 5 && memcmp(rest, "code/", 5) == 0;
     }
     const char *folder = quote(q, sizeof(q), prefix, plen - 1);
-    if (!has_data) return fail(msg, msg_len, "not a PyTorch archive: no %s/data.pkl", folder);
-    if (!has_code && !has_constants) return fail(msg, msg_len, "a torch.save archive, not TorchScript: %s", fix);
-    if (!has_code) return fail(msg, msg_len, "not a complete TorchScript archive: no %s/code/ entries", folder);
-    if (!has_constants) return fail(msg, msg_len, "not a complete TorchScript archive: no %s/constants.pkl", folder);
+    if (!has_data) return msg_fail(msg, msg_len, "not a PyTorch archive: no %s/data.pkl", folder);
+    if (!has_code && !has_constants) return msg_fail(msg, msg_len, "a torch.save archive, not TorchScript: %s", fix);
+    if (!has_code) return msg_fail(msg, msg_len, "not a complete TorchScript archive: no %s/code/ entries", folder);
+    if (!has_constants) return msg_fail(msg, msg_len, "not a complete TorchScript archive: no %s/constants.pkl", folder);
     return 0;
 }

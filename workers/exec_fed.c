@@ -26,15 +26,15 @@
 #include "common/alloc.h"
 #include "workers/executor.h"
 #include "workers/fed/admm.h"
-#include "workers/fed/design.h"
+#include "spec/fed_design.h"
 #include "workers/fed/partition.h"
 #include "workers/fed/secagg.h"
-#include "workers/fed/spec.h"
+#include "spec/fed_spec.h"
 #include "workers/fed_io.h"
 #include "workers/train/ckpt.h"
 #include "workers/train/model.h"
 #include "workers/train/optim.h"
-#include "workers/train/rng.h"
+#include "common/rng.h"
 #include "workers/train/train.h"
 
 #include <errno.h>
@@ -233,7 +233,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     train_model_params_out(m, z); /* every site starts from the same seeded model */
     size_t *order = xmalloc(sizeof(size_t) * (tr.n ? tr.n : 1)), pos = tr.n;
     /* the data order and the duals from separate streams: SecureD-FL and FedAvg jobs with one seed train alike */
-    train_rng rr = {train_rng_mix(seed, 53, (uint64_t)me)}, rl = {train_rng_mix(seed, 59, (uint64_t)me)};
+    rng_state rr = {rng_mix(seed, 53, (uint64_t)me)}, rl = {rng_mix(seed, 59, (uint64_t)me)};
     double tl = 0, ta = 0, residual = 0;
     for (int round = 1; round <= rounds; round++) {
         /* asked once a round as well: while messages keep coming, the exchange's waits never ask (fed_io.c) */
@@ -248,7 +248,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         for (long step = 0; step < local && tr.n > 0; step++) {
             int b = 0, correct;
             for (; b < batch; b++) {
-                if (pos >= tr.n) train_shuffle(order, tr.n, train_rng_next(&rr), (uint64_t)round), pos = 0;
+                if (pos >= tr.n) train_shuffle(order, tr.n, rng_next(&rr), (uint64_t)round), pos = 0;
                 size_t i = order[pos++];
                 memcpy(xb + (size_t)b * tr.dim, tr.x + i * tr.dim, sizeof(float) * tr.dim);
                 yb[b] = tr.y[i];
@@ -258,7 +258,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         }
         train_model_params_out(m, w);
         for (size_t j = 0; !fedavg && j < dim; j++) /* this round's duals: private to the site */
-            lambda[j] = 0.02 * (double)train_rng_normal(&rl);
+            lambda[j] = 0.02 * (double)rng_normal(&rl);
         frc = fed_party_round(&S, w, lambda, &P, iters, fedavg, z, avg, x, msgv, err, errlen);
         if (frc) {
             rc = exec_rc(frc);

@@ -1,5 +1,5 @@
 /* exec_program.c - a training job that runs the team's own program (spec.program,
- * workers/program/spec.h) instead of gantry's layer list: exec_training hands such a
+ * spec/program_spec.h) instead of gantry's layer list: exec_training hands such a
  * spec here.  This file is the glue between the worker and the launcher of one rank
  * (workers/program/rank.h); docs/programs.md says what a program sees.
  *
@@ -33,12 +33,12 @@
 #include "common/strv.h"
 #include "workers/comm/sock.h"
 #include "workers/executor.h"
-#include "workers/serve/signature.h"
+#include "spec/serve_signature.h"
 #include "workers/program/logcap.h"
 #include "workers/program/metrics.h"
 #include "workers/program/netfence.h"
 #include "workers/program/rank.h"
-#include "workers/program/spec.h"
+#include "spec/program_spec.h"
 #include "workers/program_io.h"
 
 #include <errno.h>
@@ -579,7 +579,7 @@ static json_t *model_of(const prun *p, char *err, size_t errlen)
                   p->set.register_format ? p->set.register_format : "torchscript", "program", 1, "output", p->set.register_output);
     model_sig sig;
     char field[128], msg[256];
-    const json_t *meta = p->set.register_metadata; /* checked at submission (workers/program/spec.c) */
+    const json_t *meta = p->set.register_metadata; /* checked at submission (spec/program_spec.c) */
     if (meta && sig_parse(meta, &sig, field, sizeof field, msg, sizeof msg) == 0) {
         json_object_set_new(model, "signature", sig_to_json(&sig));
         const char *desc = json_string_value(json_object_get(meta, "description"));

@@ -17,7 +17,7 @@
 #include "workers/comm/mesh.h"
 #include "workers/comm/ring.h"
 #include "workers/executor.h"
-#include "workers/program/spec.h"
+#include "spec/train_spec.h"
 #include "workers/train/adapt.h"
 #include "workers/train/backend.h"
 #include "workers/train/mop.h"
@@ -271,7 +271,8 @@ static int form_gpu_gang(exec_ctx *ctx, int *world, gang *g, char *err, size_t e
 
 int exec_training(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
 {
-    if (program_spec_is(ctx->task->spec)) return exec_program(ctx, result, err, errlen); /* the team's own program */
+    if (train_spec_variant(ctx->task->spec) == TRAIN_PROGRAM)
+        return exec_program(ctx, result, err, errlen); /* the team's own program */
     char dir[2048], ckpt[2300], models[2048], artifact[2400], model_file[2400];
     snprintf(dir, sizeof(dir), "%s/jobs/%s", ctx->state_dir, ctx->task->job_id);
     snprintf(models, sizeof(models), "%s/models", ctx->state_dir);

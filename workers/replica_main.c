@@ -17,7 +17,7 @@
 #include "workers/replica_seccomp.h"
 #include "workers/serve/replica_model.h"
 #include "workers/serve/replica_wire.h"
-#include "workers/serve/spec.h"
+#include "spec/serve_spec.h"
 
 #include <errno.h>
 #include <jansson.h>

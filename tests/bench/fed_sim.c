@@ -23,14 +23,14 @@
  * N > 0, unless --legacy, which audits the exchange before issue 18). */
 #include "workers/fed/admm.h"
 #include "workers/fed/audit.h"
-#include "workers/fed/design.h"
+#include "spec/fed_design.h"
 #include "workers/fed/mask.h"
 #include "workers/fed/memnet.h"
 #include "workers/fed/partition.h"
 #include "workers/fed/secagg.h"
 #include "workers/train/model.h"
 #include "workers/train/optim.h"
-#include "workers/train/rng.h"
+#include "common/rng.h"
 #include "workers/train/train.h"
 
 #include <math.h>
@@ -114,7 +114,7 @@ static int all_sites(site_job *jobs, int n)
 }
 
 /* SecureD-FL over the sites' models w (n x dim): z from one masked, sealed sum per iteration; the residual to FedAvg */
-static int aggregate(secured *S, double **w, size_t dim, double *z, double *residual, train_rng *r)
+static int aggregate(secured *S, double **w, size_t dim, double *z, double *residual, rng_state *r)
 {
     int n = S->n;
     site_job jobs[MAXS];
@@ -131,7 +131,7 @@ static int aggregate(secured *S, double **w, size_t dim, double *z, double *resi
                              .m = b + 4 * dim,
                              .iters = S->iters};
         for (size_t j = 0; j < dim; j++)
-            jobs[i].lambda[j] = 0.02 * (double)train_rng_normal(r); /* random duals, private to the site */
+            jobs[i].lambda[j] = 0.02 * (double)rng_normal(r); /* random duals, private to the site */
     }
     int rc = all_sites(jobs, n);
     if (rc == 0) {
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
     memcpy(za, zs, sizeof(double) * dim);
     float *xb = malloc(sizeof(float) * 1000 * tr.dim), *dl = malloc(sizeof(float) * (size_t)batch * 10);
     int32_t *yb = malloc(sizeof(int32_t) * 1000);
-    train_rng r = {train_rng_mix(seed, 41, 0)};
+    rng_state r = {rng_mix(seed, 41, 0)};
     /* the sites' keys and weights, once, as a job's generation does */
     static const unsigned char secret[] = "gantry-fed-sim cluster secret";
     S.hub = fed_memnet_new(0);

@@ -1,4 +1,4 @@
-"""A program job's spec at submission (issue 20; workers/program/spec.h, docs/programs.md "The job spec"):
+"""A program job's spec at submission (issue 20; spec/program_spec.h, docs/programs.md "The job spec"):
 every mistake is a 400 naming its field (the command, an env name, a workdir outside the tenant's roots or
 not a directory, a built-in training member beside program, memory over the tenant's cap), a valid one is
 accepted and its task carries the tenant's roots (published at submission and republished from the

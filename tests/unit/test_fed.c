@@ -16,7 +16,7 @@
 
 #include "workers/fed/admm.h"
 #include "workers/fed/audit.h"
-#include "workers/fed/design.h"
+#include "spec/fed_design.h"
 #include "workers/fed/mask.h"
 #include "workers/fed/memnet.h"
 #include "workers/fed/partition.h"

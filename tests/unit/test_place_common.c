@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "workers/place/algo.h"
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 #include "workers/place/place.h"
 #include "workers/place/plan.h"
 #include "workers/place/sim.h"

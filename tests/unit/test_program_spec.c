@@ -1,4 +1,4 @@
-/* test_program_spec.c - workers/program/spec: a program job's spec (valid specs, the defaults the
+/* test_program_spec.c - spec/program_spec: a program job's spec (valid specs, the defaults the
  * settings apply, every rule naming its field) and the training spec module's program variant. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/program/spec.h"
-#include "workers/train/spec.h"
+#include "spec/program_spec.h"
+#include "spec/train_spec.h"
 
 #define MIB (1024LL * 1024LL)
 
@@ -59,7 +59,7 @@ static void test_valid_and_settings(void **state)
                      "'register_model':{'output':'models/model.pt','format':'torchscript'},'model_name':'fashion-cnn'}");
     char f[256], m[512];
     if (program_spec_validate(spec, f, sizeof f, m, sizeof m)) fail_msg("%s %s", f, m);
-    assert_true(program_spec_is(spec));
+    assert_int_equal(train_spec_variant(spec), TRAIN_PROGRAM);
     program_settings s;
     program_settings_get(spec, 0, &s);
     assert_int_equal(json_array_size(s.command), 4);
@@ -116,7 +116,7 @@ static void test_defaults(void **state)
     assert_string_equal(s.register_format, "torchscript");
     json_decref(spec);
     json_t *plain = J("{'model':{}}");
-    assert_false(program_spec_is(plain));
+    assert_int_equal(train_spec_variant(plain), TRAIN_BUILTIN);
     json_decref(plain);
 }
 
@@ -214,7 +214,7 @@ static void test_other_rules(void **state)
     expect_field("{" PROG ",'epochs':3}", "spec.epochs"); /* not a program member */
 }
 
-/* ---- the training spec module's program variant (workers/train/spec.c) ---- */
+/* ---- the training spec module's program variant (spec/train_spec.c) ---- */
 
 typedef struct {
     char path[256], field[128];

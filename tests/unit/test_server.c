@@ -1253,7 +1253,7 @@ static void test_spec_types_validated(void **state)
     expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"slo\":{\"percentile\":100}}}", "spec.slo.percentile");
     expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"max_batch\":0}}", "spec.max_batch");
     expect_invalid("{\"type\":\"inference\",\"spec\":{\"model\":\"m\",\"resolved\":{}}}", "spec.resolved");
-    expect_invalid("{\"type\":\"federated\",\"spec\":{}}", "spec.model"); /* validated by workers/fed/spec.c */
+    expect_invalid("{\"type\":\"federated\",\"spec\":{}}", "spec.model"); /* validated by spec/fed_spec.c */
 }
 
 /* every row of the job type table has a spec module with what the server needs of it */

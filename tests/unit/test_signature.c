@@ -1,4 +1,4 @@
-/* test_signature.c - workers/serve/signature.c: an upload's metadata read into a model_sig, each
+/* test_signature.c - spec/serve_signature.c: an upload's metadata read into a model_sig, each
  * refusal naming its field, and sig_to_json reading back. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "workers/serve/signature.h"
+#include "spec/serve_signature.h"
 
 static void expect_refused(const char *meta, const char *field, const char *msg_part)
 {

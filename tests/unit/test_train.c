@@ -69,10 +69,10 @@ static double proj(const float *y, const float *r, size_t n)
     return s;
 }
 
-static void randomize(float *x, size_t n, train_rng *r, float scale)
+static void randomize(float *x, size_t n, rng_state *r, float scale)
 {
     for (size_t i = 0; i < n; i++)
-        x[i] = scale * (2 * train_rng_uniform(r) - 1);
+        x[i] = scale * (2 * rng_uniform(r) - 1);
 }
 
 static int close_enough(double a, double b)
@@ -87,7 +87,7 @@ static void gradcheck(const char *arch, int n)
     train_layer *l = &m->layers[0];
     size_t in = (size_t)l->in_c * l->in_h * l->in_w * n, out = (size_t)l->out_c * l->out_h * l->out_w * n;
     float *x = malloc(sizeof(float) * in), *r = malloc(sizeof(float) * out);
-    train_rng rng = {42};
+    rng_state rng = {42};
     /* distinct inputs at least 4 eps apart and from 0, so no relu kink or
      * max-pool tie lies within a finite-difference step */
     for (size_t i = 0; i < in; i++)
@@ -187,7 +187,7 @@ static void test_grad_model(void **state)
                            2);
     float x[72];
     int32_t y[2] = {1, 2};
-    train_rng rng = {3};
+    rng_state rng = {3};
     randomize(x, 72, &rng, 1.0f);
     float dl[6];
     m->be->softmax_ce(2, 3, train_model_forward(m, x, 2, true), y, dl, NULL);
@@ -225,7 +225,7 @@ static void test_softmax_ce(void **state)
     const train_backend *be = train_backend_cpu();
     float z[12], d[12];
     int32_t y[3] = {0, 3, 2};
-    train_rng rng = {5};
+    rng_state rng = {5};
     randomize(z, 12, &rng, 3.0f);
     int correct;
     double loss = be->softmax_ce(3, 4, z, y, d, &correct);
@@ -707,13 +707,13 @@ static void write_blobs(const char *img, const char *lab, int n, uint64_t seed)
     unsigned char *b = calloc(1, len), *l = calloc(1, 8 + (size_t)n);
     b[2] = 8, b[3] = 3, b[6] = (unsigned char)(n >> 8), b[7] = (unsigned char)n, b[11] = 6, b[15] = 6;
     l[2] = 8, l[3] = 1, l[6] = (unsigned char)(n >> 8), l[7] = (unsigned char)n;
-    train_rng r = {seed};
+    rng_state r = {seed};
     for (int i = 0; i < n; i++) {
-        int c = (int)train_rng_below(&r, 2);
+        int c = (int)rng_below(&r, 2);
         l[8 + i] = (unsigned char)c;
         for (int p = 0; p < 36; p++) {
             int on = (p < 18) == (c == 0);
-            b[16 + (size_t)i * 36 + p] = (unsigned char)((on ? 100 : 0) + train_rng_below(&r, 156));
+            b[16 + (size_t)i * 36 + p] = (unsigned char)((on ? 100 : 0) + rng_below(&r, 156));
         }
     }
     write_bytes(img, b, len, 1);
@@ -1172,9 +1172,9 @@ static void test_train_handoff(void **state)
 
 /* ---- adaptation policies ---- */
 
-static double normal(train_rng *r)
+static double normal(rng_state *r)
 {
-    return (double)train_rng_normal(r);
+    return (double)rng_normal(r);
 }
 
 /* synthetic gradients with a known noise: per-sample gradient G + N(0, sigma^2 I) in d dimensions,
@@ -1184,7 +1184,7 @@ static void test_gns_estimator(void **state)
     (void)state;
     enum { D = 2000, W = 4, B = 16 };
     static double G[D], big[D];
-    train_rng r = {5};
+    rng_state r = {5};
     double g2 = 0, sigma = 2.0;
     for (int i = 0; i < D; i++)
         G[i] = 0.05 * normal(&r), g2 += G[i] * G[i];
@@ -1450,19 +1450,19 @@ static void test_mop_equals_alone(void **state)
 static void test_data_state_under_resizes(void **state)
 {
     (void)state;
-    train_rng r = {99};
+    rng_state r = {99};
     for (int trial = 0; trial < 200; trial++) {
-        size_t n = 1 + train_rng_below(&r, 300), batch = 1 + train_rng_below(&r, 40);
+        size_t n = 1 + rng_below(&r, 300), batch = 1 + rng_below(&r, 40);
         size_t *order = malloc(sizeof(size_t) * n);
         int *seen = calloc(n, sizeof(int));
-        uint64_t seed = train_rng_below(&r, 1000);
+        uint64_t seed = rng_below(&r, 1000);
         for (uint64_t epoch = 0; epoch < 3; epoch++) {
             train_shuffle(order, n, seed, epoch);
             memset(seen, 0, sizeof(int) * n);
             size_t pos = 0; /* the data state: samples of the epoch consumed */
-            int world = 1 + (int)train_rng_below(&r, 8);
+            int world = 1 + (int)rng_below(&r, 8);
             while (pos < n) {
-                if (train_rng_below(&r, 4) == 0) world = 1 + (int)train_rng_below(&r, 8); /* a resize */
+                if (rng_below(&r, 4) == 0) world = 1 + (int)rng_below(&r, 8); /* a resize */
                 size_t len = n - pos < batch ? n - pos : batch, covered = 0;
                 if (len < batch) assert_true(pos + len == n); /* only the epoch's last batch is short */
                 for (int rank = 0; rank < world; rank++) {

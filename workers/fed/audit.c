@@ -1,8 +1,8 @@
 /* audit.c - the privacy audit of the federated exchange (audit.h). */
 #include "workers/fed/audit.h"
 #include "common/alloc.h"
-#include "workers/train/rng.h"
-#include "workers/fed/design.h"
+#include "common/rng.h"
+#include "spec/fed_design.h"
 #include "workers/fed/mask.h"
 #include "workers/fed/memnet.h"
 #include "workers/fed/secagg.h"
@@ -23,9 +23,9 @@
 static const unsigned char audit_secret[] = "the privacy audit's cluster secret";
 
 /* uniform in [0, 1), 53 bits, from the training library's splitmix64 */
-static double uniform(train_rng *r)
+static double uniform(rng_state *r)
 {
-    return (double)(train_rng_next(r) >> 11) / 9007199254740992.0;
+    return (double)(rng_next(r) >> 11) / 9007199254740992.0;
 }
 
 /* ---- one run of the protocol: n sites as threads over memory ---- */
@@ -79,13 +79,13 @@ static int run_protocol(run *R, uint64_t seed, char *err, size_t errlen)
     R->samples = xcalloc((size_t)n, sizeof(double));
     R->rc = xcalloc((size_t)n, sizeof(int));
     R->err = xcalloc((size_t)n, sizeof(*R->err));
-    train_rng rng = {seed};
+    rng_state rng = {seed};
     for (int i = 0; i < n; i++) {
         double *w = R->w + (size_t)i * D, *l = R->lam + (size_t)i * D;
         w[0] = 2 * uniform(&rng) - 1, l[0] = 0.1 * uniform(&rng) - 0.05; /* coordinate 0: secrets as a job's */
         w[1 + i] = SCALE;                                                /* probes: w_i */
         l[1 + n + i] = SCALE;                                            /* and lambda_i */
-        R->samples[i] = (double)(500 + train_rng_next(&rng) % 5000);
+        R->samples[i] = (double)(500 + rng_next(&rng) % 5000);
     }
     pthread_t *th = xcalloc((size_t)n, sizeof(pthread_t));
     site_arg *args = xcalloc((size_t)n, sizeof(site_arg));

@@ -36,7 +36,7 @@
 #define GANTRY_FED_SECAGG_H
 
 #include "workers/fed/admm.h"
-#include "workers/fed/design.h"
+#include "spec/fed_design.h"
 #include "workers/fed/net.h"
 
 #include <stddef.h>

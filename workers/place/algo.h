@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 #include "workers/place/plan.h"
 
 typedef int (*place_algo_fn)(const place_graph *g, place_plan *plan, char *reason, size_t reason_len);

@@ -8,7 +8,7 @@
  * works as is; errors name fields relative to the file.  --strategy reads a
  * strategy search ({"layers", "cluster", "global_batch"}, or a spec or job
  * holding one).  --summary prints a table instead of the JSON. */
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 
 #include "common/alloc.h"
 #include "workers/place/place.h"

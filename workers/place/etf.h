@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 #include "workers/place/plan.h"
 
 typedef struct place_etf_opts {

@@ -6,7 +6,7 @@
 #ifndef GANTRY_PLACE_GROUPS_H
 #define GANTRY_PLACE_GROUPS_H
 
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 
 typedef struct place_groups {
     int *off; /* n_groups + 1 entries */

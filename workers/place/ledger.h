@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 
 /* The attempt that came closest to fitting, for error messages. */
 typedef struct place_miss {

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 
 typedef struct place_levels {
     double *top;    /* per op: longest path from a source to the op's start */

@@ -11,7 +11,7 @@
 #ifndef GANTRY_PLACE_MATCHING_H
 #define GANTRY_PLACE_MATCHING_H
 
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 #include "workers/place/levels.h"
 
 /* fav_child[op] / fav_parent[op]: the op's partner or -1 (n_ops entries

@@ -16,7 +16,7 @@
  * PLACE_SEARCH_CLOSE of the lower bound.  A spec with
  * "strategy" instead of "graph" is an AMP strategy search (amp.h). */
 #include "common/utf8.h"
-#include "workers/place/perr.h"
+#include "common/fielderr.h"
 #include "workers/place/place.h"
 
 #include "common/alloc.h"
@@ -107,7 +107,7 @@ typedef struct options {
 } options;
 
 /* Everything but the graph's (or strategy's) contents (spec.h checks the spec's shape). */
-static int check_options(perr *e, const json_t *spec, options *o)
+static int check_options(fielderr *e, const json_t *spec, options *o)
 {
     if (place_spec_check(spec, &o->graph, &o->strategy, e->field, e->field_len, e->msg, e->msg_len)) return -1;
     if (o->strategy) return 0;
@@ -299,7 +299,7 @@ out:
 static json_t *solve_spec(const json_t *spec, char *err, size_t err_len)
 {
     char field[160], msg[320];
-    perr e = {"", field, sizeof field, msg, sizeof msg};
+    fielderr e = {"", field, sizeof field, msg, sizeof msg};
     options o;
     if (check_options(&e, spec, &o) < 0) {
         snprintf(err, err_len, "%s: %s", field, msg);

@@ -12,7 +12,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "workers/place/spec.h"
+#include "spec/place_spec.h"
 
 /* Runs the requested algorithms (names "m-topo", "m-etf", "m-sct", "single"; "all" means every one) on the graph, after
  * co-placement and fusion when asked, ALWAYS also weighs "m-topo" and "single", simulates every candidate, and returns a new

@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 #include "workers/place/plan.h"
 
 typedef struct place_sim_xfer {

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 
 static inline int64_t place_xfer_bytes(const place_graph *g, int src, int64_t edge_sum)
 {

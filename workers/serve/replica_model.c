@@ -1,7 +1,7 @@
 /* replica_model.c - the model a replica serves, gantry or TorchScript, loaded from the resolved spec (replica_model.h). */
 #include "workers/serve/replica_model.h"
 #include "common/alloc.h"
-#include "workers/serve/signature.h"
+#include "spec/serve_signature.h"
 #include "workers/serve/ts_serve.h"
 
 #include <stdio.h>

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "workers/serve/signature.h"
+#include "spec/serve_signature.h"
 
 /* a value's byte range [start, end) in a request body */
 typedef struct {

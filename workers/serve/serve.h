@@ -21,7 +21,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "workers/serve/spec.h"
+#include "spec/serve_spec.h"
 #include "workers/train/model.h"
 
 typedef struct serve_model serve_model;

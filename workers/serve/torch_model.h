@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "workers/serve/signature.h"
+#include "spec/serve_signature.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "workers/serve/scan.h"
-#include "workers/serve/signature.h"
+#include "spec/serve_signature.h"
 #include "workers/serve/torch_model.h"
 
 /* one parsed request; every array is indexed by the signature's input (sig->in[k]) */

@@ -29,7 +29,7 @@
 #include <stddef.h>
 
 #include "workers/serve/serve.h"
-#include "workers/serve/signature.h"
+#include "spec/serve_signature.h"
 
 typedef struct ts_model ts_model;
 

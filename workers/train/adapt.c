@@ -1,4 +1,4 @@
-/* adapt.c - the adaptation policies at work (adapt.h); their shapes and rules are spec_policies.c. */
+/* adapt.c - the adaptation policies at work (adapt.h); their shapes and rules are spec/train_spec_policies.c. */
 #include "workers/train/adapt.h"
 
 #include "common/alloc.h"
@@ -19,7 +19,7 @@ const char *train_strategy_name(int s)
 
 typedef struct pol pol;
 
-/* what a policy does while a run goes (its shape and rules: spec_policies.c) */
+/* what a policy does while a run goes (its shape and rules: spec/train_spec_policies.c) */
 typedef struct {
     void (*before_train)(pol *self, train_adapt *a);
     void (*after_step)(pol *self, train_policies *all, train_adapt *a);

@@ -37,7 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "workers/train/spec.h"
+#include "spec/train_spec.h"
 
 typedef enum { TRAIN_RING, TRAIN_TREE, TRAIN_STAR, TRAIN_NSTRATEGIES } train_strategy;
 
@@ -62,7 +62,7 @@ typedef struct {
 
 typedef struct train_policies train_policies;
 
-/* spec.policies' shape and validation: spec.h (spec_policies.c) */
+/* spec.policies' shape and validation: spec/train_spec.h (spec/train_spec_policies.c) */
 
 /* NULL when the spec has no policies */
 train_policies *train_policies_create(const json_t *spec);

@@ -2,7 +2,7 @@
  * Fisher-Yates shuffles from the seed, and shards of a global batch. */
 #include "workers/train/data.h"
 
-#include "workers/train/rng.h"
+#include "common/rng.h"
 #include "common/alloc.h"
 
 #include <errno.h>
@@ -207,12 +207,12 @@ void train_data_free(train_data *d)
 
 void train_shuffle(size_t *order, size_t n, uint64_t seed, uint64_t epoch)
 {
-    train_rng r;
-    train_rng_seed(&r, train_rng_mix(seed, 3, epoch));
+    rng_state r;
+    rng_seed(&r, rng_mix(seed, 3, epoch));
     for (size_t i = 0; i < n; i++)
         order[i] = i;
     for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)train_rng_below(&r, i);
+        size_t j = (size_t)rng_below(&r, i);
         size_t t = order[i - 1];
         order[i - 1] = order[j];
         order[j] = t;

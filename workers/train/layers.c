@@ -39,7 +39,7 @@ const float *train_layer_forward(train_model *m, train_layer *l, const float *x,
         {
             float keep = 1.0f - l->rate, scale = 1.0f / keep;
             for (size_t i = 0; i < (size_t)n * in; i++)
-                l->mask[i] = train_rng_uniform(&m->rng) < keep ? scale : 0.0f;
+                l->mask[i] = rng_uniform(&m->rng) < keep ? scale : 0.0f;
         }
         be->mul((size_t)n * in, x, l->mask, l->y);
         return l->y;

@@ -1,4 +1,4 @@
-/* model.c - building a model from architecture JSON (validated by spec_model.c: He-normal
+/* model.c - building a model from architecture JSON (validated by spec/train_spec_model.c: He-normal
  * weights, zero biases, drawn from the seed in layer order) and the sequential forward/backward
  * passes. */
 #include "workers/train/model.h"
@@ -31,14 +31,14 @@ static int param_init(train_model *m, train_param *p, int ndim, const int *dims)
     return p->w && p->g ? 0 : -1;
 }
 
-static void he_normal(train_param *p, int fan_in, train_rng *r)
+static void he_normal(train_param *p, int fan_in, rng_state *r)
 {
     float sd = sqrtf(2.0f / (float)fan_in);
     for (size_t i = 0; i < p->n; i++)
-        p->w[i] = sd * train_rng_normal(r);
+        p->w[i] = sd * rng_normal(r);
 }
 
-static int layer_build(train_model *m, train_layer *l, const json_t *L, train_rng *init)
+static int layer_build(train_model *m, train_layer *l, const json_t *L, rng_state *init)
 {
     const char *type = json_string_value(json_object_get(L, "type"));
     size_t in = (size_t)l->in_c * l->in_h * l->in_w;
@@ -106,9 +106,9 @@ train_model *train_model_create(const json_t *arch, const train_backend *be, uin
     json_t *layers = json_object_get(arch, "layers");
     m->nlayers = (int)json_array_size(layers);
     m->layers = xcalloc((size_t)m->nlayers, sizeof *m->layers);
-    train_rng init;
-    train_rng_seed(&init, train_rng_mix(seed, 1, 0));
-    train_rng_seed(&m->rng, train_rng_mix(seed, 2, 0));
+    rng_state init;
+    rng_seed(&init, rng_mix(seed, 1, 0));
+    rng_seed(&m->rng, rng_mix(seed, 2, 0));
     int c = m->in_c, h = m->in_h, w = m->in_w;
     for (int i = 0; i < m->nlayers; i++) {
         train_layer *l = &m->layers[i];

@@ -17,8 +17,8 @@
 #include <stdint.h>
 
 #include "workers/train/backend.h"
-#include "workers/train/rng.h"
-#include "workers/train/spec.h"
+#include "common/rng.h"
+#include "spec/train_spec.h"
 
 typedef enum { TRAIN_DENSE, TRAIN_RELU, TRAIN_DROPOUT, TRAIN_CONV2D, TRAIN_MAXPOOL, TRAIN_FLATTEN } train_layer_type;
 
@@ -52,10 +52,10 @@ typedef struct train_model {
     int cap;
     int nparams;
     train_param *params[128]; /* pointers into layers */
-    train_rng rng;            /* dropout masks */
+    rng_state rng;            /* dropout masks */
 } train_model;
 
-/* the architecture's shape and validation: spec.h (spec_model.c) */
+/* the architecture's shape and validation: spec/train_spec.h (spec/train_spec_model.c) */
 
 /* NULL with err on an invalid architecture or out of memory */
 train_model *train_model_create(const json_t *arch, const train_backend *be, uint64_t seed, int cap, char *err, size_t err_len);

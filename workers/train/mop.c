@@ -6,14 +6,14 @@
  * dropout PRNG: a model's training does not depend on where it runs, so its
  * result equals training it alone on the partitions in the same order
  * (mop_alone, tested bit for bit).  The search's shape and its expansion into configurations
- * (mop_expand) are in the training spec module, spec_search.c. */
+ * (mop_expand) are in the training spec module, spec/train_spec_search.c. */
 #include "workers/train/mop.h"
 
 #include "workers/train/ckpt.h"
 #include "workers/train/data.h"
 #include "workers/train/model.h"
 #include "workers/train/optim.h"
-#include "workers/train/rng.h"
+#include "common/rng.h"
 #include "common/alloc.h"
 
 #include <math.h>
@@ -122,7 +122,7 @@ static void pass(const mop *P, slot *s, int part, uint64_t epoch)
 {
     size_t len = P->len[part], dim = P->tr->dim;
     const size_t *idx = P->perm + P->off[part];
-    train_shuffle(P->tmp, len, train_rng_mix(P->seed, 17, (uint64_t)part), epoch);
+    train_shuffle(P->tmp, len, rng_mix(P->seed, 17, (uint64_t)part), epoch);
     for (size_t i = 0; i < len; i += (size_t)s->batch) {
         int cnt = (int)(len - i < (size_t)s->batch ? len - i : (size_t)s->batch), correct;
         for (int j = 0; j < cnt; j++) {
@@ -221,7 +221,7 @@ static int setup(mop *P, const json_t *spec, const train_hooks *hooks, json_t *c
     P->perm = xmalloc(sizeof(size_t) * P->tr->n);
     P->tmp = xmalloc(sizeof(size_t) * P->tr->n);
     /* the partitions: a fixed shuffle of the training set cut in world pieces */
-    train_shuffle(P->perm, P->tr->n, train_rng_mix(P->seed, 29, 0), 0);
+    train_shuffle(P->perm, P->tr->n, rng_mix(P->seed, 29, 0), 0);
     for (int p = 0; p < P->world; p++) {
         size_t b, e;
         train_shard(P->tr->n, p, P->world, &b, &e);

@@ -31,10 +31,10 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "workers/train/spec.h"
+#include "spec/train_spec.h"
 #include "workers/train/train.h"
 
-/* spec.search's shape and its expansion into configurations (mop_expand): spec.h (spec_search.c) */
+/* spec.search's shape and its expansion into configurations (mop_expand): spec/train_spec.h (spec/train_spec_search.c) */
 
 /* positions per worker (K) for n configurations on w workers */
 int mop_per_worker(int n, int w);

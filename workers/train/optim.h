@@ -34,7 +34,7 @@ typedef struct {
     float gamma, min_lr;
 } train_schedule;
 
-/* the optimizer's and the schedule's shapes and rules: spec.h (spec_optim.c) */
+/* the optimizer's and the schedule's shapes and rules: spec/train_spec.h (spec/train_spec_optim.c) */
 
 /* o must fit train_optim_shape; NULL when the backend cannot allocate the state (a GPU's memory) */
 train_optim *train_optim_create(const json_t *o, train_model *m);

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "workers/train/data.h"
-#include "workers/train/spec.h"
+#include "spec/train_spec.h"
 
 #define TRAIN_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 

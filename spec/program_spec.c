@@ -1,14 +1,15 @@
-/* spec.c - a program job's spec (spec.h): its shape, the rules between fields, the settings with
+/* program_spec.c - a program job's spec (program_spec.h): its shape, the rules between fields, the settings with
  * their defaults.  The shape is the one source: validation, the defaults settings_get applies and
  * the API document's schema all come from it. */
-#include "workers/program/spec.h"
+#include "spec/program_spec.h"
+#include "common/fielderr.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "common/jobtypes.h"
 #include "common/utf8.h"
-#include "workers/serve/signature.h"
+#include "spec/serve_signature.h"
 
 #define MIB (1024LL * 1024LL)
 
@@ -93,18 +94,6 @@ const sch program_spec_shape = {SCH_OBJECT, .members = spec_m,
 
 /* ---- the rules between fields ---- */
 
-static int bad(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
-{
-    snprintf(field, fl, "%s", f);
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
-
-bool program_spec_is(const json_t *spec)
-{
-    return json_object_get(spec, "program") != NULL;
-}
-
 const char *program_env_refusal(const char *name)
 {
     static const char *const exact[] = {"RANK", "WORLD_SIZE", "CUDA_VISIBLE_DEVICES", "PWD", NULL};
@@ -139,7 +128,7 @@ int program_spec_validate(const json_t *spec, char *field, size_t fl, char *msg,
     if (sch_check(&program_spec_shape, spec, "spec", field, fl, msg, ml)) return -1;
     json_t *program = json_object_get(spec, "program");
     if (!json_string_value(json_array_get(json_object_get(program, "command"), 0))[0])
-        return bad(field, fl, msg, ml, "spec.program.command[0]", "must name the program (a non-empty string)");
+        return field_fail(field, fl, msg, ml, "spec.program.command[0]", "must name the program (a non-empty string)");
     const char *name;
     json_t *value;
     json_object_foreach(json_object_get(program, "env"), name, value)
@@ -154,11 +143,11 @@ int program_spec_validate(const json_t *spec, char *field, size_t fl, char *msg,
     }
     json_t *wo = json_object_get(spec, "workers");
     if (json_is_object(wo) && json_integer_value(json_object_get(wo, "max")) < json_integer_value(json_object_get(wo, "min")))
-        return bad(field, fl, msg, ml, "spec.workers.max", "must be an integer in [workers.min, 64]");
+        return field_fail(field, fl, msg, ml, "spec.workers.max", "must be an integer in [workers.min, 64]");
     json_t *reg = json_object_get(spec, "register_model");
     if (reg && !plain_relative(json_string_value(json_object_get(reg, "output"))))
-        return bad(field, fl, msg, ml, "spec.register_model.output",
-                   "must be a path relative to GANTRY_OUTPUT_DIR (names separated by '/', no '.' or '..')");
+        return field_fail(field, fl, msg, ml, "spec.register_model.output",
+                          "must be a path relative to GANTRY_OUTPUT_DIR (names separated by '/', no '.' or '..')");
     json_t *meta = json_object_get(reg, "metadata");
     model_sig sig;
     char sfield[128];
@@ -168,8 +157,9 @@ int program_spec_validate(const json_t *spec, char *field, size_t fl, char *msg,
     }
     json_t *model_name = json_object_get(spec, "model_name");
     if (model_name && !reg)
-        return bad(field, fl, msg, ml, "spec.model_name", "names the registered model: give register_model too");
-    if (utf8_has_control(json_string_value(model_name))) return bad(field, fl, msg, ml, "spec.model_name", JOB_NO_CONTROL_MSG);
+        return field_fail(field, fl, msg, ml, "spec.model_name", "names the registered model: give register_model too");
+    if (utf8_has_control(json_string_value(model_name)))
+        return field_fail(field, fl, msg, ml, "spec.model_name", "%s", JOB_NO_CONTROL_MSG);
     return 0;
 }
 

@@ -1,8 +1,10 @@
-/* spec_policies.c - the adaptation policies of a training spec ("policies", adapt.h has what each
+/* train_spec_policies.c - the adaptation policies of a training spec ("policies", workers/train/adapt.h has what each
  * does): each policy's shape (validation, defaults, the API document), the rules a shape cannot
  * say, and the names.  Part of the jansson-only training spec module (spec.h); adapt.c runs the
  * policies and reads their parameters' defaults from these shapes. */
-#include "workers/train/spec.h"
+#include "spec/train_spec.h"
+
+#include "common/fielderr.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,13 +12,6 @@
 #define GNS "gns"
 #define ADAPTIVE_BATCH "adaptive_batch"
 #define STRATEGY_SWITCH "strategy_switch"
-
-static int fail(char *field, size_t fl, char *msg, size_t ml, const char *prefix, const char *key, const char *m)
-{
-    snprintf(field, fl, "%s.%s", prefix, key);
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
 
 static const sch every_s = {SCH_INT, SCH_IN(1, 1000000), .dflt = "10", .desc = "steps between measurements"};
 
@@ -50,7 +45,7 @@ static const sch ab_s = {SCH_OBJECT, .members = ab_m,
 static int ab_rules(const json_t *j, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
 {
     if (sch_number(&ab_s, j, "min", 0) > sch_number(&ab_s, j, "max", 0))
-        return fail(field, fl, msg, ml, prefix, "max", "must not be below min");
+        return fielderr_fail(&(const fielderr){prefix, field, fl, msg, ml}, ".max", "must not be below min");
     return 0;
 }
 
@@ -111,7 +106,7 @@ int train_policies_validate(const json_t *spec, char *field, size_t fl, char *ms
         if (rows[k].rules && rows[k].rules(p, prefix, field, fl, msg, ml)) return -1;
         for (size_t j = 0; j < i; j++)
             if (train_policy_find(json_string_value(json_object_get(json_array_get(ps, j), "name"))) == k)
-                return fail(field, fl, msg, ml, prefix, "name", "is given twice");
+                return fielderr_fail(&(const fielderr){prefix, field, fl, msg, ml}, ".name", "is given twice");
     }
     return 0;
 }

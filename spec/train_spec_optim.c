@@ -1,8 +1,8 @@
-/* spec_optim.c - the optimizer ("optimizer") and the learning-rate schedule ("schedule") of a
+/* train_spec_optim.c - the optimizer ("optimizer") and the learning-rate schedule ("schedule") of a
  * training spec: their shapes (validation, defaults, the API document) and the rule the schedule's
  * shape cannot say.  Part of the jansson-only training spec module (spec.h); optim.c reads the
  * defaults from these shapes. */
-#include "workers/train/spec.h"
+#include "spec/train_spec.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* graph.c - parse and validate an operator graph, build adjacency and a
+/* place_graph.c - parse and validate an operator graph, build adjacency and a
  * topological order.
  *
  * Validation happens once, here, so the algorithms and the simulator can
@@ -10,11 +10,11 @@
  * The topological order is Kahn's algorithm with a min-heap on the input
  * index, i.e. the lexicographically smallest order: deterministic, and for a
  * graph listed in execution order it is the listed order. */
-#include "workers/place/graph.h"
+#include "spec/place_graph.h"
 
 #include "common/alloc.h"
 #include "common/utf8.h"
-#include "workers/place/perr.h"
+#include "common/fielderr.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -82,17 +82,17 @@ static int strmap_put(strmap *m, const char *key, int val)
 
 /* ---- field readers ---- */
 
-static int read_name(perr *e, const json_t *obj, const char *where, char **out)
+static int read_name(fielderr *e, const json_t *obj, const char *where, char **out)
 {
     char suffix[64];
     snprintf(suffix, sizeof suffix, "%s.name", where);
     const json_t *v = json_object_get(obj, "name");
-    if (!v) return perr_fail(e, suffix, "is required");
-    if (!json_is_string(v)) return perr_fail(e, suffix, "must be a string");
+    if (!v) return fielderr_fail(e, suffix, "is required");
+    if (!json_is_string(v)) return fielderr_fail(e, suffix, "must be a string");
     size_t len = json_string_length(v);
-    if (len == 0) return perr_fail(e, suffix, "must not be empty");
-    if (len >= PLACE_MAX_NAME) return perr_fail(e, suffix, "must be shorter than %d bytes", PLACE_MAX_NAME);
-    if (memchr(json_string_value(v), '\0', len)) return perr_fail(e, suffix, "must not contain NUL characters");
+    if (len == 0) return fielderr_fail(e, suffix, "must not be empty");
+    if (len >= PLACE_MAX_NAME) return fielderr_fail(e, suffix, "must be shorter than %d bytes", PLACE_MAX_NAME);
+    if (memchr(json_string_value(v), '\0', len)) return fielderr_fail(e, suffix, "must not contain NUL characters");
     *out = xstrdup(json_string_value(v));
     return 0;
 }
@@ -103,53 +103,53 @@ static int read_name(perr *e, const json_t *obj, const char *where, char **out)
 #define PLACE_MAX_VALUE 1e15
 #define PLACE_MIN_POSITIVE 1e-9
 
-static int read_nonneg(perr *e, const json_t *v, const char *suffix, double def, double *out)
+static int read_nonneg(fielderr *e, const json_t *v, const char *suffix, double def, double *out)
 {
     if (!v) {
-        if (def < 0) return perr_fail(e, suffix, "is required");
+        if (def < 0) return fielderr_fail(e, suffix, "is required");
         *out = def;
         return 0;
     }
-    if (!json_is_number(v)) return perr_fail(e, suffix, "must be a non-negative number");
+    if (!json_is_number(v)) return fielderr_fail(e, suffix, "must be a non-negative number");
     double d = json_number_value(v);
-    if (!isfinite(d) || d < 0) return perr_fail(e, suffix, "must be a non-negative number");
-    if (d > PLACE_MAX_VALUE) return perr_fail(e, suffix, "must be at most 1e15");
+    if (!isfinite(d) || d < 0) return fielderr_fail(e, suffix, "must be a non-negative number");
+    if (d > PLACE_MAX_VALUE) return fielderr_fail(e, suffix, "must be at most 1e15");
     *out = d;
     return 0;
 }
 
-static int read_positive(perr *e, const json_t *v, const char *suffix, double def, double *out)
+static int read_positive(fielderr *e, const json_t *v, const char *suffix, double def, double *out)
 {
     if (!v) {
         *out = def;
         return 0;
     }
     double d = json_is_number(v) ? json_number_value(v) : -1;
-    if (!isfinite(d) || d <= 0) return perr_fail(e, suffix, "must be a positive number");
-    if (d < PLACE_MIN_POSITIVE || d > PLACE_MAX_VALUE) return perr_fail(e, suffix, "must be between 1e-9 and 1e15");
+    if (!isfinite(d) || d <= 0) return fielderr_fail(e, suffix, "must be a positive number");
+    if (d < PLACE_MIN_POSITIVE || d > PLACE_MAX_VALUE) return fielderr_fail(e, suffix, "must be between 1e-9 and 1e15");
     *out = d;
     return 0;
 }
 
 /* A byte count: a non-negative whole number no larger than `max`. */
-static int read_bytes(perr *e, const json_t *v, const char *suffix, int64_t max, int64_t *out)
+static int read_bytes(fielderr *e, const json_t *v, const char *suffix, int64_t max, int64_t *out)
 {
     if (json_is_integer(v)) {
         json_int_t i = json_integer_value(v);
-        if (i < 0) return perr_fail(e, suffix, "must be a non-negative integer (bytes)");
-        if (i > max) return perr_fail(e, suffix, "must be at most %lld bytes", (long long)max);
+        if (i < 0) return fielderr_fail(e, suffix, "must be a non-negative integer (bytes)");
+        if (i > max) return fielderr_fail(e, suffix, "must be at most %lld bytes", (long long)max);
         *out = (int64_t)i;
         return 0;
     }
-    if (!json_is_real(v)) return perr_fail(e, suffix, "must be a non-negative integer (bytes)");
+    if (!json_is_real(v)) return fielderr_fail(e, suffix, "must be a non-negative integer (bytes)");
     double d = json_real_value(v);
-    if (!isfinite(d) || d < 0 || d != floor(d)) return perr_fail(e, suffix, "must be a non-negative integer (bytes)");
-    if (d > (double)max) return perr_fail(e, suffix, "must be at most %lld bytes", (long long)max);
+    if (!isfinite(d) || d < 0 || d != floor(d)) return fielderr_fail(e, suffix, "must be a non-negative integer (bytes)");
+    if (d > (double)max) return fielderr_fail(e, suffix, "must be at most %lld bytes", (long long)max);
     *out = (int64_t)d;
     return 0;
 }
 
-static int read_opt_bytes(perr *e, const json_t *obj, const char *key, const char *where, int64_t *out)
+static int read_opt_bytes(fielderr *e, const json_t *obj, const char *key, const char *where, int64_t *out)
 {
     char suffix[64];
     snprintf(suffix, sizeof suffix, "%s.%s", where, key);
@@ -160,7 +160,7 @@ static int read_opt_bytes(perr *e, const json_t *obj, const char *key, const cha
 }
 
 /* output_bytes: an array of per-port sizes (a single number is accepted). */
-static int read_outputs(perr *e, const json_t *obj, const char *where, int64_t *out)
+static int read_outputs(fielderr *e, const json_t *obj, const char *where, int64_t *out)
 {
     char suffix[96];
     snprintf(suffix, sizeof suffix, "%s.output_bytes", where);
@@ -168,8 +168,8 @@ static int read_outputs(perr *e, const json_t *obj, const char *where, int64_t *
     *out = 0;
     if (!v || json_is_null(v)) return 0;
     if (json_is_number(v)) return read_bytes(e, v, suffix, PLACE_MAX_BYTES, out);
-    if (!json_is_array(v)) return perr_fail(e, suffix, "must be an array of byte counts");
-    if (json_array_size(v) > PLACE_MAX_OUTPUTS) return perr_fail(e, suffix, "must have at most %d entries", PLACE_MAX_OUTPUTS);
+    if (!json_is_array(v)) return fielderr_fail(e, suffix, "must be an array of byte counts");
+    if (json_array_size(v) > PLACE_MAX_OUTPUTS) return fielderr_fail(e, suffix, "must have at most %d entries", PLACE_MAX_OUTPUTS);
     size_t i;
     const json_t *x;
     json_array_foreach(v, i, x)
@@ -180,33 +180,34 @@ static int read_outputs(perr *e, const json_t *obj, const char *where, int64_t *
         if (read_bytes(e, x, item, PLACE_MAX_BYTES, &b) < 0) return -1;
         *out += b;
     }
-    if (*out > PLACE_MAX_BYTES) return perr_fail(e, suffix, "sum must be at most %lld bytes", (long long)PLACE_MAX_BYTES);
+    if (*out > PLACE_MAX_BYTES) return fielderr_fail(e, suffix, "sum must be at most %lld bytes", (long long)PLACE_MAX_BYTES);
     return 0;
 }
 
-static const json_t *get_array(perr *e, const json_t *graph, const char *key, size_t max)
+static const json_t *get_array(fielderr *e, const json_t *graph, const char *key, size_t max)
 {
     char suffix[32];
     snprintf(suffix, sizeof suffix, ".%s", key);
     const json_t *a = json_object_get(graph, key);
-    if (!a) return perr_set(e, suffix, "is required"), NULL;
-    if (!json_is_array(a)) return perr_set(e, suffix, "must be an array"), NULL;
-    if (json_array_size(a) > max) return perr_set(e, suffix, "must have at most %zu entries", max), NULL;
+    if (!a) return fielderr_set(e, suffix, "is required"), NULL;
+    if (!json_is_array(a)) return fielderr_set(e, suffix, "must be an array"), NULL;
+    if (json_array_size(a) > max) return fielderr_set(e, suffix, "must have at most %zu entries", max), NULL;
     return a;
 }
 
 /* ---- sections ---- */
 
-static int parse_group(perr *e, place_graph *g, strmap *groups, const json_t *obj, const char *where, place_op *op)
+static int parse_group(fielderr *e, place_graph *g, strmap *groups, const json_t *obj, const char *where, place_op *op)
 {
     char suffix[64];
     snprintf(suffix, sizeof suffix, "%s.group", where);
     const json_t *v = json_object_get(obj, "group");
     op->group = -1;
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_string(v) || json_string_length(v) == 0) return perr_fail(e, suffix, "must be a non-empty string");
-    if (memchr(json_string_value(v), '\0', json_string_length(v))) return perr_fail(e, suffix, "must not contain NUL characters");
-    if (json_string_length(v) >= PLACE_MAX_NAME) return perr_fail(e, suffix, "must be shorter than %d bytes", PLACE_MAX_NAME);
+    if (!json_is_string(v) || json_string_length(v) == 0) return fielderr_fail(e, suffix, "must be a non-empty string");
+    if (memchr(json_string_value(v), '\0', json_string_length(v)))
+        return fielderr_fail(e, suffix, "must not contain NUL characters");
+    if (json_string_length(v) >= PLACE_MAX_NAME) return fielderr_fail(e, suffix, "must be shorter than %d bytes", PLACE_MAX_NAME);
     int id = strmap_get(groups, json_string_value(v));
     if (id >= 0) {
         op->group = id;
@@ -219,17 +220,17 @@ static int parse_group(perr *e, place_graph *g, strmap *groups, const json_t *ob
     return 0;
 }
 
-static int parse_op(perr *e, place_graph *g, strmap *names, strmap *groups, const json_t *obj, int i)
+static int parse_op(fielderr *e, place_graph *g, strmap *names, strmap *groups, const json_t *obj, int i)
 {
     char where[32], suffix[64];
     snprintf(where, sizeof where, ".ops[%d]", i);
-    if (!json_is_object(obj)) return perr_fail(e, where, "must be an object");
+    if (!json_is_object(obj)) return fielderr_fail(e, where, "must be an object");
     place_op *op = &g->ops[i];
     if (read_name(e, obj, where, &op->name) < 0) return -1;
     g->n_ops = i + 1; /* the name is owned from here on */
     int prev = strmap_put(names, op->name, i);
     snprintf(suffix, sizeof suffix, "%s.name", where);
-    if (prev >= 0) return perr_fail(e, suffix, "duplicate op name '%s' (also ops[%d])", op->name, prev);
+    if (prev >= 0) return fielderr_fail(e, suffix, "duplicate op name '%s' (also ops[%d])", op->name, prev);
     snprintf(suffix, sizeof suffix, "%s.compute_us", where);
     if (read_nonneg(e, json_object_get(obj, "compute_us"), suffix, -1, &op->compute_us) < 0) return -1;
     if (read_opt_bytes(e, obj, "temp_bytes", where, &op->temp_bytes) < 0) return -1;
@@ -238,12 +239,12 @@ static int parse_op(perr *e, place_graph *g, strmap *names, strmap *groups, cons
     return parse_group(e, g, groups, obj, where, op);
 }
 
-static int parse_ops(perr *e, place_graph *g, strmap *names, const json_t *graph)
+static int parse_ops(fielderr *e, place_graph *g, strmap *names, const json_t *graph)
 {
     const json_t *a = get_array(e, graph, "ops", PLACE_MAX_OPS);
     if (!a) return -1;
     size_t n = json_array_size(a);
-    if (n == 0) return perr_fail(e, ".ops", "must contain at least one op");
+    if (n == 0) return fielderr_fail(e, ".ops", "must contain at least one op");
     g->ops = xcalloc(n, sizeof *g->ops);
     g->group_names = xcalloc(n, sizeof *g->group_names);
     strmap groups = {0};
@@ -256,28 +257,28 @@ static int parse_ops(perr *e, place_graph *g, strmap *names, const json_t *graph
     return rc;
 }
 
-static int edge_end(perr *e, const strmap *names, const json_t *obj, const char *where, const char *key, int *out)
+static int edge_end(fielderr *e, const strmap *names, const json_t *obj, const char *where, const char *key, int *out)
 {
     char suffix[64];
     snprintf(suffix, sizeof suffix, "%s.%s", where, key);
     const json_t *v = json_object_get(obj, key);
-    if (!v) return perr_fail(e, suffix, "is required");
-    if (!json_is_string(v)) return perr_fail(e, suffix, "must be an op name (string)");
+    if (!v) return fielderr_fail(e, suffix, "is required");
+    if (!json_is_string(v)) return fielderr_fail(e, suffix, "must be an op name (string)");
     *out = -1;
     if (!memchr(json_string_value(v), '\0', json_string_length(v))) *out = strmap_get(names, json_string_value(v));
     if (*out < 0) {
         char name[201]; /* cut to fit without splitting a character */
         utf8_copy(name, sizeof(name), json_string_value(v));
-        return perr_fail(e, suffix, "no op named '%s'", name);
+        return fielderr_fail(e, suffix, "no op named '%s'", name);
     }
     return 0;
 }
 
-static int parse_edge(perr *e, place_graph *g, const strmap *names, const json_t *obj, int i)
+static int parse_edge(fielderr *e, place_graph *g, const strmap *names, const json_t *obj, int i)
 {
     char where[32], suffix[64];
     snprintf(where, sizeof where, ".edges[%d]", i);
-    if (!json_is_object(obj)) return perr_fail(e, where, "must be an object");
+    if (!json_is_object(obj)) return fielderr_fail(e, where, "must be an object");
     place_edge *ed = &g->edges[i];
     if (edge_end(e, names, obj, where, "src", &ed->src) < 0) return -1;
     if (edge_end(e, names, obj, where, "dst", &ed->dst) < 0) return -1;
@@ -288,7 +289,7 @@ static int parse_edge(perr *e, place_graph *g, const strmap *names, const json_t
     return 0;
 }
 
-static int parse_edges(perr *e, place_graph *g, const strmap *names, const json_t *graph)
+static int parse_edges(fielderr *e, place_graph *g, const strmap *names, const json_t *graph)
 {
     const json_t *present = json_object_get(graph, "edges");
     if (!present || json_is_null(present)) return 0; /* a graph of independent ops */
@@ -302,31 +303,31 @@ static int parse_edges(perr *e, place_graph *g, const strmap *names, const json_
     return 0;
 }
 
-static int parse_device(perr *e, place_graph *g, strmap *names, const json_t *obj, int i)
+static int parse_device(fielderr *e, place_graph *g, strmap *names, const json_t *obj, int i)
 {
     char where[32], suffix[64];
     snprintf(where, sizeof where, ".devices[%d]", i);
-    if (!json_is_object(obj)) return perr_fail(e, where, "must be an object");
+    if (!json_is_object(obj)) return fielderr_fail(e, where, "must be an object");
     place_device *d = &g->devices[i];
     if (read_name(e, obj, where, &d->name) < 0) return -1;
     g->n_devices = i + 1;
     snprintf(suffix, sizeof suffix, "%s.name", where);
     int prev = strmap_put(names, d->name, i);
-    if (prev >= 0) return perr_fail(e, suffix, "duplicate device name '%s' (also devices[%d])", d->name, prev);
+    if (prev >= 0) return fielderr_fail(e, suffix, "duplicate device name '%s' (also devices[%d])", d->name, prev);
     snprintf(suffix, sizeof suffix, "%s.memory_bytes", where);
     const json_t *m = json_object_get(obj, "memory_bytes");
-    if (!m) return perr_fail(e, suffix, "is required");
+    if (!m) return fielderr_fail(e, suffix, "is required");
     if (read_bytes(e, m, suffix, PLACE_MAX_DEVICE_BYTES, &d->memory_bytes) < 0) return -1;
     snprintf(suffix, sizeof suffix, "%s.speed", where);
     return read_positive(e, json_object_get(obj, "speed"), suffix, 1.0, &d->speed);
 }
 
-static int parse_devices(perr *e, place_graph *g, const json_t *graph)
+static int parse_devices(fielderr *e, place_graph *g, const json_t *graph)
 {
     const json_t *a = get_array(e, graph, "devices", PLACE_MAX_DEVICES);
     if (!a) return -1;
     size_t n = json_array_size(a);
-    if (n == 0) return perr_fail(e, ".devices", "must contain at least one device");
+    if (n == 0) return fielderr_fail(e, ".devices", "must contain at least one device");
     strmap names = {0};
     g->devices = xcalloc(n, sizeof *g->devices);
     strmap_init(&names, n);
@@ -339,7 +340,7 @@ static int parse_devices(perr *e, place_graph *g, const json_t *graph)
 
 /* One comm field: a number for every link, or a D x D matrix (row = sender).
  * The diagonal is read but never used: a device does not send to itself. */
-static int parse_link_value(perr *e, const json_t *v, const char *key, double def, int positive, int D, double *out)
+static int parse_link_value(fielderr *e, const json_t *v, const char *key, double def, int positive, int D, double *out)
 {
     char suffix[80];
     snprintf(suffix, sizeof suffix, ".comm.%s", key);
@@ -352,12 +353,12 @@ static int parse_link_value(perr *e, const json_t *v, const char *key, double de
         return 0;
     }
     if (!json_is_array(v) || json_array_size(v) != (size_t)D)
-        return perr_fail(e, suffix, "must be a number or a %dx%d matrix (one row per device)", D, D);
+        return fielderr_fail(e, suffix, "must be a number or a %dx%d matrix (one row per device)", D, D);
     for (int r = 0; r < D; r++) {
         const json_t *row = json_array_get(v, (size_t)r);
         snprintf(suffix, sizeof suffix, ".comm.%s[%d]", key, r);
         if (!json_is_array(row) || json_array_size(row) != (size_t)D)
-            return perr_fail(e, suffix, "must be an array of %d numbers (one per device)", D);
+            return fielderr_fail(e, suffix, "must be an array of %d numbers (one per device)", D);
         for (int c = 0; c < D; c++) {
             snprintf(suffix, sizeof suffix, ".comm.%s[%d][%d]", key, r, c);
             const json_t *cell = json_array_get(row, (size_t)c);
@@ -369,13 +370,13 @@ static int parse_link_value(perr *e, const json_t *v, const char *key, double de
     return 0;
 }
 
-static int parse_comm(perr *e, place_graph *g, const json_t *graph)
+static int parse_comm(fielderr *e, place_graph *g, const json_t *graph)
 {
     int D = g->n_devices;
     g->latency_us = xmalloc((size_t)D * D * sizeof(double));
     g->bytes_per_us = xmalloc((size_t)D * D * sizeof(double));
     const json_t *c = json_object_get(graph, "comm");
-    if (c && !json_is_null(c) && !json_is_object(c)) return perr_fail(e, ".comm", "must be an object");
+    if (c && !json_is_null(c) && !json_is_object(c)) return fielderr_fail(e, ".comm", "must be an object");
     const json_t *lat = c ? json_object_get(c, "latency_us") : NULL;
     const json_t *bw = c ? json_object_get(c, "bytes_per_us") : NULL;
     if (parse_link_value(e, lat, "latency_us", PLACE_DEFAULT_LATENCY_US, 0, D, g->latency_us) < 0) return -1;
@@ -451,7 +452,7 @@ static int find_cycle_op(const place_graph *g, const int *indeg)
     return cur;
 }
 
-static int topo_sort(perr *e, place_graph *g)
+static int topo_sort(fielderr *e, place_graph *g)
 {
     int n = g->n_ops, hn = 0, done = 0;
     int *indeg = xcalloc((size_t)n, sizeof *indeg), *heap = xmalloc((size_t)n * sizeof *heap);
@@ -471,13 +472,13 @@ static int topo_sort(perr *e, place_graph *g)
         }
     }
     int rc = 0;
-    if (done < n) rc = perr_fail(e, ".edges", "graph has a cycle through op '%s'", g->ops[find_cycle_op(g, indeg)].name);
+    if (done < n) rc = fielderr_fail(e, ".edges", "graph has a cycle through op '%s'", g->ops[find_cycle_op(g, indeg)].name);
     free(indeg);
     free(heap);
     return rc;
 }
 
-static int build_order(perr *e, place_graph *g)
+static int build_order(fielderr *e, place_graph *g)
 {
     build_csr(g, 0, &g->out_off, &g->out_edge);
     build_csr(g, 1, &g->in_off, &g->in_edge);
@@ -489,7 +490,7 @@ static int build_order(perr *e, place_graph *g)
 int place_graph_index(place_graph *g, char *msg, size_t msg_len)
 {
     char field[8];
-    perr e = {"", field, sizeof field, msg, msg_len};
+    fielderr e = {"", field, sizeof field, msg, msg_len};
     free(g->out_off), free(g->out_edge), free(g->in_off), free(g->in_edge), free(g->topo), free(g->topo_pos);
     g->out_off = g->out_edge = g->in_off = g->in_edge = g->topo = g->topo_pos = NULL;
     return build_order(&e, g);
@@ -512,8 +513,8 @@ void place_graph_copy_devices(place_graph *dst, const place_graph *src)
 
 place_graph *place_graph_parse(const json_t *json, const char *prefix, char *field, size_t field_len, char *msg, size_t msg_len)
 {
-    perr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
-    if (!json_is_object(json)) return perr_set(&e, "", "must be an object"), NULL;
+    fielderr e = {prefix ? prefix : "", field, field_len, msg, msg_len};
+    if (!json_is_object(json)) return fielderr_set(&e, "", "must be an object"), NULL;
     place_graph *g = xcalloc(1, sizeof *g);
     strmap names = {0};
     int rc = parse_ops(&e, g, &names, json);

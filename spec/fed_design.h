@@ -1,4 +1,4 @@
-/* design.h - the communication groups of SecureD-FL: resolvable designs.
+/* fed_design.h - the communication groups of SecureD-FL: resolvable designs.
  *
  * A design on n sites is a list of parallel classes; each class partitions the
  * sites into groups of at least 3, and two sites share a group at most once
@@ -9,7 +9,7 @@
  *   direction: (n - 1)/2 classes, every pair exactly once);
  * - n = 2q + 1, q a prime = 1 (mod 6): a Kirkman triple system from one base
  *   class developed over GF(q) (q classes, every pair exactly once; the
- *   construction and its proof are in design.c);
+ *   construction and its proof are in fed_design.c);
  * - n = p^2, p an odd prime: the affine plane AG(2, p) (p + 1 classes of
  *   groups of p);
  * - otherwise: a resolvable packing found by a seeded search (triples, and one

@@ -1,4 +1,4 @@
-/* graph.h - the operator graph a placement job splits over devices.
+/* place_graph.h - the operator graph a placement job splits over devices.
  *
  * Owns: a place_graph (ops, edges, devices, communication model, adjacency
  * lists and one deterministic topological order), built from the JSON graph

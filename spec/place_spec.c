@@ -1,9 +1,10 @@
-/* spec.c - the placement job's spec (spec.h). */
-#include "workers/place/spec.h"
+/* place_spec.c - the placement job's spec (place_spec.h). */
+#include "spec/place_spec.h"
+#include "common/fielderr.h"
 
 #include "common/utf8.h"
-#include "workers/place/amp.h"
-#include "workers/place/graph.h"
+#include "spec/amp_problem.h"
+#include "spec/place_graph.h"
 
 #include <stdio.h>
 
@@ -38,22 +39,16 @@ const sch place_spec_shape = {SCH_OBJECT, .members = spec_m,
                               .desc = "A placement job: split an operator graph over memory-limited devices and simulate "
                                       "the plan's step time; give a graph or a strategy search, not both."};
 
-static int fail(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
-{
-    snprintf(field, fl, "%s", f);
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
-
 int place_spec_check(const json_t *spec, const json_t **graph, const json_t **strategy, char *field, size_t fl, char *msg,
                      size_t ml)
 {
     if (sch_check(&place_spec_shape, spec, "spec", field, fl, msg, ml)) return -1;
     *graph = json_object_get(spec, "graph");
     *strategy = json_object_get(spec, "strategy");
-    if (*graph && *strategy) return fail(field, fl, msg, ml, "spec.strategy", "give either a graph or a strategy search, not both");
+    if (*graph && *strategy)
+        return field_fail(field, fl, msg, ml, "spec.strategy", "give either a graph or a strategy search, not both");
     if (!*graph && !*strategy)
-        return fail(field, fl, msg, ml, "spec.graph", "is required (or spec.strategy for a parallel strategy search)");
+        return field_fail(field, fl, msg, ml, "spec.graph", "is required (or spec.strategy for a parallel strategy search)");
     return 0;
 }
 

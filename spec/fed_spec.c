@@ -1,21 +1,15 @@
-/* spec.c - the federated job's spec (spec.h): its shape, validation (a site's dataset through the
+/* fed_spec.c - the federated job's spec (fed_spec.h): its shape, validation (a site's dataset through the
  * training spec module) and what the server asks of it (fed_job_spec). */
-#include "workers/fed/spec.h"
+#include "spec/fed_spec.h"
+#include "common/fielderr.h"
 
 #include "common/utf8.h"
-#include "workers/fed/design.h"
-#include "workers/train/spec.h"
+#include "spec/fed_design.h"
+#include "spec/train_spec.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-static int bad(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
-{
-    snprintf(field, fl, "%s", f);
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
 
 /* ---- the shape (common/schema.h): validation, defaults and the API document ---- */
 
@@ -108,7 +102,7 @@ static int check_dataset(const json_t *spec, const json_t *dataset, const char *
     const json_t *part = json_object_get(dataset, "partition");
     if (!part) return 0;
     if (!json_object_get(dataset, "name"))
-        return bad(field, fl, msg, ml, prefix, "splits the built-in dataset only: give \"name\"");
+        return field_fail(field, fl, msg, ml, prefix, "splits the built-in dataset only: give \"name\"");
     if (json_integer_value(json_object_get(part, "index")) >= json_integer_value(json_object_get(part, "sites"))) {
         snprintf(field, fl, "%s.partition.index", prefix);
         snprintf(msg, ml, "must be in [0, sites)");
@@ -156,7 +150,7 @@ int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, siz
     long iters = (long)sch_number(&fed_admm_shape, json_object_get(spec, "admm"), "iterations", 0);
     fed_design d;
     char err[200];
-    if (fed_design_make((int)n, &d, err, sizeof err)) return bad(field, fl, msg, ml, "spec.sites", err);
+    if (fed_design_make((int)n, &d, err, sizeof err)) return field_fail(field, fl, msg, ml, "spec.sites", "%s", err);
     int P = d.classes;
     fed_design_free(&d);
     if (json_is_false(json_object_get(spec, "masking")) && (!agg || !strcmp(agg, "securedfl")) && iters > P) {

@@ -1,10 +1,11 @@
-/* spec_search.c - model selection's search in a training spec ("search", mop.h describes it):
+/* train_spec_search.c - model selection's search in a training spec ("search", workers/train/mop.h describes it):
  * its shape and the expansion into the configurations it trains, each checked as a training spec
  * of its own.  Part of the jansson-only training spec module (spec.h); mop.c trains what
  * mop_expand gives. */
-#include "workers/train/spec.h"
+#include "spec/train_spec.h"
+#include "common/fielderr.h"
 
-#include "workers/train/rng.h"
+#include "common/rng.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -16,13 +17,6 @@
 #define MOP_MAX_PARAMS 16
 
 /* ---- the search ---- */
-
-static int bad(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
-{
-    snprintf(field, fl, "%s", f);
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
 
 /* sets the value at a dotted path of keys and array indices; the parent must exist */
 static int set_path(json_t *root, const char *path, json_t *value)
@@ -52,14 +46,14 @@ static int set_path(json_t *root, const char *path, json_t *value)
 }
 
 /* a value for one parameter of a random search: from a list, or a {min, max[, log]} range */
-static json_t *draw(const json_t *dom, train_rng *r)
+static json_t *draw(const json_t *dom, rng_state *r)
 {
-    if (json_is_array(dom)) return json_incref(json_array_get(dom, (size_t)train_rng_below(r, json_array_size(dom))));
+    if (json_is_array(dom)) return json_incref(json_array_get(dom, (size_t)rng_below(r, json_array_size(dom))));
     double lo = json_number_value(json_object_get(dom, "min")), hi = json_number_value(json_object_get(dom, "max"));
-    double u = (double)(train_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+    double u = (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
     if (json_is_true(json_object_get(dom, "log"))) return json_real(exp(log(lo) + u * (log(hi) - log(lo))));
     if (json_is_integer(json_object_get(dom, "min")) && json_is_integer(json_object_get(dom, "max")))
-        return json_integer((json_int_t)lo + (json_int_t)train_rng_below(r, (uint64_t)(hi - lo) + 1));
+        return json_integer((json_int_t)lo + (json_int_t)rng_below(r, (uint64_t)(hi - lo) + 1));
     return json_real(lo + u * (hi - lo));
 }
 
@@ -124,9 +118,9 @@ int mop_expand(const json_t *spec, json_t **out, char *field, size_t fl, char *m
     bool grid = !strcmp(json_string_value(json_object_get(search, "type")), "grid");
     const json_t *params = json_object_get(search, "params");
     if (!json_is_integer(json_object_get(spec, "epochs")) || json_object_get(spec, "steps"))
-        return bad(field, fl, msg, ml, "spec.epochs", "model selection runs whole epochs: give epochs (not steps)");
+        return field_fail(field, fl, msg, ml, "spec.epochs", "model selection runs whole epochs: give epochs (not steps)");
     if (json_is_object(json_object_get(spec, "workers")))
-        return bad(field, fl, msg, ml, "spec.workers", "model selection needs a fixed number of workers");
+        return field_fail(field, fl, msg, ml, "spec.workers", "model selection needs a fixed number of workers");
     const char *names[MOP_MAX_PARAMS];
     const json_t *doms[MOP_MAX_PARAMS];
     int np = 0;
@@ -147,17 +141,19 @@ int mop_expand(const json_t *spec, json_t **out, char *field, size_t fl, char *m
         if (check_domain(v, grid, k, field, fl, msg, ml)) return -1;
         names[np] = k, doms[np++] = v;
         if (grid) n *= (long)json_array_size(v);
-        if (n > MOP_MAX_CONFIGS) return bad(field, fl, msg, ml, "spec.search.params", "the grid has more than 256 configurations");
+        if (n > MOP_MAX_CONFIGS)
+            return field_fail(field, fl, msg, ml, "spec.search.params", "the grid has more than 256 configurations");
     }
     json_t *nc = json_object_get(search, "configurations");
     if (!grid) {
-        if (!nc) return bad(field, fl, msg, ml, "spec.search.configurations", "is required: how many to draw (a random search)");
+        if (!nc)
+            return field_fail(field, fl, msg, ml, "spec.search.configurations", "is required: how many to draw (a random search)");
         n = (long)json_integer_value(nc);
     }
     json_t *base = json_deep_copy(spec), *configs = json_array();
     json_object_del(base, "search");
-    train_rng r;
-    train_rng_seed(&r, train_rng_mix((uint64_t)sch_number(&mop_search_shape, search, "seed", 0), 23, 0));
+    rng_state r;
+    rng_seed(&r, rng_mix((uint64_t)sch_number(&mop_search_shape, search, "seed", 0), 23, 0));
     for (long i = 0; i < n; i++) {
         json_t *cfg = json_deep_copy(base), *chosen = json_object();
         long rest = i;

@@ -1,4 +1,4 @@
-/* design.c - resolvable designs for SecureD-FL's groups (design.h).
+/* fed_design.c - resolvable designs for SecureD-FL's groups (fed_design.h).
  *
  * KTS(2q + 1) for a prime q = 6t + 1.  Points: infinity, (a, 1) and (a, 2) for
  * a in GF(q).  Let x be a primitive root, w = x^{2t} (a cube root of unity),
@@ -16,10 +16,10 @@
  * (1 - alpha) GF(q)*, once each; the infinity block covers the mixed
  * difference 0.  So the q translates (a, l) -> (a + g, l) of the base class
  * cover every pair exactly once: q parallel classes. */
-#include "workers/fed/design.h"
+#include "spec/fed_design.h"
 #include "common/alloc.h"
 
-#include "workers/train/rng.h"
+#include "common/rng.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -172,7 +172,7 @@ typedef struct {
     unsigned char *used; /* n x n: the pair already shares a group */
     int *grp;            /* the class being built: site -> group */
     long budget;
-    train_rng rng;
+    rng_state rng;
 } search;
 
 static int fits(const search *S, const int *members, int k, int cand)
@@ -191,7 +191,7 @@ static int fill(search *S, int g, int *members, int k)
         int next_members[8];
         return fill(S, g + 1, next_members, 0);
     }
-    int n = S->n, start = (int)train_rng_below(&S->rng, (uint64_t)n);
+    int n = S->n, start = (int)rng_below(&S->rng, (uint64_t)n);
     if (k == 0) { /* the group's first member: the lowest free site (no symmetric retries) */
         for (int i = 0; i < n; i++)
             if (S->grp[i] < 0) {

@@ -1,4 +1,7 @@
-#include "workers/serve/spec.h"
+/* serve_spec.c - the inference job's spec (serve_spec.h): its shape, the model it serves (name,
+ * name@alias or name@N) checked and resolved, what the server asks of it (serve_job_spec). */
+#include "spec/serve_spec.h"
+#include "common/fielderr.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,28 +125,22 @@ bool serve_alias_valid(const char *alias)
 
 /* ---- what the server asks of an inference spec (common/jobtypes.h) ---- */
 
-static int refuse(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
-{
-    snprintf(field, fl, "%s", f);
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
-
 static int admit(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
 {
     if (utf8_has_control(json_string_value(json_object_get(spec, "model")))) /* printed by the dashboard and the CLI */
-        return refuse(field, fl, msg, ml, "spec.model", JOB_NO_CONTROL_MSG);
-    if (json_object_get(spec, JOB_SPEC_RESOLVED)) return refuse(field, fl, msg, ml, "spec." JOB_SPEC_RESOLVED, resolved_s.msg);
+        return field_fail(field, fl, msg, ml, "spec.model", "%s", JOB_NO_CONTROL_MSG);
+    if (json_object_get(spec, JOB_SPEC_RESOLVED))
+        return field_fail(field, fl, msg, ml, "spec." JOB_SPEC_RESOLVED, "%s", resolved_s.msg);
     char name[201], alias[SERVE_ALIAS_MAX + 1];
     int version;
     const char *model = json_string_value(json_object_get(spec, "model"));
     if (strchr(model, '@') && serve_model_ref(model, name, sizeof(name), alias, sizeof(alias), &version) != 0)
-        return refuse(field, fl, msg, ml, "spec.model",
-                      "after '@' give a version number (name@3) or an alias: a letter, then letters, digits, _ or - "
-                      "(name@production)");
+        return field_fail(field, fl, msg, ml, "spec.model",
+                          "after '@' give a version number (name@3) or an alias: a letter, then letters, digits, _ or - "
+                          "(name@production)");
     if (strchr(model, '@') && json_object_get(spec, "version"))
-        return refuse(field, fl, msg, ml, "spec.version",
-                      "give the version either here or in spec.model (name@N or name@alias), not both");
+        return field_fail(field, fl, msg, ml, "spec.version",
+                          "give the version either here or in spec.model (name@N or name@alias), not both");
     return 0;
 }
 

@@ -1,20 +1,14 @@
-/* spec.c - the training job's spec (spec.h): the top level and the dataset, their validation,
+/* train_spec.c - the training job's spec (train_spec.h): the top level and the dataset, their validation,
  * and what the server asks of a training spec (train_job_spec: slots, dataset paths, the cost
- * against the tenant's limits).  The members' own files: spec_model.c, spec_optim.c,
- * spec_policies.c, spec_search.c.  A spec with "program" is the program variant
- * (workers/program/spec.h): validated by that module, its workdir confined, no epochs or steps. */
-#include "workers/train/spec.h"
-#include "workers/program/spec.h"
+ * against the tenant's limits).  The members' own files: train_spec_model.c, train_spec_optim.c,
+ * train_spec_policies.c, train_spec_search.c.  A spec with "program" is the program variant
+ * (spec/program_spec.h): validated by that module, its workdir confined, no epochs or steps. */
+#include "spec/train_spec.h"
+#include "common/fielderr.h"
+#include "spec/program_spec.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int bad(char *field, size_t fl, char *msg, size_t ml, const char *f, const char *m)
-{
-    snprintf(field, fl, "%s", f);
-    snprintf(msg, ml, "%s", m);
-    return -1;
-}
 
 /* ---- the spec's shape (common/schema.h): validation, defaults and the API document ---- */
 
@@ -92,7 +86,7 @@ static int dataset_rules(const json_t *d, char *field, size_t fl, char *msg, siz
     const char *fmt = json_string_value(json_object_get(d, "format"));
     static const char *idx_keys[] = {"train_images", "train_labels", "test_images", "test_labels", NULL};
     static const char *csv_keys[] = {"train", "test", NULL};
-    if (!fmt) return bad(field, fl, msg, ml, "spec.dataset.format", "must be \"idx\" or \"csv\" (or give \"name\")");
+    if (!fmt) return field_fail(field, fl, msg, ml, "spec.dataset.format", "must be \"idx\" or \"csv\" (or give \"name\")");
     const char **keys = !strcmp(fmt, "idx") ? idx_keys : csv_keys;
     for (int i = 0; keys[i]; i++)
         if (!json_object_get(d, keys[i])) {
@@ -121,21 +115,27 @@ static int program_variant(const json_t *spec, char *field, size_t fl, char *msg
     return program_spec_validate(spec, field, fl, msg, ml);
 }
 
+train_variant train_spec_variant(const json_t *spec)
+{
+    return json_object_get(spec, "program") ? TRAIN_PROGRAM : TRAIN_BUILTIN;
+}
+
 int train_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
 {
-    if (json_is_object(spec) && program_spec_is(spec)) return program_variant(spec, field, fl, msg, ml);
+    if (train_spec_variant(spec) == TRAIN_PROGRAM) return program_variant(spec, field, fl, msg, ml);
     if (sch_check(&train_spec_shape, spec, "spec", field, fl, msg, ml)) return -1;
     if (train_arch_validate(json_object_get(spec, "model"), "spec.model", field, fl, msg, ml)) return -1;
     if (dataset_rules(json_object_get(spec, "dataset"), field, fl, msg, ml)) return -1;
     if (train_schedule_rules(json_object_get(spec, "schedule"), "spec.schedule", field, fl, msg, ml)) return -1;
     json_t *ep = json_object_get(spec, "epochs"), *st = json_object_get(spec, "steps");
-    if ((ep != NULL) == (st != NULL)) return bad(field, fl, msg, ml, "spec.epochs", "give exactly one of epochs and steps");
+    if ((ep != NULL) == (st != NULL)) return field_fail(field, fl, msg, ml, "spec.epochs", "give exactly one of epochs and steps");
     json_t *wo = json_object_get(spec, "workers");
     long workers = json_is_object(wo) ? (long)json_integer_value(json_object_get(wo, "max")) : train_spec_long(spec, "workers");
     if (json_is_object(wo) && workers < (long)json_integer_value(json_object_get(wo, "min")))
-        return bad(field, fl, msg, ml, "spec.workers.max", "must be an integer in [workers.min, 64]");
+        return field_fail(field, fl, msg, ml, "spec.workers.max", "must be an integer in [workers.min, 64]");
     if (workers > train_spec_long(spec, "batch_size"))
-        return bad(field, fl, msg, ml, "spec.workers", "must not exceed batch_size (each worker takes a slice of every batch)");
+        return field_fail(field, fl, msg, ml, "spec.workers",
+                          "must not exceed batch_size (each worker takes a slice of every batch)");
     if (train_policies_validate(spec, field, fl, msg, ml)) return -1;
     if (json_object_get(spec, "search")) { /* model selection: every configuration must be valid */
         json_t *configs;
@@ -164,7 +164,7 @@ int train_dataset_paths(const json_t *dataset, const char *prefix, job_path_fn f
 
 static int paths(const json_t *spec, job_path_fn fn, void *ctx)
 {
-    if (program_spec_is(spec)) /* the program's code: a directory */
+    if (train_spec_variant(spec) == TRAIN_PROGRAM) /* the program's code: a directory */
         return fn(ctx, json_string_value(json_object_get(json_object_get(spec, "program"), "workdir")), "spec.program.workdir",
                   JOB_PATH_DIR);
     return train_dataset_paths(json_object_get(spec, "dataset"), "spec.dataset", fn, ctx);
@@ -181,7 +181,7 @@ static int slots(const json_t *spec)
  * when it gives memory_mb (else it takes the tenant's max_memory_bytes) */
 static void cost(const json_t *spec, job_cost *out)
 {
-    if (program_spec_is(spec)) {
+    if (train_spec_variant(spec) == TRAIN_PROGRAM) {
         json_t *mb = json_object_get(json_object_get(spec, "resources"), "memory_mb");
         out->epochs = out->steps = (job_cost_item){-1, "spec.epochs", "epochs"};
         out->memory = (job_cost_item){json_is_integer(mb) ? (long long)json_integer_value(mb) * 1048576LL : -1,

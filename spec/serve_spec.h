@@ -1,4 +1,4 @@
-/* spec.h - the inference job spec (see serve.h for the whole format): validation
+/* serve_spec.h - the inference job spec (see workers/serve/serve.h for the whole format): validation
  * naming the field, and the settings with their defaults.  No dependencies but
  * jansson, so the server and the scheduler link it without the model code. */
 #ifndef GANTRY_SERVE_SPEC_H

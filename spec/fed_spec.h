@@ -1,4 +1,4 @@
-/* spec.h - the federated job's spec module (validated by the server, read by the sites); jansson
+/* fed_spec.h - the federated job's spec module (validated by the server, read by the sites); jansson
  * and the training spec module only (fed_spec_dep).
  *
  *   {"model": {...}, "optimizer": {...}, "batch_size": 32, "local_steps": 50, "rounds": 10, "seed": 1,
@@ -8,7 +8,7 @@
  *    "admm": {"iterations": 7, "rho": 0.1, "decay": 0.9, "decay_every": 2},
  *    "masking": true, "exchange_timeout_s": 120}
  *
- * DATASET is a training dataset (train.h), and the built-in one may be split:
+ * DATASET is a training dataset (workers/train/train.h), and the built-in one may be split:
  * {"name": "fashion-mnist", "partition": {"sites": 9, "index": 2, "alpha": 0.5, "seed": 1}}
  * (partition.h: that site's part of a Dirichlet label-skew split; the test set whole).
  * A site with a label ("site=NAME") runs on a worker started with --labels site=NAME;

@@ -1,6 +1,6 @@
-/* spec.h - a program job's spec: a training job whose spec names the team's own program
+/* program_spec.h - a program job's spec: a training job whose spec names the team's own program
  * (argv, workdir, environment) instead of a layer list; a variant of the training type, not a
- * row of its own (workers/train/spec.c dispatches on the presence of "program").  jansson only
+ * row of its own (spec/train_spec.c dispatches on the presence of "program").  jansson only
  * (+ common/schema, common/utf8): the server validates with it, the worker (exec_program.c)
  * reads the settings with their defaults from it.  docs/programs.md "The job spec".
  *
@@ -36,9 +36,6 @@
 /* the whole spec's shape (the program variant of TrainingSpec in the API document), and spec.program's */
 extern const sch program_spec_shape, program_shape;
 
-/* whether a training spec is the program variant: it has a "program" member */
-bool program_spec_is(const json_t *spec);
-
 /* 0 when spec is a valid program spec (its shape, then the rules above); else -1 with the field
  * ("spec.program.command[0]", "spec.program.env.RANK", "spec.resources.memory_mb") and a message */
 int program_spec_validate(const json_t *spec, char *field, size_t field_len, char *msg, size_t msg_len);
@@ -64,7 +61,7 @@ typedef struct {
     double cpus;                     /* per rank, cores of CPU time; 0: absent (the worker's slot share applies) */
     const char *register_output;     /* a file under GANTRY_OUTPUT_DIR to register as a model version; NULL: none */
     const char *register_format;     /* "torchscript" */
-    const json_t *register_metadata; /* its signature, description, metrics (signature.h), or NULL */
+    const json_t *register_metadata; /* its signature, description, metrics (serve_signature.h), or NULL */
     const char *model_name;          /* spec.model_name; NULL: the job's name */
 } program_settings;
 

@@ -1,6 +1,6 @@
-/* spec.h - the placement job's spec module: its shape, the rule between its fields (a graph or a
- * strategy search, not both) and validation that parses the graph (graph.h) or the strategy
- * problem (amp.h), naming the bad field.  Pure C over jansson (no BLAS), so the server links it
+/* place_spec.h - the placement job's spec module: its shape, the rule between its fields (a graph or a
+ * strategy search, not both) and validation that parses the graph (place_graph.h) or the strategy
+ * problem (amp_problem.h), naming the bad field.  Pure C over jansson (no BLAS), so the server links it
  * (place_spec_dep) and validates exactly what the worker's place_solve accepts.
  *
  * Spec fields: "graph" (docs/graph.schema.json) or "strategy" (docs/placement.md), "algorithms"

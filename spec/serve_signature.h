@@ -1,4 +1,4 @@
-/* signature.h - a served model's signature: the named, typed tensors it takes and returns, as an
+/* serve_signature.h - a served model's signature: the named, typed tensors it takes and returns, as an
  * uploaded model's metadata declares them (POST /v1/models/{name}/versions, the `metadata` part)
  * and as the Open Inference Protocol v2 describes them (GET /v2/models/{name}).  jansson only: the
  * server checks an upload's metadata with it, a TorchScript replica checks requests against it.

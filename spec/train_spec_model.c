@@ -1,8 +1,10 @@
-/* spec_model.c - the model's architecture in a training spec ("model"): its shape and the rules
+/* train_spec_model.c - the model's architecture in a training spec ("model"): its shape and the rules
  * the shape cannot say (output sizes inferred layer by layer: kernels and windows fit their input,
  * sizes bounded).  Part of the jansson-only training spec module (spec.h); model.c builds the
  * model from an architecture this file has passed. */
-#include "workers/train/spec.h"
+#include "spec/train_spec.h"
+
+#include "common/fielderr.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,16 +12,6 @@
 
 #define MAX_LAYERS 64
 #define MAX_DIM 100000
-
-static int bad(char *field, size_t field_len, char *msg, size_t msg_len, const char *m, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(field, field_len, fmt, ap);
-    va_end(ap);
-    snprintf(msg, msg_len, "%s", m);
-    return -1;
-}
 
 /* ---- the shape (common/schema.h): validation, defaults and the API document ---- */
 
@@ -76,11 +68,13 @@ typedef struct {
 /* infers layer i's output shape (L fits layer_s) and checks it fits */
 static int layer_check(const json_t *L, int i, shape3 *s, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
 {
+    char at[160];
+    snprintf(at, sizeof at, "%s.layers[%d]", prefix, i);
+    const fielderr e = {at, field, fl, msg, ml};
     const char *type = json_string_value(json_object_get(L, "type"));
     if (!strcmp(type, "dense")) {
         long v = get_int(&train_dense_shape, L, "units");
-        if ((double)s->c * s->h * s->w * v > 1e9)
-            return bad(field, fl, msg, ml, "too many weights (more than 1e9)", "%s.layers[%d].units", prefix, i);
+        if ((double)s->c * s->h * s->w * v > 1e9) return fielderr_fail(&e, ".units", "too many weights (more than 1e9)");
         *s = (shape3){(int)v, 1, 1};
     } else if (!strcmp(type, "flatten")) {
         *s = (shape3){s->c * s->h * s->w, 1, 1};
@@ -89,11 +83,11 @@ static int layer_check(const json_t *L, int i, shape3 *s, const char *prefix, ch
              st = get_int(&train_conv2d_shape, L, "stride"), pad = get_int(&train_conv2d_shape, L, "padding");
         long oh = (s->h + 2 * pad - k) / st + 1, ow = (s->w + 2 * pad - k) / st + 1;
         if (s->h + 2 * pad < k || s->w + 2 * pad < k || oh < 1 || ow < 1)
-            return bad(field, fl, msg, ml, "is larger than the padded input", "%s.layers[%d].kernel", prefix, i);
+            return fielderr_fail(&e, ".kernel", "is larger than the padded input");
         *s = (shape3){(int)v, (int)oh, (int)ow};
     } else if (!strcmp(type, "maxpool")) {
         long v = get_int(&train_maxpool_shape, L, "size");
-        if (s->h < v || s->w < v) return bad(field, fl, msg, ml, "is larger than the input", "%s.layers[%d].size", prefix, i);
+        if (s->h < v || s->w < v) return fielderr_fail(&e, ".size", "is larger than the input");
         *s = (shape3){s->c, s->h / (int)v, s->w / (int)v};
     } /* relu and dropout keep the shape */
     return 0;
@@ -102,11 +96,12 @@ static int layer_check(const json_t *L, int i, shape3 *s, const char *prefix, ch
 int train_arch_validate(const json_t *arch, const char *prefix, char *field, size_t fl, char *msg, size_t ml)
 {
     if (sch_check(&train_arch_shape, arch, prefix, field, fl, msg, ml)) return -1;
+    const fielderr e = {prefix, field, fl, msg, ml};
     json_t *in = json_object_get(arch, "input");
     long d[3];
     for (int i = 0; i < 3; i++)
         d[i] = (long)json_integer_value(json_array_get(in, i));
-    if ((double)d[0] * d[1] * d[2] > 1e8) return bad(field, fl, msg, ml, "input too large", "%s.input", prefix);
+    if ((double)d[0] * d[1] * d[2] > 1e8) return fielderr_fail(&e, ".input", "input too large");
     json_t *layers = json_object_get(arch, "layers");
     shape3 s = {(int)d[0], (int)d[1], (int)d[2]};
     int nparam = 0;
@@ -115,9 +110,13 @@ int train_arch_validate(const json_t *arch, const char *prefix, char *field, siz
         if (layer_check(L, (int)i, &s, prefix, field, fl, msg, ml)) return -1;
         const char *t = json_string_value(json_object_get(L, "type"));
         nparam += (!strcmp(t, "dense") || !strcmp(t, "conv2d")) ? 2 : 0;
-        if ((double)s.c * s.h * s.w > 1e8) return bad(field, fl, msg, ml, "output too large", "%s.layers[%zu]", prefix, i);
+        if ((double)s.c * s.h * s.w > 1e8) {
+            char at[48];
+            snprintf(at, sizeof at, ".layers[%zu]", i);
+            return fielderr_fail(&e, at, "output too large");
+        }
     }
-    if (nparam == 0) return bad(field, fl, msg, ml, "needs at least one dense or conv2d layer", "%s.layers", prefix);
-    if (s.c * s.h * s.w < 2) return bad(field, fl, msg, ml, "the last layer must output at least 2 classes", "%s.layers", prefix);
+    if (nparam == 0) return fielderr_fail(&e, ".layers", "needs at least one dense or conv2d layer");
+    if (s.c * s.h * s.w < 2) return fielderr_fail(&e, ".layers", "the last layer must output at least 2 classes");
     return 0;
 }

@@ -1,3 +1,4 @@
+/* msg.c - the task, event and result messages' one encoder and decoder each (msg.h). */
 #include "wire/msg.h"
 #include "common/utf8.h"
 #include "common/clock.h"

@@ -1,3 +1,4 @@
+/* redis_auth.c - the Redis credentials a daemon reads: user, password file or password (redis_auth.h). */
 #include "wire/redis_auth.h"
 #include "common/clock.h"
 #include "common/log.h"

@@ -1,3 +1,4 @@
+/* redis_sync.c - the blocking Redis connection of the scheduler and workers, every reply checked (redis_sync.h). */
 #include "wire/redis_sync.h"
 #include "common/clock.h"
 #include "common/log.h"

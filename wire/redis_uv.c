@@ -1,3 +1,4 @@
+/* redis_uv.c - hiredis on libuv: the adapter under the server's links, and the one reply check (redis_uv.h). */
 #include "wire/redis_uv.h"
 #include "common/alloc.h"
 #include "common/clock.h"

@@ -1,3 +1,4 @@
+/* requeue.c - giving tasks back to the queue, through the one requeue script (requeue.h). */
 #include "wire/requeue.h"
 #include "common/alloc.h"
 #include "wire/keys.h"

@@ -1,3 +1,4 @@
+/* rendezvous.c - a gang's rendezvous in Redis: join, addresses, abort (rendezvous.h). */
 #include "workers/rendezvous.h"
 #include "common/clock.h"
 #include "wire/keys.h"

@@ -1,3 +1,4 @@
+/* serve_io.c - the Redis side of an inference replica: queue, replies, counters, control (serve_io.h). */
 #include "workers/serve_io.h"
 #include "common/alloc.h"
 #include "wire/infer_wire.h"

@@ -1,3 +1,7 @@
+/* http.c - the dispatcher (http.h): a request's way from h2o to its handler (the dashboard's files
+ * fall through), the checks every route shares (routing: route.h; the token: reqauth.h or the gate's
+ * answer; rate limits, content type, body size and JSON), replies, request accessors and deferred
+ * replies.  Each reply is counted in httpstats.h; /metrics itself is its handler's (metrics.h). */
 #include "server/http.h"
 #include "common/alloc.h"
 #include "common/clock.h"

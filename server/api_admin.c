@@ -9,6 +9,7 @@
 #include "server/bus.h"
 #include "server/db.h"
 #include "server/limits.h"
+#include "server/tenants.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -21,7 +22,7 @@ void api_whoami(http_ctx *c)
     json_t *me = json_pack("{s:s, s:s, s:{s:s, s:s}}", "role", role_name(c->auth.role), "token_id", c->auth.token_id, "tenant",
                            "id", c->auth.tenant_id, "name", c->auth.tenant_name);
     tenant_limits lim;
-    limits_get(c->srv->db, c->auth.tenant_id, &lim); /* the limits this tenant's jobs run under */
+    tenants_limits(c->srv->db, c->auth.tenant_id, &lim); /* the limits this tenant's jobs run under */
     limits_to_json(&lim, json_object_get(me, "tenant"));
     http_reply_json(c, 200, me);
 }
@@ -34,14 +35,6 @@ static int valid_name(const char *s)
         if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.') return 0;
     return 1;
 }
-
-typedef struct {
-    bool has_weight, has_max_slots, has_max_queued;
-    char *roots; /* JSON array text, NULL: unchanged */
-    double weight;
-    long long max_slots, max_queued; /* < 0: no quota */
-    limits_patch limits;             /* max_runtime_s, max_epochs, max_steps, max_memory_bytes (server/limits.h) */
-} tenant_settings;
 
 typedef struct {
     http_defer *defer;
@@ -106,65 +99,12 @@ static int parse_settings(http_ctx *c, tenant_settings *s)
     return 0;
 }
 
-static void bind_quota(sqlite3_stmt *st, int i, long long v)
-{
-    if (v < 0)
-        sqlite3_bind_null(st, i);
-    else
-        sqlite3_bind_int64(st, i, v);
-}
-
-static json_t *tenant_json(sqlite3 *db, const char *id)
-{
-    sqlite3_stmt *st = db_stmt(db, "SELECT t.id, t.name, t.created_at, t.weight, t.max_slots, t.max_queued, "
-                                   "(SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id), t.roots, t.max_runtime_s, "
-                                   "t.max_epochs, t.max_steps, t.max_memory_bytes FROM tenants t WHERE "
-                                   "?1 IS NULL OR t.id = ?1 ORDER BY t.created_at, t.name");
-    if (!st) return NULL;
-    if (id) sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-    json_t *list = json_array();
-    while (db_step(st) == SQLITE_ROW) {
-        char iso[32];
-        clock_iso8601(sqlite3_column_int64(st, 2), iso, sizeof(iso));
-        json_t *t =
-            json_pack("{s:s, s:s, s:s, s:f, s:I}", "id", sqlite3_column_text(st, 0), "name", sqlite3_column_text(st, 1),
-                      "created_at", iso, "weight", sqlite3_column_double(st, 3), "jobs", (json_int_t)sqlite3_column_int64(st, 6));
-        for (int col = 4; col <= 5; col++)
-            json_object_set_new(t, col == 4 ? "max_slots" : "max_queued",
-                                sqlite3_column_type(st, col) == SQLITE_NULL ? json_null()
-                                                                            : json_integer(sqlite3_column_int64(st, col)));
-        json_t *roots = json_loads((const char *)sqlite3_column_text(st, 7), 0, NULL);
-        json_object_set_new(t, "roots", roots ? roots : json_array());
-        tenant_limits lim;
-        for (int i = 0; i < LIMIT_COUNT; i++)
-            lim.v[i] = sqlite3_column_type(st, 8 + i) == SQLITE_NULL ? -1 : (long long)sqlite3_column_int64(st, 8 + i);
-        limits_to_json(&lim, t);
-        json_array_append_new(list, t);
-    }
-    db_release(st);
-    if (!id) return list;
-    json_t *one = json_incref(json_array_get(list, 0));
-    json_decref(list);
-    return one;
-}
-
 static int apply_tenant(sqlite3 *db, void *arg)
 {
     admin_op *op = arg;
-    sqlite3_stmt *st = db_stmt(db, "INSERT OR IGNORE INTO tenants (id, name, created_at, weight, max_slots, max_queued, "
-                                   "roots) VALUES (?,?,?,?,?,?,coalesce(?7, '[]'))");
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, op->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, clock_now_ms());
-    sqlite3_bind_double(st, 4, op->set.weight);
-    bind_quota(st, 5, op->set.max_slots);
-    bind_quota(st, 6, op->set.max_queued);
-    if (op->set.roots) sqlite3_bind_text(st, 7, op->set.roots, -1, SQLITE_STATIC);
-    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
-    db_release(st);
-    op->rc = sqlite3_changes(db) == 1 ? 0 : 1;
-    if (rc == 0 && op->rc == 0 && limits_apply(db, op->id, &op->set.limits) != 0) rc = -1;
+    int rc = tenants_create(db, op->id, op->name, &op->set);
+    op->rc = rc > 0 ? rc : 0;
+    rc = rc < 0 ? -1 : 0;
     if (rc == 0 && op->rc == 0) audit_record(db, op->token_id, "tenant.create", op->name);
     return rc;
 }
@@ -197,7 +137,7 @@ static void tenant_done(void *arg, int ok)
     if (ok && op->rc == 0) bus_sync_tenants(op->srv->bus);
     char conflict[160];
     snprintf(conflict, sizeof(conflict), "a tenant named '%s' already exists", op->name);
-    json_t *t = ok && op->rc == 0 ? tenant_json(op->srv->db, op->id) : NULL;
+    json_t *t = ok && op->rc == 0 ? tenants_json(op->srv->db, op->id) : NULL;
     finish(op, ok, op->name[0] ? 201 : 200, t, conflict, "no tenant with this id");
 }
 
@@ -224,23 +164,9 @@ void api_tenant_create(http_ctx *c)
 static int apply_tenant_update(sqlite3 *db, void *arg)
 {
     admin_op *op = arg;
-    sqlite3_stmt *st = db_stmt(db, "UPDATE tenants SET weight = CASE WHEN ?2 THEN ?3 ELSE weight END, "
-                                   "max_slots = CASE WHEN ?4 THEN ?5 ELSE max_slots END, "
-                                   "max_queued = CASE WHEN ?6 THEN ?7 ELSE max_queued END, "
-                                   "roots = coalesce(?8, roots) WHERE id = ?1");
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, op->set.has_weight);
-    sqlite3_bind_double(st, 3, op->set.weight);
-    sqlite3_bind_int(st, 4, op->set.has_max_slots);
-    bind_quota(st, 5, op->set.max_slots);
-    sqlite3_bind_int(st, 6, op->set.has_max_queued);
-    bind_quota(st, 7, op->set.max_queued);
-    if (op->set.roots) sqlite3_bind_text(st, 8, op->set.roots, -1, SQLITE_STATIC);
-    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
-    db_release(st);
-    op->rc = sqlite3_changes(db) == 1 ? 0 : 2;
-    if (rc == 0 && op->rc == 0 && limits_apply(db, op->id, &op->set.limits) != 0) rc = -1;
+    int rc = tenants_update(db, op->id, &op->set);
+    op->rc = rc > 0 ? rc : 0;
+    rc = rc < 0 ? -1 : 0;
     if (rc == 0 && op->rc == 0) audit_record(db, op->token_id, "tenant.update", op->id);
     return rc;
 }
@@ -261,7 +187,7 @@ void api_tenant_update(http_ctx *c)
 
 void api_tenant_list(http_ctx *c)
 {
-    json_t *list = tenant_json(c->srv->db, NULL);
+    json_t *list = tenants_json(c->srv->db, NULL);
     if (!list) {
         http_error(c, GERR_INTERNAL, NULL, "database error");
         return;
@@ -272,12 +198,7 @@ void api_tenant_list(http_ctx *c)
 static int apply_token(sqlite3 *db, void *arg)
 {
     admin_op *op = arg;
-    sqlite3_stmt *st;
-    sqlite3_prepare_v2(db, "SELECT 1 FROM tenants WHERE id = ?", -1, &st, NULL);
-    sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
-    int exists = db_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    if (!exists) {
+    if (!tenants_exists(db, op->id)) {
         op->rc = 2;
         return 0;
     }

@@ -7,7 +7,7 @@
 #include "common/alloc.h"
 #include "server/api.h"
 #include "server/bus.h"
-#include "server/db.h"
+#include "server/jobs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,14 +31,7 @@ typedef struct {
 /* whether job_id is a job of the caller's tenant (admins: every job); an unknown job is not */
 static bool own_job(sqlite3 *db, const auth_info *a, const char *job_id)
 {
-    if (is_admin(a)) return true;
-    sqlite3_stmt *st = db_stmt(db, "SELECT 1 FROM jobs WHERE id = ? AND tenant_id = ?");
-    if (!st) return false;
-    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, a->tenant_id, -1, SQLITE_TRANSIENT);
-    bool mine = db_step(st) == SQLITE_ROW;
-    db_release(st);
-    return mine;
+    return is_admin(a) || jobs_of_tenant(db, job_id, a->tenant_id);
 }
 
 /* GET /v1/workers: each worker as it registered itself, with "running" (a job id or
@@ -90,73 +83,61 @@ static void annotate_workers(sqlite3 *db, const auth_info *a, json_t *workers)
     {
         json_t *running = json_object_get(w, "running");
         if (!json_is_string(running)) continue;
-        sqlite3_stmt *st = db_stmt(db, "SELECT type, tenant_id FROM jobs WHERE id = ?");
-        if (!st) continue;
-        sqlite3_bind_text(st, 1, json_string_value(running), -1, SQLITE_TRANSIENT);
+        char type[16], tenant[48];
+        int found = jobs_type_and_tenant(db, json_string_value(running), type, sizeof(type), tenant, sizeof(tenant));
+        if (found < 0) continue;
         json_t *info = json_null();
-        if (db_step(st) == SQLITE_ROW) {
-            const char *tenant = (const char *)sqlite3_column_text(st, 1);
+        if (found == 0) {
             bool mine = is_admin(a) || strcmp(tenant, a->tenant_id) == 0;
-            info = json_pack("{s:o, s:s, s:s, s:b}", "job_id", mine ? json_incref(running) : json_null(), "type",
-                             (const char *)sqlite3_column_text(st, 0), "tenant", visible_tenant(a, tenant), "mine",
-                             strcmp(tenant, a->tenant_id) == 0);
+            info = json_pack("{s:o, s:s, s:s, s:b}", "job_id", mine ? json_incref(running) : json_null(), "type", type, "tenant",
+                             visible_tenant(a, tenant), "mine", strcmp(tenant, a->tenant_id) == 0);
         }
-        db_release(st);
         json_object_set_new(w, "running", info);
     }
 }
 
-static json_t *tenant_row(sqlite3_stmt *st)
+static json_t *tenant_row(const jobs_tenant_usage *u)
 {
-    json_t *row =
-        json_pack("{s:s, s:s, s:I, s:I, s:I, s:f}", "id", (const char *)sqlite3_column_text(st, 0), "name",
-                  (const char *)sqlite3_column_text(st, 1), "slots_used", sqlite3_column_int64(st, 2), "queued",
-                  sqlite3_column_int64(st, 3), "running", sqlite3_column_int64(st, 4), "weight", sqlite3_column_double(st, 5));
-    json_object_set_new(row, "max_slots",
-                        sqlite3_column_type(st, 6) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(st, 6)));
+    json_t *row = json_pack("{s:s, s:s, s:I, s:I, s:I, s:f}", "id", u->id, "name", u->name, "slots_used", (json_int_t)u->slots_used,
+                            "queued", (json_int_t)u->queued, "running", (json_int_t)u->running, "weight", u->weight);
+    json_object_set_new(row, "max_slots", u->max_slots < 0 ? json_null() : json_integer(u->max_slots));
     return row;
+}
+
+typedef struct {
+    const auth_info *a;
+    json_t *list;
+    json_int_t other_used, other_queued, other_running;
+} tenants_acc;
+
+static void tenant_usage(void *arg, const jobs_tenant_usage *u)
+{
+    tenants_acc *acc = arg;
+    if (is_admin(acc->a) || strcmp(u->id, acc->a->tenant_id) == 0) {
+        json_array_append_new(acc->list, tenant_row(u));
+    } else {
+        acc->other_used += u->slots_used;
+        acc->other_queued += u->queued;
+        acc->other_running += u->running;
+    }
 }
 
 static json_t *tenants_json(sqlite3 *db, const auth_info *a)
 {
-    sqlite3_stmt *st = db_stmt(db, "SELECT t.id, t.name, "
-                                   "coalesce(sum(CASE WHEN j.state IN ('scheduled', 'running', 'resizing') THEN j.slots END), 0), "
-                                   "count(CASE WHEN j.state = 'queued' THEN 1 END), "
-                                   "count(CASE WHEN j.state IN ('running', 'resizing') THEN 1 END), t.weight, t.max_slots "
-                                   "FROM tenants t LEFT JOIN jobs j ON j.tenant_id = t.id AND j.state IN ('queued', 'scheduled', "
-                                   "'running', 'resizing') GROUP BY t.id ORDER BY t.name");
-    json_t *list = json_array();
-    json_int_t other_used = 0, other_queued = 0, other_running = 0;
-    while (st && db_step(st) == SQLITE_ROW) {
-        const char *id = (const char *)sqlite3_column_text(st, 0);
-        if (is_admin(a) || strcmp(id, a->tenant_id) == 0) {
-            json_array_append_new(list, tenant_row(st));
-        } else {
-            other_used += sqlite3_column_int64(st, 2);
-            other_queued += sqlite3_column_int64(st, 3);
-            other_running += sqlite3_column_int64(st, 4);
-        }
-    }
-    db_release(st);
+    tenants_acc acc = {a, json_array(), 0, 0, 0};
+    jobs_usage_by_tenant(db, tenant_usage, &acc);
     if (!is_admin(a))
-        json_array_append_new(list,
-                              json_pack("{s:s, s:s, s:I, s:I, s:I, s:n, s:n}", "id", "other", "name", "other tenants", "slots_used",
-                                        other_used, "queued", other_queued, "running", other_running, "max_slots", "weight"));
-    return list;
+        json_array_append_new(acc.list, json_pack("{s:s, s:s, s:I, s:I, s:I, s:n, s:n}", "id", "other", "name", "other tenants",
+                                                  "slots_used", acc.other_used, "queued", acc.other_queued, "running",
+                                                  acc.other_running, "max_slots", "weight"));
+    return acc.list;
 }
 
 static json_t *queue_json(sqlite3 *db)
 {
-    sqlite3_stmt *st = db_stmt(db, "SELECT count(CASE WHEN state = 'queued' THEN 1 END), "
-                                   "count(CASE WHEN state = 'scheduled' THEN 1 END), "
-                                   "count(CASE WHEN state IN ('running', 'resizing') THEN 1 END) FROM jobs "
-                                   "WHERE state IN ('queued', 'scheduled', 'running', 'resizing')");
-    json_t *q = NULL;
-    if (st && db_step(st) == SQLITE_ROW)
-        q = json_pack("{s:I, s:I, s:I}", "queued", sqlite3_column_int64(st, 0), "scheduled", sqlite3_column_int64(st, 1), "running",
-                      sqlite3_column_int64(st, 2));
-    db_release(st);
-    return q ? q : json_object();
+    long long q, s, r;
+    if (jobs_queue_counts(db, &q, &s, &r) != 0) return json_object();
+    return json_pack("{s:I, s:I, s:I}", "queued", (json_int_t)q, "scheduled", (json_int_t)s, "running", (json_int_t)r);
 }
 
 static void cluster_done(void *arg, json_t *workers)
@@ -184,6 +165,26 @@ void api_cluster(http_ctx *c)
     ask_workers(c, cluster_done);
 }
 
+typedef struct {
+    const auth_info *a;
+    int64_t from;
+    json_t *intervals;
+} timeline_acc;
+
+static void interval_json(void *arg, const jobs_interval *iv)
+{
+    timeline_acc *acc = arg;
+    char start[32], end[32];
+    clock_iso8601(iv->started_at < acc->from ? acc->from : iv->started_at, start, sizeof(start));
+    bool open = iv->finished_at < 0;
+    if (!open) clock_iso8601(iv->finished_at, end, sizeof(end));
+    bool mine = acc->a->role == ROLE_ADMIN || strcmp(iv->tenant_id, acc->a->tenant_id) == 0;
+    json_array_append_new(acc->intervals,
+                          json_pack("{s:s, s:s, s:o, s:s, s:s, s:o}", "worker", iv->worker, "start", start, "end",
+                                    open ? json_null() : json_string(end), "type", iv->type, "tenant",
+                                    visible_tenant(acc->a, iv->tenant_id), "job_id", mine ? json_string(iv->id) : json_null()));
+}
+
 void api_cluster_timeline(http_ctx *c)
 {
     const char *m = http_query(c, "minutes");
@@ -197,34 +198,13 @@ void api_cluster_timeline(http_ctx *c)
         }
     }
     int64_t now = clock_now_ms(), from = now - minutes * 60000;
-    /* finished within the window, plus whatever runs now */
-    sqlite3_stmt *st = db_stmt(c->srv->db, "SELECT worker, started_at, finished_at, type, tenant_id, id FROM jobs "
-                                           "WHERE finished_at >= ?1 AND started_at IS NOT NULL AND worker IS NOT NULL "
-                                           "UNION ALL "
-                                           "SELECT worker, started_at, NULL, type, tenant_id, id FROM jobs "
-                                           "WHERE state IN ('running', 'resizing') AND worker IS NOT NULL "
-                                           "AND started_at IS NOT NULL ORDER BY 2 LIMIT 20000");
-    if (!st) {
+    timeline_acc acc = {&c->auth, from, json_array()};
+    if (jobs_each_interval(c->srv->db, from, interval_json, &acc) != 0) {
+        json_decref(acc.intervals);
         http_error(c, GERR_INTERNAL, NULL, "database error");
         return;
     }
-    sqlite3_bind_int64(st, 1, from);
-    json_t *intervals = json_array();
-    while (db_step(st) == SQLITE_ROW) {
-        char start[32], end[32];
-        int64_t s = sqlite3_column_int64(st, 1);
-        clock_iso8601(s < from ? from : s, start, sizeof(start));
-        bool open = sqlite3_column_type(st, 2) == SQLITE_NULL;
-        if (!open) clock_iso8601(sqlite3_column_int64(st, 2), end, sizeof(end));
-        const char *tenant = (const char *)sqlite3_column_text(st, 4);
-        bool mine = c->auth.role == ROLE_ADMIN || strcmp(tenant, c->auth.tenant_id) == 0;
-        json_array_append_new(intervals,
-                              json_pack("{s:s, s:s, s:o, s:s, s:s, s:o}", "worker", (const char *)sqlite3_column_text(st, 0),
-                                        "start", start, "end", open ? json_null() : json_string(end), "type",
-                                        (const char *)sqlite3_column_text(st, 3), "tenant", visible_tenant(&c->auth, tenant),
-                                        "job_id", mine ? json_string((const char *)sqlite3_column_text(st, 5)) : json_null()));
-    }
-    db_release(st);
+    json_t *intervals = acc.intervals;
     char f[32], t[32];
     clock_iso8601(from, f, sizeof(f));
     clock_iso8601(now, t, sizeof(t));

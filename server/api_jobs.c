@@ -13,6 +13,7 @@
 #include "server/db.h"
 #include "server/jobs.h"
 #include "server/limits.h"
+#include "server/tenants.h"
 #include "server/models.h"
 #include "server/spec.h"
 #include "server/sse.h"
@@ -98,19 +99,6 @@ static void submit_done(void *arg, int ok)
     submit_op_free(op);
 }
 
-/* the directories this tenant's specs may name (PATCH /v1/tenants/{id} "roots") */
-static json_t *tenant_roots(sqlite3 *db, const char *tenant)
-{
-    sqlite3_stmt *st = db_stmt(db, "SELECT roots FROM tenants WHERE id = ?");
-    json_t *roots = NULL;
-    if (st) {
-        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        if (db_step(st) == SQLITE_ROW) roots = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
-        db_release(st);
-    }
-    return roots ? roots : json_array();
-}
-
 void api_job_submit(http_ctx *c)
 {
     submit_op *op = xcalloc(1, sizeof(*op));
@@ -120,13 +108,13 @@ void api_job_submit(http_ctx *c)
         http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
         return;
     }
-    op->roots = tenant_roots(c->srv->db, c->auth.tenant_id);
+    op->roots = tenants_roots(c->srv->db, c->auth.tenant_id);
     if (spec_confine_paths(op->job.spec, op->job.type, op->roots, field, sizeof(field), msg, sizeof(msg)) != 0) {
         submit_op_free(op);
         http_error(c, GERR_INVALID_FIELD, field, "%s", msg);
         return;
     }
-    limits_get(c->srv->db, c->auth.tenant_id, &op->limits); /* max_epochs, max_steps (server/limits.h) */
+    tenants_limits(c->srv->db, c->auth.tenant_id, &op->limits); /* max_epochs, max_steps (server/limits.h) */
     if (limits_check_spec(&op->limits, op->job.type, op->job.spec, field, sizeof(field), msg, sizeof(msg)) != 0) {
         submit_op_free(op);
         http_error(c, GERR_INVALID_FIELD, field, "%s", msg);

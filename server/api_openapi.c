@@ -73,10 +73,10 @@ static json_t *operation(const route *r)
 void api_openapi(http_ctx *c)
 {
     json_t *paths = json_object();
-    for (int i = 0; i < routes_count; i++) {
+    for (int i = 0; i < c->srv->routes_count; i++) {
         char path[256];
         size_t k = 0;
-        for (const char *p = routes[i].pattern; *p && k + 1 < sizeof(path); p++)
+        for (const char *p = c->srv->routes[i].pattern; *p && k + 1 < sizeof(path); p++)
             if (!(p[0] == '*' && p[1] == '}')) path[k++] = *p; /* {name*} is {name} in OpenAPI's templates */
         path[k] = '\0';
         json_t *item = json_object_get(paths, path);
@@ -85,11 +85,11 @@ void api_openapi(http_ctx *c)
             json_object_set_new(paths, path, item);
         }
         char method[16];
-        size_t n = strlen(routes[i].method);
+        size_t n = strlen(c->srv->routes[i].method);
         for (size_t k = 0; k <= n && k < sizeof(method); k++)
-            method[k] = (char)(routes[i].method[k] | 0x20);
+            method[k] = (char)(c->srv->routes[i].method[k] | 0x20);
         method[n] = '\0';
-        json_object_set_new(item, method, operation(&routes[i]));
+        json_object_set_new(item, method, operation(&c->srv->routes[i]));
     }
     json_t *schemas = spec_job_schemas();
     json_object_set_new(schemas, "Error", error_schema());

@@ -5,6 +5,7 @@
 #include "server/api.h"
 #include "server/bus.h"
 #include "server/metrics.h"
+#include "server/reqauth.h"
 #include "server/sse.h"
 
 #include <openssl/crypto.h>
@@ -51,7 +52,7 @@ static int metrics_access(http_ctx *c, bool *full)
     }
     gerr e;
     char msg[128];
-    if (!http_authorize(c->srv, authz, n, ROLE_VIEWER, &c->auth, &e, msg, sizeof(msg))) {
+    if (!reqauth_bearer(c->srv, authz, n, ROLE_VIEWER, &c->auth, &e, msg, sizeof(msg))) {
         http_error(c, e, e == GERR_BAD_REQUEST ? "Authorization" : NULL, "%s", msg);
         return -1;
     }
@@ -66,7 +67,7 @@ void api_metrics(http_ctx *c)
     char *buf = NULL;
     size_t len = 0;
     FILE *out = xopen_memstream(&buf, &len);
-    metrics_render(c->srv->metrics, c->srv, out, full);
+    metrics_render(c->srv, out, full);
     fclose(out);
     http_reply_text(c, 200, "text/plain; version=0.0.4", buf, len);
     free(buf);

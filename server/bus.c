@@ -6,10 +6,13 @@
 #include "wire/lua_scripts.h"
 #include "wire/redis_link.h"
 #include "common/ids.h"
+#include "common/jobstate.h"
 #include "server/db.h"
 #include "server/jobs.h"
+#include "server/models.h"
 #include "server/server.h"
 #include "server/sse.h"
+#include "server/tenants.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,21 +87,22 @@ static void on_cmd_up(redis_link *l, void *data)
     redis_link_cmd(l, on_epoch, NULL, "SET epoch", "SET %s %s NX", K_EPOCH, epoch);
 }
 
+/* one tenant's weight and slot quota into the tenants hash (tenants_each_share's fn) */
+static void put_share(void *arg, const char *id, double weight, long long max_slots)
+{
+    bus *b = arg;
+    json_t *o = json_pack("{s:f}", "weight", weight);
+    json_object_set_new(o, "max_slots", max_slots < 0 ? json_null() : json_integer(max_slots));
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    redis_link_cmd(b->cmd, NULL, NULL, "HSET tenants", "HSET %s %s %s", K_TENANTS_HASH, id, s);
+    free(s);
+}
+
 void bus_sync_tenants(bus *b)
 {
     if (!redis_link_up(b->cmd)) return;
-    sqlite3_stmt *st = db_stmt(b->srv->db, "SELECT id, weight, max_slots FROM tenants");
-    if (!st) return;
-    while (db_step(st) == SQLITE_ROW) {
-        json_t *o = json_pack("{s:f}", "weight", sqlite3_column_double(st, 1));
-        json_object_set_new(o, "max_slots",
-                            sqlite3_column_type(st, 2) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(st, 2)));
-        char *s = json_dumps(o, JSON_COMPACT);
-        json_decref(o);
-        redis_link_cmd(b->cmd, NULL, NULL, "HSET tenants", "HSET %s %s %s", K_TENANTS_HASH, sqlite3_column_text(st, 0), s);
-        free(s);
-    }
-    db_release(st);
+    tenants_each_share(b->srv->db, put_share, b);
 }
 
 static void on_rd_up(redis_link *l, void *data)
@@ -275,6 +279,11 @@ static int apply_batch(sqlite3 *db, void *arg)
             continue;
         }
         if (jobs_apply_event(db, &batch->events[i], &batch->results[i], batch->tenants[i]) != 0) return -1;
+        const event_msg *e = &batch->events[i];
+        /* a job that succeeded with a model: the registry's next version, in the same transaction */
+        if (batch->results[i] == APPLY_MOVED && e->result && job_state_parse(e->state) == JS_SUCCEEDED &&
+            models_register(db, e->job_id, e->result) != 0)
+            return -1;
     }
     return 0;
 }

@@ -4,7 +4,8 @@
 #include "server/gate.h"
 #include "common/alloc.h"
 #include "common/log.h"
-#include "server/http.h"
+#include "server/reqauth.h"
+#include "server/route.h"
 
 #include <dlfcn.h> /* RTLD_NEXT: the build defines _GNU_SOURCE */
 #include <stdbool.h>
@@ -191,30 +192,30 @@ static void decide(gate *g, const char *method, size_t mlen, const char *path, s
     h2o_iovec_t norm_path = h2o_url_normalize_path(&pool, path, plen, &query_at, &norm);
     h2o_iovec_t params[2];
     char allow[128];
-    int ri = http_route_find(h2o_iovec_init(method, mlen), norm_path, params, allow, sizeof(allow));
+    int ri = route_find(g->srv, h2o_iovec_init(method, mlen), norm_path, params, allow, sizeof(allow));
     h2o_mem_clear_pool(&pool);
     if (ri < 0) {
-        v->status = allow[0] ? 405 : http_is_api_path(norm_path) ? 404 : 405;
+        v->status = allow[0] ? 405 : route_is_api_path(norm_path) ? 404 : 405;
         return;
     }
-    const route *r = &routes[ri];
+    const route *r = &g->srv->routes[ri];
     if (r->role != ROLE_NONE) {
         auth_info info;
         gerr e;
         char msg[64];
-        if (!http_authorize(g->srv, authz, nauthz, r->role, &info, &e, msg, sizeof(msg))) {
+        if (!reqauth_bearer(g->srv, authz, nauthz, r->role, &info, &e, msg, sizeof(msg))) {
             v->status = gerr_status(e);
             return;
         }
         snprintf(v->token, sizeof(v->token), "%s", info.token_id);
         v->auth = info;
-        if (nauthz == 1) v->authz = authz[0]; /* always so: http_authorize accepts one header only */
+        if (nauthz == 1) v->authz = authz[0]; /* always so: reqauth_bearer accepts one header only */
     }
     if (chunked) {
         v->status = 411;
         return;
     }
-    if (v->length > http_body_limit(g->srv, r)) {
+    if (v->length > route_body_limit(g->srv, r)) {
         v->status = 413;
         return;
     }

@@ -1,3 +1,7 @@
+/* http.c - the dispatcher (http.h): a request's way from h2o to its handler (the dashboard's files
+ * fall through), the checks every route shares (routing: route.h; the token: reqauth.h or the gate's
+ * answer; rate limits, content type, body size and JSON), replies, request accessors and deferred
+ * replies.  Each reply is counted in httpstats.h; /metrics itself is its handler's (metrics.h). */
 #include "server/http.h"
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -5,7 +9,9 @@
 #include "common/jsonfmt.h"
 #include "common/log.h"
 #include "common/utf8.h"
-#include "server/metrics.h"
+#include "server/httpstats.h"
+#include "server/reqauth.h"
+#include "server/route.h"
 #include "server/ratelimit.h"
 
 #include <stdarg.h>
@@ -65,7 +71,7 @@ static const char *reason_phrase(int status)
 
 static void finish(http_ctx *c, int status)
 {
-    metrics_http(c->srv->metrics, c->route_index, status, (double)(clock_mono_us() - c->start_us) / 1e6);
+    httpstats_record(c->srv->httpstats, c->route_index, status, (double)(clock_mono_us() - c->start_us) / 1e6);
 }
 
 void http_add_header(http_ctx *c, const char *name, const char *value)
@@ -263,94 +269,6 @@ int http_json_depth(const char *s, size_t len)
     return max;
 }
 
-int http_route_match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params)
-{
-    const char *p = pattern, *s = path.base, *end = path.base + path.len;
-    int n = 0;
-    while (*p && s < end) {
-        if (*p == '{') {
-            const char *close = strchr(p, '}');
-            const char *seg = s;
-            bool rest = close[-1] == '*' && close[1] == '\0'; /* "{path*}" at the end: the rest of the path, '/' too */
-            while (s < end && (rest || *s != '/'))
-                s++;
-            if (s == seg || n >= 2) return 0;
-            for (const char *q = seg; q < s; q++)
-                if ((unsigned char)*q < 0x20 || *q == 0x7f) return 0; /* a decoded %00 or other control byte */
-            params[n++] = h2o_iovec_init(seg, (size_t)(s - seg));
-            p = close + 1;
-        } else if (*p++ != *s++) {
-            return 0;
-        }
-    }
-    return *p == '\0' && s == end;
-}
-
-int http_is_api_path(h2o_iovec_t path)
-{
-    static const char *const prefixes[] = {"/v1/", "/v2/", "/healthz", "/readyz", "/metrics", "/v1"};
-    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-        size_t n = strlen(prefixes[i]);
-        if (path.len >= n && memcmp(path.base, prefixes[i], n) == 0) return 1;
-    }
-    return 0;
-}
-
-int http_route_find(h2o_iovec_t method, h2o_iovec_t path, h2o_iovec_t *params, char *allow, size_t alen)
-{
-    /* HEAD is GET without the body (h2o_send_inline leaves it out) */
-    if (h2o_memis(method.base, method.len, H2O_STRLIT("HEAD"))) method = h2o_iovec_init(H2O_STRLIT("GET"));
-    allow[0] = '\0';
-    for (int i = 0; i < routes_count; i++) {
-        h2o_iovec_t p[2] = {{NULL, 0}, {NULL, 0}};
-        if (!http_route_match(routes[i].pattern, path, p)) continue;
-        if (!h2o_memis(method.base, method.len, routes[i].method, strlen(routes[i].method))) {
-            size_t n = strlen(allow);
-            snprintf(allow + n, alen - n, "%s%s%s", n ? ", " : "", routes[i].method,
-                     strcmp(routes[i].method, "GET") == 0 ? ", HEAD" : "");
-            continue;
-        }
-        memcpy(params, p, sizeof(p));
-        return i;
-    }
-    return -1;
-}
-
-size_t http_body_limit(const server *srv, const route *r)
-{
-    return r->body == BODY_JSON_LARGE ? srv->placement_body_limit
-           : r->body == BODY_RAW      ? srv->infer_body_limit
-           : r->body == BODY_UPLOAD   ? srv->upload_body_limit
-                                      : srv->body_limit;
-}
-
-bool http_authorize(server *srv, const h2o_iovec_t *authz, int n, role need, auth_info *info, gerr *e, char *msg, size_t mlen)
-{
-    *e = GERR_UNAUTHORIZED;
-    if (n > 1) {
-        *e = GERR_BAD_REQUEST;
-        snprintf(msg, mlen, "send one Authorization header, not %d", n);
-        return false;
-    }
-    if (n == 0 || authz[0].len <= 7 || strncasecmp(authz[0].base, "Bearer ", 7) != 0) {
-        snprintf(msg, mlen, "missing bearer token (header 'Authorization: Bearer <token>')");
-        return false;
-    }
-    const char *secret = authz[0].base + 7;
-    size_t len = authz[0].len - 7;
-    int rc = len > 256 ? -1 : auth_lookup(srv->db, secret, len, info);
-    if (rc != 0) {
-        snprintf(msg, mlen, rc == AUTH_EXPIRED ? "this token has expired" : "unknown or revoked token");
-        return false;
-    }
-    if (info->role < need) {
-        *e = GERR_FORBIDDEN;
-        snprintf(msg, mlen, "role '%s' may not do this (needs '%s')", role_name(info->role), role_name(need));
-        return false;
-    }
-    return true;
-}
-
 static int authenticate(http_ctx *c)
 {
     h2o_iovec_t authz[4];
@@ -361,7 +279,7 @@ static int authenticate(http_ctx *c)
     char msg[128];
     /* a request with a body: the gate looked its token up a moment ago (one lookup, not two) */
     if (n == 1 && c->req->entity.len > 0 && gate_authorized(c->req, authz[0], &c->auth) && c->auth.role >= c->route->role) return 0;
-    if (http_authorize(c->srv, authz, n, c->route->role, &c->auth, &e, msg, sizeof(msg))) return 0;
+    if (reqauth_bearer(c->srv, authz, n, c->route->role, &c->auth, &e, msg, sizeof(msg))) return 0;
     http_error(c, e, e == GERR_BAD_REQUEST ? "Authorization" : NULL, "%s", msg);
     return -1;
 }
@@ -380,7 +298,7 @@ static bool is_json_type(const char *ct)
  * have had their say: the same 404/405/401/403 the gate saw, then its own status */
 static void gate_refusal(http_ctx *c, int status, uint64_t declared)
 {
-    size_t limit = c->route ? http_body_limit(c->srv, c->route) : 0;
+    size_t limit = c->route ? route_body_limit(c->srv, c->route) : 0;
     switch (status) {
     case 411:
         http_error(c, GERR_LENGTH_REQUIRED, NULL, "send the body with a Content-Length (chunked bodies are not accepted)");
@@ -419,7 +337,7 @@ static bool is_web_file(server *srv, h2o_iovec_t path)
 static int parse_body(http_ctx *c)
 {
     h2o_req_t *req = c->req;
-    size_t limit = http_body_limit(c->srv, c->route);
+    size_t limit = route_body_limit(c->srv, c->route);
     if (req->entity.len > limit) {
         http_error(c, GERR_TOO_LARGE, NULL, "body is %zu bytes; the limit is %zu", req->entity.len, limit);
         return -1;
@@ -484,7 +402,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     uint64_t declared;
     bool close;
     int refused = gate_mark(req, &declared, &close);
-    bool api = http_is_api_path(path);
+    bool api = route_is_api_path(path);
     bool get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) ||
                h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
     if (!api && !refused && (!get || is_web_file(srv, path))) return -1; /* the static dashboard */
@@ -508,8 +426,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     }
 
     char allow[128];
-    c->route_index = http_route_find(req->method, path, c->params, allow, sizeof(allow));
-    if (c->route_index >= 0) c->route = &routes[c->route_index];
+    c->route_index = route_find(srv, req->method, path, c->params, allow, sizeof(allow));
+    if (c->route_index >= 0) c->route = &srv->routes[c->route_index];
     if (!c->route) {
         if (allow[0]) {
             http_add_header(c, "allow", allow);

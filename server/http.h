@@ -1,8 +1,9 @@
-/* http.h - the request context and replies (a route, the table's row: route.h).
+/* http.h - the dispatcher, the request context and replies (a route, the table's row, and
+ * routing: route.h; a request's token: reqauth.h; the reply counters: httpstats.h).
  *
- * One table (routes.c, its rows' type in route.h) lists every endpoint: method, path
- * pattern with {params}, the least role needed, the body limit and the handler.  http.c matches a
- * request against it in one place: 404/405, authentication (401), roles (403),
+ * One table (routes.c, its rows' type in route.h, handed over as server.routes) lists every
+ * endpoint: method, path pattern with {params}, the least role needed, the body limit and the
+ * handler.  http.c dispatches a request against it in one place: 404/405, authentication (401), roles (403),
  * content type (415), body size (413), JSON syntax and nesting depth (400)
  * are all decided there, before any handler runs.  Handlers answer with
  * http_reply_json or http_error; a handler that must wait (for a commit)
@@ -16,7 +17,7 @@
 
 #include "server/auth.h"
 #include "server/errors.h"
-#include "server/route.h"
+#include "server/route.h" /* route_fn, the table's row; routing itself is route.h's */
 #include "server/server.h"
 
 struct http_ctx {
@@ -60,22 +61,6 @@ typedef struct http_defer http_defer;
 http_defer *http_defer_begin(http_ctx *c);
 http_ctx *http_defer_ctx(http_defer *d);
 void http_defer_end(http_defer *d);
-
-/* 1 when path matches pattern ("/v1/jobs/{id}"), capturing up to two {params}: a param is one
- * non-empty path segment; the last one, when written {name*}, is the non-empty rest of the path */
-int http_route_match(const char *pattern, h2o_iovec_t path, h2o_iovec_t *params);
-
-/* The route for method and (normalized) path, as an index into routes (HEAD finds the GET route), or -1
- * with allow listing the methods the path takes ("" when no route has this path).  The gate and the
- * dispatcher both route with it. */
-int http_route_find(h2o_iovec_t method, h2o_iovec_t path, h2o_iovec_t *params, char *allow, size_t alen);
-/* whether the path belongs to the API (else to the dashboard's files) */
-int http_is_api_path(h2o_iovec_t path);
-/* the largest body the route takes */
-size_t http_body_limit(const server *srv, const route *r);
-/* Whether the Authorization header values (n of them) carry a live token whose role is at least need:
- * true with info filled, or false with the error (400 for several headers, 401, 403) and a message. */
-bool http_authorize(server *srv, const h2o_iovec_t *authz, int n, role need, auth_info *info, gerr *e, char *msg, size_t mlen);
 
 /* Pure: the reply body of an error, {"error":{"code","message","field"}}, from any bytes (a message that
  * quotes broken input is made valid UTF-8 first, so the body always exists). */

@@ -20,7 +20,6 @@
 
 #include "wire/redis_auth.h"
 #include "server/http.h"
-#include "server/infer_metrics.h" /* infer_render_metrics */
 
 #define INFER_FLUSH_MS 2000
 
@@ -42,6 +41,8 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
  * within that time). */
 const infer_target *infer_cached(infer_gw *g, const char *tenant, const char *model);
 void infer_cache_put(infer_gw *g, const char *tenant, const char *model, const infer_target *t);
+/* the gateway's counters and latency figures, Prometheus text, onto out (the /metrics exposition) */
+void infer_render_metrics(infer_gw *g, FILE *out);
 void infer_close(infer_gw *g);
 
 #endif

@@ -1,12 +1,16 @@
+/* jobs.c - the jobs, job_events and job_metrics tables (jobs.h): every SQL statement that reads or
+ * writes a job, its events or its metrics points, the aggregates the cluster view and /metrics show
+ * included.  It calls no other module of the server but the database helpers: what follows a job's
+ * move (a model registered when it succeeded) is the caller's (bus.c). */
 #include "server/jobs.h"
 #include "server/db.h"
-#include "server/models.h"
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/jobstate.h"
 #include "common/jobtypes.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define JOB_COLS                                                                                                                   \
@@ -397,7 +401,6 @@ int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *t
     job_state to = job_state_parse(e->state);
     if (e->state[0] && job_state_can_move(cur, to)) {
         if (move_job(db, e, to) != 0) return -1;
-        if (to == JS_SUCCEEDED && e->result && models_register(db, e->job_id, e->result) != 0) return -1;
         *res = APPLY_MOVED;
     }
     if (!e->state[0] && e->progress >= 0 && !job_state_terminal(cur) && set_progress(db, e) != 0) return -1;
@@ -492,4 +495,170 @@ void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, co
         fn(arg, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
            (long)sqlite3_column_int64(st, 2));
     db_release(st);
+}
+
+int jobs_model_source(sqlite3 *db, const char *job_id, char *tenant, size_t tlen, char *name, size_t nlen)
+{
+    tenant[0] = name[0] = '\0';
+    sqlite3_stmt *st = db_stmt(db, "SELECT tenant_id, coalesce(json_extract(spec, '$.model_name'), name), type FROM jobs "
+                                   "WHERE id = ?");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    if (db_step(st) == SQLITE_ROW && (job_type_traits((const char *)sqlite3_column_text(st, 2)) & JT_REGISTERS_MODEL)) {
+        snprintf(tenant, tlen, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(name, nlen, "%s", (const char *)sqlite3_column_text(st, 1));
+    }
+    db_release(st);
+    return 0;
+}
+
+json_t *jobs_serving_alias(sqlite3 *db, const char *tenant_id, const char *name, const char *alias)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT id, type FROM jobs WHERE tenant_id = ? AND state NOT IN ('succeeded', 'failed', "
+                                   "'cancelled') AND json_extract(spec, '$.resolved.name') = ? AND "
+                                   "json_extract(spec, '$.resolved.alias') = ?");
+    if (!st) return NULL;
+    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, alias, -1, SQLITE_STATIC);
+    json_t *ids = json_array();
+    int rc;
+    while ((rc = db_step(st)) == SQLITE_ROW)
+        if (job_type_traits((const char *)sqlite3_column_text(st, 1)) & JT_SERVING)
+            json_array_append_new(ids, json_string((const char *)sqlite3_column_text(st, 0)));
+    db_release(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(ids);
+        return NULL;
+    }
+    return ids;
+}
+
+int jobs_set_resolved(sqlite3 *db, const char *id, const json_t *resolved)
+{
+    char *text = json_dumps(resolved, JSON_COMPACT);
+    sqlite3_stmt *st = db_stmt(db, "UPDATE jobs SET spec = json_set(spec, '$.resolved', json(?)) WHERE id = ?");
+    int rc = -1;
+    if (st && text) {
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+        rc = db_step(st) == SQLITE_DONE ? 0 : -1;
+    }
+    db_release(st);
+    free(text);
+    return rc;
+}
+
+bool jobs_of_tenant(sqlite3 *db, const char *job_id, const char *tenant_id)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT 1 FROM jobs WHERE id = ? AND tenant_id = ?");
+    if (!st) return false;
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, tenant_id, -1, SQLITE_TRANSIENT);
+    bool mine = db_step(st) == SQLITE_ROW;
+    db_release(st);
+    return mine;
+}
+
+int jobs_type_and_tenant(sqlite3 *db, const char *job_id, char *type, size_t type_len, char *tenant, size_t tenant_len)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT type, tenant_id FROM jobs WHERE id = ?");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_TRANSIENT);
+    int rc = 1;
+    if (db_step(st) == SQLITE_ROW) {
+        snprintf(type, type_len, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(tenant, tenant_len, "%s", (const char *)sqlite3_column_text(st, 1));
+        rc = 0;
+    }
+    db_release(st);
+    return rc;
+}
+
+void jobs_usage_by_tenant(sqlite3 *db, void (*fn)(void *arg, const jobs_tenant_usage *u), void *arg)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT t.id, t.name, "
+                                   "coalesce(sum(CASE WHEN j.state IN ('scheduled', 'running', 'resizing') THEN j.slots END), 0), "
+                                   "count(CASE WHEN j.state = 'queued' THEN 1 END), "
+                                   "count(CASE WHEN j.state IN ('running', 'resizing') THEN 1 END), t.weight, t.max_slots "
+                                   "FROM tenants t LEFT JOIN jobs j ON j.tenant_id = t.id AND j.state IN ('queued', 'scheduled', "
+                                   "'running', 'resizing') GROUP BY t.id ORDER BY t.name");
+    while (st && db_step(st) == SQLITE_ROW) {
+        jobs_tenant_usage u = {
+            .id = (const char *)sqlite3_column_text(st, 0),
+            .name = (const char *)sqlite3_column_text(st, 1),
+            .slots_used = sqlite3_column_int64(st, 2),
+            .queued = sqlite3_column_int64(st, 3),
+            .running = sqlite3_column_int64(st, 4),
+            .weight = sqlite3_column_double(st, 5),
+            .max_slots = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 6),
+        };
+        fn(arg, &u);
+    }
+    db_release(st);
+}
+
+void jobs_slots_by_tenant(sqlite3 *db, void (*fn)(void *arg, const char *tenant, long long used, long long max_slots), void *arg)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT t.name, coalesce(sum(j.slots), 0), t.max_slots FROM tenants t LEFT JOIN jobs j "
+                                   "ON j.tenant_id = t.id AND j.state IN ('scheduled', 'running', 'resizing') "
+                                   "GROUP BY t.id");
+    if (!st) return;
+    while (db_step(st) == SQLITE_ROW)
+        fn(arg, (const char *)sqlite3_column_text(st, 0), (long long)sqlite3_column_int64(st, 1),
+           sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : (long long)sqlite3_column_int64(st, 2));
+    db_release(st);
+}
+
+int jobs_queue_counts(sqlite3 *db, long long *queued, long long *scheduled, long long *running)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT count(CASE WHEN state = 'queued' THEN 1 END), "
+                                   "count(CASE WHEN state = 'scheduled' THEN 1 END), "
+                                   "count(CASE WHEN state IN ('running', 'resizing') THEN 1 END) FROM jobs "
+                                   "WHERE state IN ('queued', 'scheduled', 'running', 'resizing')");
+    int rc = -1;
+    if (st && db_step(st) == SQLITE_ROW) {
+        *queued = sqlite3_column_int64(st, 0);
+        *scheduled = sqlite3_column_int64(st, 1);
+        *running = sqlite3_column_int64(st, 2);
+        rc = 0;
+    }
+    db_release(st);
+    return rc;
+}
+
+int jobs_each_interval(sqlite3 *db, int64_t from, void (*fn)(void *arg, const jobs_interval *iv), void *arg)
+{
+    /* finished within the window, plus whatever runs now */
+    sqlite3_stmt *st = db_stmt(db, "SELECT worker, started_at, finished_at, type, tenant_id, id FROM jobs "
+                                   "WHERE finished_at >= ?1 AND started_at IS NOT NULL AND worker IS NOT NULL "
+                                   "UNION ALL "
+                                   "SELECT worker, started_at, NULL, type, tenant_id, id FROM jobs "
+                                   "WHERE state IN ('running', 'resizing') AND worker IS NOT NULL "
+                                   "AND started_at IS NOT NULL ORDER BY 2 LIMIT 20000");
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, from);
+    while (db_step(st) == SQLITE_ROW) {
+        jobs_interval iv = {
+            .worker = (const char *)sqlite3_column_text(st, 0),
+            .started_at = sqlite3_column_int64(st, 1),
+            .finished_at = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2),
+            .type = (const char *)sqlite3_column_text(st, 3),
+            .tenant_id = (const char *)sqlite3_column_text(st, 4),
+            .id = (const char *)sqlite3_column_text(st, 5),
+        };
+        fn(arg, &iv);
+    }
+    db_release(st);
+    return 0;
+}
+
+long long jobs_count_of_tenant(sqlite3 *db, const char *tenant_id)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT count(*) FROM jobs WHERE tenant_id = ?");
+    if (!st) return 0;
+    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_TRANSIENT);
+    long long n = db_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    db_release(st);
+    return n;
 }

@@ -1,11 +1,14 @@
-/* jobs.h - the jobs, job_events and job_metrics tables: every SQL statement about jobs lives here.
- * Functions that write run inside a store transaction (see store.h). */
+/* jobs.h - the jobs, job_events and job_metrics tables: every SQL statement about jobs lives here
+ * (the cluster view's and /metrics' aggregates, the model registry's look-ups of a job too).
+ * Functions that write run inside a store transaction (see store.h).  Below the registry
+ * (models.h), which calls it; it calls no module above the database. */
 #ifndef GANTRY_JOBS_H
 #define GANTRY_JOBS_H
 
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "wire/msg.h"
@@ -55,7 +58,9 @@ bool jobs_replica_loaded(sqlite3 *db, const char *job_id);
 
 typedef enum { APPLY_DUPLICATE, APPLY_UNKNOWN_JOB, APPLY_RECORDED, APPLY_MOVED } apply_result;
 /* Persists a stream event once (by event id) and moves the job when the transition is legal.
- * `tenant_out` (48 bytes) receives the job's tenant. -1 on a database error. */
+ * `tenant_out` (48 bytes) receives the job's tenant. -1 on a database error.  A job moved to
+ * succeeded with a result is the caller's to register (models_register, in the same transaction:
+ * bus.c). */
 int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *tenant_out);
 
 /* Records a note on a job: an event without a state change (state ""), e.g. a model alias that
@@ -76,5 +81,42 @@ int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int
 
 /* counts by type and state for /metrics: calls fn(type, state, n) */
 void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, const char *state, long n), void *arg);
+
+/* For the model registry (models.c): the tenant and the model name (spec.model_name, else the job's
+ * name) of a job whose type registers models; tenant "" when it does not (or is unknown).  0, or -1
+ * on a database error. */
+int jobs_model_source(sqlite3 *db, const char *job_id, char *tenant, size_t tlen, char *name, size_t nlen);
+/* the ids of the tenant's unfinished serving jobs whose spec.resolved is name@alias (a new array), NULL
+ * on a database error */
+json_t *jobs_serving_alias(sqlite3 *db, const char *tenant_id, const char *name, const char *alias);
+/* inside a store write: the job's spec.resolved replaced by resolved; 0 or -1 */
+int jobs_set_resolved(sqlite3 *db, const char *id, const json_t *resolved);
+
+/* whether job_id is a job of tenant_id (an unknown job is not) */
+bool jobs_of_tenant(sqlite3 *db, const char *job_id, const char *tenant_id);
+/* a job's type and tenant: 0, 1 when unknown, -1 on a database error */
+int jobs_type_and_tenant(sqlite3 *db, const char *job_id, char *type, size_t type_len, char *tenant, size_t tenant_len);
+/* how many jobs the tenant has (0 on a database error) */
+long long jobs_count_of_tenant(sqlite3 *db, const char *tenant_id);
+
+/* the cluster view (GET /v1/cluster): per tenant (by name), the slots its scheduled and running jobs
+ * hold, its queued and running jobs, its weight and slot quota (-1: none) */
+typedef struct {
+    const char *id, *name;
+    long long slots_used, queued, running, max_slots;
+    double weight;
+} jobs_tenant_usage;
+void jobs_usage_by_tenant(sqlite3 *db, void (*fn)(void *arg, const jobs_tenant_usage *u), void *arg);
+/* /metrics: per tenant, the slots its scheduled and running jobs hold and its quota (-1: none) */
+void jobs_slots_by_tenant(sqlite3 *db, void (*fn)(void *arg, const char *tenant, long long used, long long max_slots), void *arg);
+/* the jobs queued, scheduled and running (resizing included); 0 or -1 */
+int jobs_queue_counts(sqlite3 *db, long long *queued, long long *scheduled, long long *running);
+/* the timeline (GET /v1/cluster/timeline): each job that finished since from (ms) or runs now on a worker,
+ * oldest start first (at most 20,000); finished_at -1 while it runs.  0, or -1 on a database error. */
+typedef struct {
+    const char *worker, *type, *tenant_id, *id;
+    int64_t started_at, finished_at;
+} jobs_interval;
+int jobs_each_interval(sqlite3 *db, int64_t from, void (*fn)(void *arg, const jobs_interval *iv), void *arg);
 
 #endif

@@ -1,7 +1,6 @@
-/* limits.c - per-tenant job limits: parsing, storing, reading, the submission check (epochs, steps,
+/* limits.c - per-tenant job limits: parsing, the JSON form, the submission check (epochs, steps,
  * and the memory a program's ranks ask for: what each type's spec module says it asks, job_cost). */
 #include "server/limits.h"
-#include "server/db.h"
 #include "server/spec.h"
 
 #include <stdio.h>
@@ -29,43 +28,6 @@ int limits_parse(const json_t *body, limits_patch *p, char *field, size_t fl, ch
         p->v[i] = json_is_null(v) ? -1 : (long long)json_integer_value(v);
     }
     return 0;
-}
-
-int limits_apply(sqlite3 *db, const char *tenant_id, const limits_patch *p)
-{
-    sqlite3_stmt *st = db_stmt(db, "UPDATE tenants SET max_runtime_s = CASE WHEN ?2 THEN ?3 ELSE max_runtime_s END, "
-                                   "max_epochs = CASE WHEN ?4 THEN ?5 ELSE max_epochs END, "
-                                   "max_steps = CASE WHEN ?6 THEN ?7 ELSE max_steps END, "
-                                   "max_memory_bytes = CASE WHEN ?8 THEN ?9 ELSE max_memory_bytes END WHERE id = ?1");
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
-    for (int i = 0; i < LIMIT_COUNT; i++) {
-        sqlite3_bind_int(st, 2 + 2 * i, p->set[i]);
-        if (p->v[i] < 0)
-            sqlite3_bind_null(st, 3 + 2 * i);
-        else
-            sqlite3_bind_int64(st, 3 + 2 * i, p->v[i]);
-    }
-    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
-    db_release(st);
-    return rc;
-}
-
-int limits_get(sqlite3 *db, const char *tenant_id, tenant_limits *out)
-{
-    for (int i = 0; i < LIMIT_COUNT; i++)
-        out->v[i] = -1;
-    sqlite3_stmt *st = db_stmt(db, "SELECT max_runtime_s, max_epochs, max_steps, max_memory_bytes FROM tenants WHERE id = ?");
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
-    int rc = -1;
-    if (db_step(st) == SQLITE_ROW) {
-        for (int i = 0; i < LIMIT_COUNT; i++)
-            out->v[i] = sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : (long long)sqlite3_column_int64(st, i);
-        rc = 0;
-    }
-    db_release(st);
-    return rc;
 }
 
 void limits_to_json(const tenant_limits *l, json_t *obj)

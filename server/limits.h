@@ -7,12 +7,12 @@
  * Runtime and memory travel with the task (wire/msg.h) and the worker enforces them
  * (workers/main.c; a program's ranks: their cgroup, capped at max_memory_bytes): a job over either
  * fails with the reason.  Defaults and what each limit
- * means: docs/operations.md, "Tenant limits". */
+ * means: docs/operations.md, "Tenant limits".  Pure: the columns are read and written by
+ * tenants.h (tenants_limits, tenants_set_limits). */
 #ifndef GANTRY_LIMITS_H
 #define GANTRY_LIMITS_H
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -35,10 +35,6 @@ typedef struct {
 /* The limits a request body names: an integer in the limit's range, or null for none.
  * 0, or -1 with the field and a message for a 400. */
 int limits_parse(const json_t *body, limits_patch *p, char *field, size_t field_len, char *msg, size_t msg_len);
-/* writes the limits named in p to the tenant (inside a store transaction); 0 or -1 */
-int limits_apply(sqlite3 *db, const char *tenant_id, const limits_patch *p);
-/* the tenant's limits; -1 when it does not exist or the database failed (out: no limits) */
-int limits_get(sqlite3 *db, const char *tenant_id, tenant_limits *out);
 /* sets the four members on obj, null for no limit */
 void limits_to_json(const tenant_limits *l, json_t *obj);
 /* A (valid) spec that asks for more epochs, steps or memory than the tenant allows: -1 with the

@@ -11,8 +11,9 @@
 #include "server/gate.h"
 #include "server/http.h"
 #include "server/logs.h"
-#include "server/metrics.h"
+#include "server/httpstats.h"
 #include "server/ratelimit.h"
+#include "server/routes.h"
 #include "server/server.h"
 #include "server/sse.h"
 
@@ -332,7 +333,9 @@ int main(int argc, char **argv)
     if (redis_auth_from_options(&rauth, OPT("redis-user"), OPT("redis-password"), OPT("redis-password-file")) != 0) return 2;
     srv.store = store_create(srv.loop, srv.db);
     srv.sse = sse_create(srv.loop);
-    srv.metrics = metrics_create(routes_count);
+    srv.routes = routes;
+    srv.routes_count = routes_count;
+    srv.httpstats = httpstats_create(routes, routes_count);
     srv.ratelimit = ratelimit_create(strtod(OPT("rate-limit"), NULL), strtod(OPT("rate-burst"), NULL));
     srv.infer_ratelimit = ratelimit_create(strtod(OPT("infer-rate-limit"), NULL), strtod(OPT("infer-rate-burst"), NULL));
     srv.bus = bus_create(&srv, rhost, rport, &rauth, OPT("consumer"));

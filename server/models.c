@@ -1,6 +1,8 @@
+/* models.c - the model registry (models.h): the models and model_aliases tables.  What it needs of
+ * a job (who registers, which jobs serve an alias, a serving job's spec.resolved, a note on it) it
+ * asks jobs.c; jobs.c never calls it (bus.c registers a succeeded job's model). */
 #include "server/models.h"
 #include "common/alloc.h"
-#include "common/jobtypes.h"
 #include "common/clock.h"
 #include "server/db.h"
 #include "server/jobs.h"
@@ -18,21 +20,14 @@ int models_register(sqlite3 *db, const char *job_id, const json_t *result)
 {
     const json_t *model = json_object_get(result, "model");
     if (!json_is_object(model)) return 0;
-    sqlite3_stmt *st = db_stmt(db, "SELECT tenant_id, coalesce(json_extract(spec, '$.model_name'), name), type FROM jobs "
-                                   "WHERE id = ?");
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
-    char tenant[64] = "", name[256] = "";
-    if (db_step(st) == SQLITE_ROW && (job_type_traits((const char *)sqlite3_column_text(st, 2)) & JT_REGISTERS_MODEL)) {
-        snprintf(tenant, sizeof(tenant), "%s", (const char *)sqlite3_column_text(st, 0));
-        snprintf(name, sizeof(name), "%s", (const char *)sqlite3_column_text(st, 1));
-    }
-    db_release(st);
+    char tenant[64], name[256];
+    if (jobs_model_source(db, job_id, tenant, sizeof(tenant), name, sizeof(name)) != 0) return -1;
     if (!tenant[0]) return 0;
-    st = db_stmt(db, "INSERT OR IGNORE INTO models (tenant_id, name, version, job_id, architecture, metrics, artifact, "
-                     "created_at, format, signature, description, sha256, size_bytes) VALUES (?1, ?2, (SELECT "
-                     "coalesce(max(version), 0) + 1 FROM models WHERE tenant_id = ?1 AND name = ?2), ?3, ?4, ?5, ?6, ?7, "
-                     "?8, ?9, ?10, ?11, ?12)");
+    sqlite3_stmt *st =
+        db_stmt(db, "INSERT OR IGNORE INTO models (tenant_id, name, version, job_id, architecture, metrics, artifact, "
+                    "created_at, format, signature, description, sha256, size_bytes) VALUES (?1, ?2, (SELECT "
+                    "coalesce(max(version), 0) + 1 FROM models WHERE tenant_id = ?1 AND name = ?2), ?3, ?4, ?5, ?6, ?7, "
+                    "?8, ?9, ?10, ?11, ?12)");
     if (!st) return -1;
     char *arch = dump(json_object_get(model, "architecture")), *metrics = dump(json_object_get(result, "metrics"));
     const char *artifact = json_string_value(json_object_get(model, "artifact"));
@@ -260,23 +255,8 @@ int models_add_upload(sqlite3 *db, const model_upload *u, int *version)
 static int each_alias_job(sqlite3 *db, const char *tenant_id, const char *name, const char *alias,
                           int (*fn)(sqlite3 *db, void *arg, const char *id), void *arg)
 {
-    sqlite3_stmt *st = db_stmt(db, "SELECT id, type FROM jobs WHERE tenant_id = ? AND state NOT IN ('succeeded', 'failed', "
-                                   "'cancelled') AND json_extract(spec, '$.resolved.name') = ? AND "
-                                   "json_extract(spec, '$.resolved.alias') = ?");
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, alias, -1, SQLITE_STATIC);
-    json_t *ids = json_array(); /* collected first: fn writes to jobs */
-    int rc;
-    while ((rc = db_step(st)) == SQLITE_ROW)
-        if (job_type_traits((const char *)sqlite3_column_text(st, 1)) & JT_SERVING)
-            json_array_append_new(ids, json_string((const char *)sqlite3_column_text(st, 0)));
-    db_release(st);
-    if (rc != SQLITE_DONE) {
-        json_decref(ids);
-        return -1;
-    }
+    json_t *ids = jobs_serving_alias(db, tenant_id, name, alias); /* collected first: fn writes to jobs */
+    if (!ids) return -1;
     size_t i;
     json_t *id;
     json_array_foreach(ids, i, id) if (fn(db, arg, json_string_value(id)) != 0)
@@ -302,16 +282,7 @@ static int roll_job(sqlite3 *db, void *arg, const char *id)
     snprintf(ref, sizeof(ref), "%s@%s", r->name, r->alias);
     json_t *resolved = NULL;
     if (models_resolve(db, r->tenant_id, ref, 0, &resolved) != 0) return -1;
-    char *text = json_dumps(resolved, JSON_COMPACT);
-    sqlite3_stmt *st = db_stmt(db, "UPDATE jobs SET spec = json_set(spec, '$.resolved', json(?)) WHERE id = ?");
-    int rc = -1;
-    if (st && text) {
-        sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-        rc = db_step(st) == SQLITE_DONE ? 0 : -1;
-    }
-    db_release(st);
-    free(text);
+    int rc = jobs_set_resolved(db, id, resolved);
     char why[600];
     snprintf(why, sizeof(why), "model %s@%s moved from version %d to %d: the replicas load version %d and switch to it", r->name,
              r->alias, r->previous, r->version, r->version);

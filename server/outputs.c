@@ -4,7 +4,7 @@
 #include "server/outputs.h"
 #include "common/clock.h"
 #include "server/api.h"
-#include "server/metrics.h"
+#include "server/httpstats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -198,7 +198,7 @@ void api_job_output_get(http_ctx *c)
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/octet-stream"));
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-store"));
     http_add_header(c, "content-disposition", disposition(&req->pool, want));
-    metrics_http(c->srv->metrics, c->route_index, 200, (double)(clock_mono_us() - c->start_us) / 1e6);
+    httpstats_record(c->srv->httpstats, c->route_index, 200, (double)(clock_mono_us() - c->start_us) / 1e6);
     h2o_start_response(req, &d->gen);
     if (d->left == 0 || h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD")))
         h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);

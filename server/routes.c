@@ -1,6 +1,8 @@
 /* routes.c - the route table: the one list of endpoints, their roles and body
- * rules.  http.c routes by it; /metrics labels come from it; the OpenAPI document
- * (server/api_openapi.c) is generated from it. */
+ * rules.  main.c hands it to the server (server.routes); http.c routes by it, /metrics
+ * labels come from it and the OpenAPI document (server/api_openapi.c) is generated from it,
+ * each through the server, never by name. */
+#include "server/routes.h"
 #include "server/api.h"
 
 const route routes[] = {

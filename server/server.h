@@ -15,10 +15,11 @@
 
 typedef struct bus bus;
 typedef struct sse_hub sse_hub;
-typedef struct metrics metrics;
+typedef struct httpstats httpstats;
 typedef struct ratelimit ratelimit;
 typedef struct infer_gw infer_gw;
 typedef struct logs_hub logs_hub;
+struct route;
 
 typedef struct server {
     uv_loop_t *loop;
@@ -26,11 +27,13 @@ typedef struct server {
     store *store;
     bus *bus;
     sse_hub *sse;
-    metrics *metrics;
+    httpstats *httpstats;       /* HTTP replies by route (server/httpstats.h) */
     ratelimit *ratelimit;       /* per token */
     ratelimit *infer_ratelimit; /* per token, predictions (POST /v2/models/{name}/infer) */
     infer_gw *infer;            /* inference requests and replies (server/infer.h) */
     logs_hub *logs;             /* program jobs' logs and their followers (server/logs.h) */
+    const struct route *routes; /* the route table (server/routes.h), set by main.c */
+    int routes_count;
 
     /* settings */
     const char *web_dir;

@@ -1,10 +1,11 @@
-/* fuzz_route.c - http_route_match against every pattern of the route table (server/routes.c),
+/* fuzz_route.c - route_match against every pattern of the route table (server/routes.c),
  * as the dispatcher calls it on each request path.  The input is the path; it is copied into a
  * buffer of exactly its size because h2o's path is not NUL-terminated.
  *
  * Checks: a match captures one {param} per placeholder, each a non-empty slice of the path
  * without '/', and putting the captures back into the pattern gives the path again. */
 #include "server/http.h"
+#include "server/routes.h"
 #include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -40,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size) memcpy(path, data, size);
     for (int i = 0; i < routes_count; i++) {
         h2o_iovec_t params[2] = {{NULL, 0}, {NULL, 0}};
-        if (http_route_match(routes[i].pattern, h2o_iovec_init(path, size), params))
+        if (route_match(routes[i].pattern, h2o_iovec_init(path, size), params))
             check_match(routes[i].pattern, path, size, params);
     }
     free(path);

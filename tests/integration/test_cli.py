@@ -17,7 +17,7 @@ import time
 
 from harness import ADMIN, BUILD, ROOT, Stack, placement_job, wait_until
 
-CLI = os.path.join(BUILD, "server", "gantry")
+CLI = os.path.join(BUILD, "cli", "gantry")
 
 
 def run(args, env, stdin=None, check=True):

@@ -133,17 +133,17 @@ def test_up_says_where_the_cli_is():
     env = dict(os.environ, bin="/opt/gantry/build", probe="127.0.0.1", port="8080", token="t", state="/var/gantry",
                workers="2 CPU workers")
     out = subprocess.run(["bash", "-c", message.group(0)], env=env, capture_output=True, text=True, timeout=10).stdout
-    assert re.search(r"^\s*CLI:\s+/opt/gantry/build/server/gantry$", out, re.M), out
-    assert 'ln -sf "/opt/gantry/build/server/gantry" /usr/local/bin/gantry' in out, out
+    assert re.search(r"^\s*CLI:\s+/opt/gantry/build/cli/gantry$", out, re.M), out
+    assert 'ln -sf "/opt/gantry/build/cli/gantry" /usr/local/bin/gantry' in out, out
     assert "gantry login --url http://127.0.0.1:8080" in out, out
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
     cli = readme[readme.index("## The command-line client"):readme.index("## Using it with curl")]
-    assert 'ln -sf "$PWD/build/server/gantry" /usr/local/bin/gantry' in cli, cli
+    assert 'ln -sf "$PWD/build/cli/gantry" /usr/local/bin/gantry' in cli, cli
     installed = subprocess.run(["meson", "introspect", BUILD, "--installed"], capture_output=True, text=True, timeout=60)
     assert installed.returncode == 0, installed.stderr
     targets = json.loads(installed.stdout)
-    assert os.path.join(BUILD, "server", "gantry") in targets and targets[os.path.join(BUILD, "server", "gantry")].endswith(
+    assert os.path.join(BUILD, "cli", "gantry") in targets and targets[os.path.join(BUILD, "cli", "gantry")].endswith(
         "/bin/gantry"), targets
 
 

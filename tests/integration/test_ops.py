@@ -112,7 +112,7 @@ def test_grafana_dashboard_uses_real_metrics():
     names = {re.sub(r"_(bucket|sum|count)$", "", m) for e in exprs for m in re.findall(r"gantry_[a-z_]+", e)}
     with open(os.path.join(ROOT, "server", "metrics.c")) as f:
         src = f.read()
-    for extra in ("infer.c", "bus.c", "store.c", "api_ops.c"):
+    for extra in ("httpstats.c", "infer.c", "bus.c", "store.c", "api_ops.c"):
         path = os.path.join(ROOT, "server", extra)
         if os.path.exists(path):
             with open(path) as f:

@@ -8,10 +8,11 @@
 #include <string.h>
 
 #include "server/http.h"
+#include "server/routes.h"
 
 static int matches(const char *pattern, const char *path, h2o_iovec_t *params)
 {
-    return http_route_match(pattern, h2o_iovec_init(path, strlen(path)), params);
+    return route_match(pattern, h2o_iovec_init(path, strlen(path)), params);
 }
 
 static void test_literal_paths(void **state)

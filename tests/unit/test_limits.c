@@ -14,6 +14,7 @@
 
 #include "server/db.h"
 #include "server/limits.h"
+#include "server/tenants.h"
 #include "testpath.h"
 
 static const long long defaults[LIMIT_COUNT] = {86400, 1000, 10000000, 8589934592LL};
@@ -75,10 +76,10 @@ static void test_store_defaults_and_json(void **state)
     assert_true(db_migrate(db, mig, err, sizeof(err)) >= 5);
 
     tenant_limits l;
-    assert_int_equal(limits_get(db, "t_system", &l), 0); /* a tenant from before the migration: the defaults */
+    assert_int_equal(tenants_limits(db, "t_system", &l), 0); /* a tenant from before the migration: the defaults */
     for (int i = 0; i < LIMIT_COUNT; i++)
         assert_true(l.v[i] == defaults[i]);
-    assert_int_equal(limits_get(db, "t_nope", &l), -1);
+    assert_int_equal(tenants_limits(db, "t_nope", &l), -1);
     assert_true(l.v[LIMIT_RUNTIME] < 0);
 
     limits_patch p;
@@ -86,8 +87,8 @@ static void test_store_defaults_and_json(void **state)
     json_t *b = body("{\"max_runtime_s\":2,\"max_memory_bytes\":null}");
     assert_int_equal(limits_parse(b, &p, field, sizeof(field), msg, sizeof(msg)), 0);
     json_decref(b);
-    assert_int_equal(limits_apply(db, "t_system", &p), 0);
-    assert_int_equal(limits_get(db, "t_system", &l), 0);
+    assert_int_equal(tenants_set_limits(db, "t_system", &p), 0);
+    assert_int_equal(tenants_limits(db, "t_system", &l), 0);
     assert_true(l.v[LIMIT_RUNTIME] == 2 && l.v[LIMIT_EPOCHS] == 1000 && l.v[LIMIT_STEPS] == 10000000 && l.v[LIMIT_MEMORY] < 0);
 
     json_t *o = json_object();

@@ -1,4 +1,6 @@
-/* gantry - the command-line client of the REST API (libcurl).
+/* cli/main.c - gantry, the user's command-line client of the REST API (libcurl): it owns the
+ * commands below, the config file and the terminal output; it includes only common/ (the layering
+ * lint's rule for cli/) and talks to the server over HTTP alone.
  *
  *   gantry login [--url URL] [--token TOKEN | reads it from stdin]
  *   gantry submit FILE|-          gantry list [--state S] [--type T] [--limit N]

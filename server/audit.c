@@ -1,3 +1,4 @@
+/* audit.c - the audit log's rows, written in the transaction of the change they record (audit.h). */
 #include "server/audit.h"
 #include "common/clock.h"
 #include "server/db.h"

@@ -1,3 +1,4 @@
+/* auth.c - bearer tokens: made, stored as SHA-256, looked up in constant time, roles (auth.h). */
 #include "server/auth.h"
 #include "server/db.h"
 #include "common/clock.h"

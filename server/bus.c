@@ -1,3 +1,4 @@
+/* bus.c - the server's side of Redis: the outbox of tasks, the events stream read into SQLite (bus.h). */
 #include "server/bus.h"
 #include "common/alloc.h"
 #include "common/clock.h"

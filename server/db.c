@@ -1,3 +1,4 @@
+/* db.c - the server's SQLite database: opened durable, migrations applied, db_step (db.h). */
 #include "server/db.h"
 #include "common/alloc.h"
 #include "common/clock.h"

@@ -1,3 +1,4 @@
+/* errors.c - the API's errors: code, status and message from one list (errors.h). */
 #include "server/errors.h"
 
 static const struct {

@@ -1,3 +1,4 @@
+/* infer.c - the inference gateway: requests to the replicas, replies to the clients, per-job counters (infer.h). */
 #include "server/infer.h"
 #include "common/alloc.h"
 #include "common/clock.h"

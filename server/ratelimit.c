@@ -1,3 +1,4 @@
+/* ratelimit.c - a token bucket per API token (ratelimit.h). */
 #include "server/ratelimit.h"
 #include "common/alloc.h"
 

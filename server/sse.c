@@ -1,3 +1,4 @@
+/* sse.c - Server-Sent Events: the per-tenant streams and a request's own stream (sse.h). */
 #include "server/sse.h"
 #include "common/alloc.h"
 #include "common/jsonfmt.h"

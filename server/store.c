@@ -1,3 +1,4 @@
+/* store.c - group commit: every write to SQLite, batched in one transaction (store.h). */
 #include "server/store.h"
 #include "server/db.h"
 #include "common/alloc.h"

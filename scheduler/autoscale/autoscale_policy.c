@@ -1,4 +1,4 @@
-#include "scheduler/autoscale/policy.h"
+#include "scheduler/autoscale/autoscale_policy.h"
 #include "common/alloc.h"
 #include "scheduler/autoscale/faro.h"
 #include "scheduler/autoscale/latency.h"

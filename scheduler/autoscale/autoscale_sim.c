@@ -1,4 +1,4 @@
-#include "scheduler/autoscale/sim.h"
+#include "scheduler/autoscale/autoscale_sim.h"
 #include "common/alloc.h"
 
 #include <math.h>

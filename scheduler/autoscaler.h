@@ -4,7 +4,7 @@
  * replicas (workers running, or about to run, the job's task: registry.h), and
  * what happened since the last tick (arrivals counted by the servers, the queue
  * length, the servers' latency window, the replicas' measured service time,
- * all in gantry:infer:*), asks the policy of autoscale/policy.h (the code the
+ * all in gantry:infer:*), asks the policy of autoscale/autoscale_policy.h (the code the
  * simulator runs) for targets within the capacity the inference tier may use
  * (every worker not running other work), and acts: a new replica is the job's
  * task pushed to a free worker (it serves after loading the model: its warm-up
@@ -17,7 +17,7 @@
 #define GANTRY_SCHED_AUTOSCALER_H
 
 #include "wire/redis_sync.h"
-#include "scheduler/autoscale/policy.h"
+#include "scheduler/autoscale/autoscale_policy.h"
 #include "scheduler/registry.h"
 
 typedef struct autoscaler autoscaler;

@@ -29,7 +29,7 @@
  *  6. Inference replicas yield: the first job that waits for capacity claims
  *     the workers it lacks (pol_claim): inference jobs of its priority or lower
  *     stop growing and give back replicas above their minimum while their SLO
- *     allows (autoscale/policy.h, as_yield), so a waiting gang of equal or
+ *     allows (autoscale/autoscale_policy.h, as_yield), so a waiting gang of equal or
  *     higher priority can start (or, when it is blocked, the jobs behind it run).
  *  Federated jobs: slot k goes to a free worker labelled site=sites[k], or, for a
  *  site that names no label (sites[k] NULL), to any free worker (unlabelled

@@ -1,7 +1,7 @@
 /* exec_program.c - a training job that runs the team's own program (spec.program,
  * spec/program_spec.h) instead of gantry's layer list: exec_training hands such a
  * spec here.  This file is the glue between the worker and the launcher of one rank
- * (workers/program/rank.h); docs/programs.md says what a program sees.
+ * (workers/program/prog_rank.h); docs/programs.md says what a program sees.
  *
  * One worker runs one rank.  A job of N > 1 ranks (or an elastic one) is a gang: each
  * worker joins the generation's rendezvous (its rank and the world from there), rank 0
@@ -13,7 +13,7 @@
  * resized, or when another rank of the generation ended badly.
  *
  * The end (docs/programs.md "Restarts and the failure rule"): each rank publishes its
- * end (gang value "end:R": "<prog_end> <code> <reason>\n<its last log lines>"); rank 0
+ * end (gang value "end:R": "<prog_rank_end> <code> <reason>\n<its last log lines>"); rank 0
  * gathers every rank's end and decides for the generation by the worst cause:
  *   - every rank exited 0: succeeded, rank 0 reports the result (others EXEC_SILENT);
  *   - a memory or wall-clock limit, or a program that could not start: the job fails
@@ -34,10 +34,10 @@
 #include "workers/comm/sock.h"
 #include "workers/executor.h"
 #include "spec/serve_signature.h"
-#include "workers/program/logcap.h"
-#include "workers/program/metrics.h"
-#include "workers/program/netfence.h"
-#include "workers/program/rank.h"
+#include "workers/program/prog_logcap.h"
+#include "workers/program/prog_metrics.h"
+#include "workers/program/prog_netfence.h"
+#include "workers/program/prog_rank.h"
 #include "spec/program_spec.h"
 #include "workers/program_io.h"
 
@@ -75,7 +75,7 @@ typedef enum {
 
 typedef struct {
     bool known;
-    int end; /* prog_end, or -1: lost (no end reported) */
+    int end; /* prog_rank_end, or -1: lost (no end reported) */
     int code;
     char reason[512];
     char *tail; /* its last log lines (malloc'd) */
@@ -94,10 +94,10 @@ typedef struct {
     char workdir[PATH_MAX];
     /* the running rank */
     prog_rank *pr;
-    plog_follow follow;
-    char pending[PIO_CHUNK_MAX]; /* output read but not shipped: a line not finished yet */
+    prog_logcap_follow follow;
+    char pending[PROGRAM_IO_CHUNK_MAX]; /* output read but not shipped: a line not finished yet */
     size_t npending;
-    pmetrics *met;
+    prog_metrics *met;
     json_t *merged; /* every metrics point of this generation merged: result.metrics */
     double fraction;
     bool terminating;
@@ -117,17 +117,17 @@ static double mono_s(void)
 static severity severity_of(int end, int code)
 {
     switch (end) {
-    case PROG_EXITED:
+    case PROG_RANK_EXITED:
         return code == 0 ? SEV_OK : SEV_EXIT;
-    case PROG_TERMINATED:
+    case PROG_RANK_TERMINATED:
         return SEV_TERMINATED;
-    case PROG_MEMORY:
+    case PROG_RANK_MEMORY:
         return SEV_MEMORY;
-    case PROG_RUNTIME:
+    case PROG_RANK_RUNTIME:
         return SEV_RUNTIME;
-    case PROG_LAUNCH_FAILED:
+    case PROG_RANK_LAUNCH_FAILED:
         return SEV_LAUNCH;
-    default: /* PROG_SIGNALED, or lost */
+    default: /* PROG_RANK_SIGNALED, or lost */
         return SEV_LOST;
     }
 }
@@ -295,7 +295,7 @@ static void ship_logs(prun *p, bool final)
 {
     exec_ctx *ctx = p->ctx;
     for (int rounds = 0; rounds < 64; rounds++) {
-        ssize_t n = plog_follow_read(&p->follow, p->pending + p->npending, sizeof(p->pending) - p->npending);
+        ssize_t n = prog_logcap_follow_read(&p->follow, p->pending + p->npending, sizeof(p->pending) - p->npending);
         if (n > 0) p->npending += (size_t)n;
         if (p->npending == 0) return;
         size_t send = p->npending;
@@ -305,7 +305,7 @@ static void ship_logs(prun *p, bool final)
         }
         if (send == 0) return;
         /* not written (rs_command logged why): those lines are missing from the stream, the log file has them */
-        pio_log_chunk(ctx->redis, ctx->task->job_id, p->rank, p->generation, p->pending, send);
+        program_io_log_chunk(ctx->redis, ctx->task->job_id, p->rank, p->generation, p->pending, send);
         memmove(p->pending, p->pending + send, p->npending - send);
         p->npending -= send;
         if (n <= 0 && (!final || p->npending == 0)) return;
@@ -335,7 +335,7 @@ static void read_metrics(prun *p)
     if (p->rank != 0) return; /* rank 0's lines are the job's (the example writes them there only) */
     json_t *points = json_array();
     char why[256];
-    if (pmetrics_read(p->met, points, why, sizeof(why)) < 0) {
+    if (prog_metrics_read(p->met, points, why, sizeof(why)) < 0) {
         log_warn("job %s: metrics file: %s", p->ctx->task->job_id, why);
     }
     size_t i;
@@ -361,7 +361,7 @@ static void stop_rank(prun *p, const char *why)
     p->terminating = true;
     snprintf(p->stop_why, sizeof(p->stop_why), "%.*s", (int)sizeof(p->stop_why) - 1, why);
     log_info("job %s rank %d: stopping its program: %s", p->ctx->task->job_id, p->rank, why);
-    prog_terminate(p->pr);
+    prog_rank_terminate(p->pr);
 }
 
 /* parses a published end "<end> <code> <reason>\n<tail>" */
@@ -402,16 +402,16 @@ static void watch_peers(prun *p)
 }
 
 /* runs the rank until its program ends; its status */
-static const prog_status *supervise(prun *p)
+static const prog_rank_status *supervise(prun *p)
 {
     exec_ctx *ctx = p->ctx;
     double next_watch = 0;
     for (;;) {
-        int ended = prog_poll(p->pr, POLL_MS);
+        int ended = prog_rank_poll(p->pr, POLL_MS);
         ship_logs(p, false);
         read_metrics(p);
         if (ended) break;
-        if (p->terminating) continue; /* its grace period runs; prog_poll sends SIGKILL at its end */
+        if (p->terminating) continue; /* its grace period runs; prog_rank_poll sends SIGKILL at its end */
         if (ctx->cancelled(ctx)) {
             p->by_worker = true;
             stop_rank(p, "the job was cancelled, preempted, resized or ended elsewhere");
@@ -421,7 +421,7 @@ static const prog_status *supervise(prun *p)
         }
     }
     ship_logs(p, true);
-    return prog_status_of(p->pr);
+    return prog_rank_status_of(p->pr);
 }
 
 /* --- the end --- */
@@ -593,7 +593,7 @@ static json_t *exit_codes(const prun *p)
 {
     json_t *codes = json_array();
     for (int r = 0; r < p->world; r++)
-        json_array_append_new(codes, p->ends[r].end == PROG_EXITED ? json_integer(p->ends[r].code) : json_null());
+        json_array_append_new(codes, p->ends[r].end == PROG_RANK_EXITED ? json_integer(p->ends[r].code) : json_null());
     return codes;
 }
 
@@ -618,13 +618,13 @@ static json_t *make_result(prun *p, int restarts, char *err, size_t errlen)
 
 static void prun_free(prun *p)
 {
-    if (p->pr) prog_free(p->pr);
+    if (p->pr) prog_rank_free(p->pr);
     char why[700];
-    if (p->fenced && pnet_idle(p->ctx->sandbox_uid, why, sizeof(why)) != 0)
+    if (p->fenced && prog_netfence_idle(p->ctx->sandbox_uid, why, sizeof(why)) != 0)
         log_warn("job %s: this slot's network rules could not be reset: %s", p->ctx->task->job_id, why);
     p->fenced = false;
     if (p->port_fd >= 0) close(p->port_fd);
-    pmetrics_free(p->met);
+    prog_metrics_free(p->met);
     json_decref(p->merged);
     for (int r = 0; p->ends && r < p->world; r++)
         free(p->ends[r].tail);
@@ -652,13 +652,13 @@ static int launch(prun *p, char (*roots)[PATH_MAX], int nroots, const char *init
     /* CPU time: the spec's resources.cpus, at most the slot's share (--threads, else every core), which is the default */
     double cpus = p->ctx->threads > 0 ? (double)p->ctx->threads : 0;
     if (p->set.cpus > 0 && (cpus <= 0 || p->set.cpus < cpus)) cpus = p->set.cpus;
-    /* the network: this slot's chain lets the rank reach its job's peers only (workers/program/netfence.h) */
+    /* the network: this slot's chain lets the rank reach its job's peers only (workers/program/prog_netfence.h) */
     if (p->ctx->net_fenced) {
         const char *peers[RDV_MAX_WORLD];
         for (int r = 0; r < p->npeers; r++)
             peers[r] = p->peers[r];
         char why[700];
-        if (pnet_job(p->ctx->sandbox_uid, p->ctx->task->job_id, peers, (size_t)p->npeers, why, sizeof(why)) != 0) {
+        if (prog_netfence_job(p->ctx->sandbox_uid, p->ctx->task->job_id, peers, (size_t)p->npeers, why, sizeof(why)) != 0) {
             snprintf(err, errlen, "cannot fence the rank's network: %.500s", why);
             strv_free(&argv);
             strv_free(&env);
@@ -666,40 +666,40 @@ static int launch(prun *p, char (*roots)[PATH_MAX], int nroots, const char *init
         }
         p->fenced = true;
     }
-    prog_spec spec = {.argv = (const char *const *)argv.v,
-                      .env = (const char *const *)env.v,
-                      .workdir = p->workdir,
-                      .data_roots = data_roots,
-                      .checkpoint_dir = p->ckpt,
-                      .output_dir = p->out,
-                      .metrics_dir = p->run,
-                      .log_dir = p->logs,
-                      .rank = p->rank,
-                      .memory_bytes = p->set.memory_bytes,
-                      .max_procs = p->set.processes,
-                      .max_open_files = p->set.open_files,
-                      .max_runtime_s = runtime,
-                      .grace_s = p->set.grace_s,
-                      .cpus = cpus,
-                      .uid = p->ctx->sandbox_uid,
-                      .gid = pnet_job_gid(p->ctx->task->job_id),
-                      .bwrap = BWRAP,
-                      .devices = devices,
-                      .init = init};
-    share_dirs(p, pnet_job_gid(p->ctx->task->job_id));
+    prog_rank_spec spec = {.argv = (const char *const *)argv.v,
+                           .env = (const char *const *)env.v,
+                           .workdir = p->workdir,
+                           .data_roots = data_roots,
+                           .checkpoint_dir = p->ckpt,
+                           .output_dir = p->out,
+                           .metrics_dir = p->run,
+                           .log_dir = p->logs,
+                           .rank = p->rank,
+                           .memory_bytes = p->set.memory_bytes,
+                           .max_procs = p->set.processes,
+                           .max_open_files = p->set.open_files,
+                           .max_runtime_s = runtime,
+                           .grace_s = p->set.grace_s,
+                           .cpus = cpus,
+                           .uid = p->ctx->sandbox_uid,
+                           .gid = prog_netfence_job_gid(p->ctx->task->job_id),
+                           .bwrap = BWRAP,
+                           .devices = devices,
+                           .init = init};
+    share_dirs(p, prog_netfence_job_gid(p->ctx->task->job_id));
     if (p->port_fd >= 0) close(p->port_fd); /* MASTER_PORT is the program's to bind now */
     p->port_fd = -1;
-    p->pr = prog_start(&spec, err, errlen);
+    p->pr = prog_rank_start(&spec, err, errlen);
     strv_free(&argv);
     strv_free(&env);
     if (!p->pr) return -1;
-    plog_follow_init(&p->follow, p->logs, p->rank);
+    prog_logcap_follow_init(&p->follow, p->logs, p->rank);
     char metrics[PATH_MAX + 32];
     snprintf(metrics, sizeof(metrics), "%s/metrics.jsonl", p->run);
-    p->met = pmetrics_new(metrics, 0, 0);
+    p->met = prog_metrics_new(metrics, 0, 0);
     log_info("job %s: rank %d of %d started as uid %u (generation %d, memory limit by %s, CPU limit by %s, network %s)",
-             p->ctx->task->job_id, p->rank, p->world, p->ctx->sandbox_uid, p->generation, prog_memory_mode(p->pr),
-             prog_cpu_mode(p->pr), p->fenced ? "fenced to the job's peers" : "NOT fenced");
+             p->ctx->task->job_id, p->rank, p->world, p->ctx->sandbox_uid, p->generation, prog_rank_memory_mode(p->pr),
+             prog_rank_cpu_mode(p->pr), p->fenced ? "fenced to the job's peers" : "NOT fenced");
     return 0;
 }
 
@@ -758,17 +758,17 @@ int exec_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     /* run */
     rank_end *mine = &p.ends[p.rank];
     if (make_dirs(&p, why, sizeof(why)) != 0 || launch(&p, roots, nroots, init, why, sizeof(why)) != 0) {
-        *mine = (rank_end){.known = true, .end = PROG_LAUNCH_FAILED, .code = -1, .tail = xstrdup("")};
+        *mine = (rank_end){.known = true, .end = PROG_RANK_LAUNCH_FAILED, .code = -1, .tail = xstrdup("")};
         snprintf(mine->reason, sizeof(mine->reason), "%.*s", (int)sizeof(mine->reason) - 1, why);
     } else {
-        const prog_status *st = supervise(&p);
+        const prog_rank_status *st = supervise(&p);
         *mine = (rank_end){
-            .known = true, .end = (int)st->end, .code = st->code, .tail = plog_tail(p.logs, p.rank, TAIL_LINES, TAIL_BYTES)};
+            .known = true, .end = (int)st->end, .code = st->code, .tail = prog_logcap_tail(p.logs, p.rank, TAIL_LINES, TAIL_BYTES)};
         snprintf(mine->reason, sizeof(mine->reason), "%s", st->reason);
     }
     log_info("job %s: rank %d ended: %s", t->job_id, p.rank, mine->reason);
     /* not written (logged): the logs miss the end line; the job's result still says it */
-    pio_log_end(ctx->redis, t->job_id, p.rank, p.generation, mine->reason);
+    program_io_log_end(ctx->redis, t->job_id, p.rank, p.generation, mine->reason);
     if (p.gang) {
         char fieldname[32], *val = encode_end(mine->end, mine->code, mine->reason, mine->tail);
         snprintf(fieldname, sizeof(fieldname), "end:%d", p.rank);
@@ -793,7 +793,7 @@ int exec_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     int dr = deciding_rank(&p);
     severity sev = severity_of(p.ends[dr].end, p.ends[dr].code);
-    int restarts = pio_restarts(ctx->redis, t->job_id);
+    int restarts = program_io_restarts(ctx->redis, t->job_id);
     if (restarts < 0) restarts = 0; /* Redis away: counted as none; the requeue's own count still stops it */
     int rc = EXEC_FAILED;
     if (sev == SEV_OK) {

@@ -5,7 +5,7 @@
  * touches Redis itself (an inference replica moves its requests through ctx->redis
  * with workers/serve_io.c, a federated site its messages with workers/fed_io.c).
  * A tenant's code never runs in the worker: program ranks and model replicas are sandboxed
- * child processes (workers/program/rank.h, workers/replica_proc.h).
+ * child processes (workers/program/prog_rank.h, workers/replica_proc.h).
  * The job type table (common/jobtypes.h) names each type's executor;
  * executor.c looks them up.  A new type's executor is declared below and
  * named in its row (docs/adding-a-job-type.md). */
@@ -49,7 +49,7 @@ typedef struct exec_ctx {
     int threads; /* CPU threads this slot's compute may use (--threads; default the machine's cores) */
     const char *bin_dir; /* the worker binary's directory: gantry-rank-init and gantry-replica are beside it */
     /* program jobs (workers/exec_program.c): the uid and gid this slot's ranks run as (--sandbox-uid), and
-     * whether their network is fenced (workers/program/netfence.h): net_fenced true, or net_why says why
+     * whether their network is fenced (workers/program/prog_netfence.h): net_fenced true, or net_why says why
      * not and net_open whether programs run anyway (--program-network open) */
     unsigned sandbox_uid;
     bool net_fenced, net_open;

@@ -33,7 +33,7 @@
 #include "wire/redis_sync.h"
 #include "wire/requeue.h"
 #include "workers/executor.h"
-#include "workers/program/netfence.h"
+#include "workers/program/prog_netfence.h"
 #include "workers/rendezvous.h"
 
 #include <errno.h>
@@ -91,7 +91,7 @@ static char worker_id[40], source[96], info_json[2048];
 static char site_label[64];            /* --labels site=NAME: the federated site this worker runs */
 static unsigned char fed_secret[4096]; /* --fed-secret: the file's bytes, trailing white space dropped */
 static unsigned sandbox_uid;           /* --sandbox-uid, or derived from the id */
-static bool net_fenced;                /* this slot's nftables chain is in place (workers/program/netfence.h) */
+static bool net_fenced;                /* this slot's nftables chain is in place (workers/program/prog_netfence.h) */
 static char net_why[700];              /* why not */
 static size_t fed_secret_len;
 static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -665,18 +665,19 @@ static int setup_sandbox(void)
 {
     char *end;
     unsigned long uid = strtoul(OPT("sandbox-uid"), &end, 10);
-    if (*end || (uid != 0 && (uid < PNET_UID_MIN || uid > PNET_UID_MAX))) {
-        log_error("--sandbox-uid %s: must be 0 (derived from --id) or in [%u, %u]", OPT("sandbox-uid"), PNET_UID_MIN, PNET_UID_MAX);
+    if (*end || (uid != 0 && (uid < PROG_NETFENCE_UID_MIN || uid > PROG_NETFENCE_UID_MAX))) {
+        log_error("--sandbox-uid %s: must be 0 (derived from --id) or in [%u, %u]", OPT("sandbox-uid"), PROG_NETFENCE_UID_MIN,
+                  PROG_NETFENCE_UID_MAX);
         return -1;
     }
     /* one worker per uid on a host: a lock file per uid, held while the worker runs; a derived uid taken by
      * another worker moves on to the next one */
-    sandbox_uid = uid ? (unsigned)uid : pnet_default_uid(worker_id);
+    sandbox_uid = uid ? (unsigned)uid : prog_netfence_default_uid(worker_id);
     for (int tries = 0;; tries++) {
-        int fd = pnet_lock_uid(sandbox_uid); /* held until the process ends (the descriptor stays open) */
+        int fd = prog_netfence_lock_uid(sandbox_uid); /* held until the process ends (the descriptor stays open) */
         if (fd >= 0) break;
         if (fd == -2) {
-            log_warn("cannot open a lock file in " PNET_LOCK_DIR ": this worker cannot tell whether another one of this "
+            log_warn("cannot open a lock file in " PROG_NETFENCE_LOCK_DIR ": this worker cannot tell whether another one of this "
                      "host uses uid %u",
                      sandbox_uid);
             break;
@@ -685,16 +686,16 @@ static int setup_sandbox(void)
             log_error("--sandbox-uid %u: another worker of this host runs its program ranks as that uid", sandbox_uid);
             return -1;
         }
-        sandbox_uid = sandbox_uid == PNET_UID_MAX ? PNET_UID_MIN : sandbox_uid + 1;
+        sandbox_uid = sandbox_uid == PROG_NETFENCE_UID_MAX ? PROG_NETFENCE_UID_MIN : sandbox_uid + 1;
     }
     const char *mode = OPT("program-network");
     if (strcmp(mode, "fenced") != 0 && strcmp(mode, "open") != 0) {
         log_error("--program-network %s: must be fenced or open", mode);
         return -1;
     }
-    net_fenced = pnet_setup(sandbox_uid, net_why, sizeof(net_why)) == 0;
+    net_fenced = prog_netfence_setup(sandbox_uid, net_why, sizeof(net_why)) == 0;
     char why[300];
-    int reaped = net_fenced ? pnet_reap(sandbox_uid, why, sizeof(why)) : 0;
+    int reaped = net_fenced ? prog_netfence_reap(sandbox_uid, why, sizeof(why)) : 0;
     if (reaped > 0)
         log_info("removed the network rules of %d worker slot%s no worker holds any more", reaped, reaped == 1 ? "" : "s");
     if (net_fenced)
@@ -802,7 +803,7 @@ int main(int argc, char **argv)
     freeReplyObject(unreg);
     rs_close(&r);
     rs_close(&hb);
-    if (net_fenced && pnet_teardown(sandbox_uid, net_why, sizeof(net_why)) != 0)
+    if (net_fenced && prog_netfence_teardown(sandbox_uid, net_why, sizeof(net_why)) != 0)
         log_warn("could not remove this slot's network rules: %s", net_why);
     log_info("worker %s stopped", worker_id);
     return 0;

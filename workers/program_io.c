@@ -26,18 +26,18 @@ static int append(rs_conn *r, const char *job_id, const log_entry *e)
     return 0;
 }
 
-int pio_log_chunk(rs_conn *r, const char *job_id, int rank, int generation, const char *buf, size_t len)
+int program_io_log_chunk(rs_conn *r, const char *job_id, int rank, int generation, const char *buf, size_t len)
 {
-    if (len > PIO_CHUNK_MAX) len = PIO_CHUNK_MAX;
+    if (len > PROGRAM_IO_CHUNK_MAX) len = PROGRAM_IO_CHUNK_MAX;
     return append(r, job_id, &(log_entry){.rank = rank, .gen = generation, .text = buf, .text_len = len});
 }
 
-int pio_log_end(rs_conn *r, const char *job_id, int rank, int generation, const char *reason)
+int program_io_log_end(rs_conn *r, const char *job_id, int rank, int generation, const char *reason)
 {
     return append(r, job_id, &(log_entry){.rank = rank, .gen = generation, .end = reason, .end_len = strlen(reason)});
 }
 
-int pio_restarts(rs_conn *r, const char *job_id)
+int program_io_restarts(rs_conn *r, const char *job_id)
 {
     redisReply *rep = rs_command(r, "GET %s%s", K_FAILURES_PREFIX, job_id);
     int n = !rep || rep->type == REDIS_REPLY_ERROR ? -1 : rep->type == REDIS_REPLY_STRING ? atoi(rep->str) : 0;

@@ -3,10 +3,10 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "workers/program/cgroup.h"
-#include "workers/program/hostpaths.h"
-#include "workers/program/sandbox.h"
-#include "workers/program/spawn.h"
+#include "workers/program/prog_cgroup.h"
+#include "workers/program/prog_hostpaths.h"
+#include "workers/program/prog_sandbox.h"
+#include "workers/program/prog_spawn.h"
 #include "workers/serve/replica_wire.h"
 
 #include <errno.h>
@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #define STATUS_FD 3
-#define MODEL_FD 4 /* the model file, which bwrap copies in (sandbox.h sbx_data) */
+#define MODEL_FD 4 /* the model file, which bwrap copies in (prog_sandbox.h prog_sandbox_data) */
 #define NOFILE 64
 #define TMP_BYTES (16LL << 20)
 #define REPLY_LIMIT_S 30 /* a reply's payload once its header came: at most this long */
@@ -39,7 +39,7 @@ static const char *const replica_system[] = {
 struct replica_proc {
     pid_t bwrap;
     int to, from, err, status; /* its stdin, stdout, stderr and the rank init's report */
-    pcg *cg;
+    prog_cgroup *cg;
     bool ready, dead;
     int prog_exit, prog_signal; /* from the report; -1 until known */
     char last_err[512];         /* the last line it wrote on stderr */
@@ -114,7 +114,7 @@ static void ended(replica_proc *p, const char *when)
         snprintf(how, sizeof(how), "exit status %d", p->prog_exit);
     else
         snprintf(how, sizeof(how), "its sandbox ended (status %d)", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-    if (pcg_oom_kills(p->cg) > 0) snprintf(how, sizeof(how), "its memory limit (the kernel's OOM killer)");
+    if (prog_cgroup_oom_kills(p->cg) > 0) snprintf(how, sizeof(how), "its memory limit (the kernel's OOM killer)");
     if (p->last_err[0])
         snprintf(p->why, sizeof(p->why), "the model crashed while %s: %s; its last message: %.300s", when, how, p->last_err);
     else
@@ -135,7 +135,7 @@ static void child(const replica_proc *p, const rp_spec *s, char **argv, int in, 
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
     setsid();
-    if (p->cg && pcg_join(p->cg) != 0) _exit(127);
+    if (p->cg && prog_cgroup_join(p->cg) != 0) _exit(127);
     struct rlimit nofile = {NOFILE, NOFILE}, core = {0, 0};
     setrlimit(RLIMIT_NOFILE, &nofile);
     setrlimit(RLIMIT_CORE, &core);
@@ -148,7 +148,7 @@ static void child(const replica_proc *p, const rp_spec *s, char **argv, int in, 
 #endif
     const int fds[] = {in, out, err, status, model}; /* 0 1 2, STATUS_FD, MODEL_FD */
     char *env[] = {NULL};                            /* nothing of the worker's environment */
-    spawn_exec(fds, MODEL_FD + 1, argv[0], argv, env);
+    prog_spawn_exec(fds, MODEL_FD + 1, argv[0], argv, env);
     _exit(127);
 }
 
@@ -187,14 +187,14 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
         free(resolved);
         return NULL;
     }
-    hostpaths host;
-    hostpaths_get(&host, replica_system);
-    sbx_bind ro[1] = {{bin, RP_BIN_PATH}};
-    sbx_data data[1] = {{MODEL_FD, RP_MODEL_PATH}};
+    prog_hostpaths host;
+    prog_hostpaths_get(&host, replica_system);
+    prog_sandbox_bind ro[1] = {{bin, RP_BIN_PATH}};
+    prog_sandbox_data data[1] = {{MODEL_FD, RP_MODEL_PATH}};
     char threads[16];
     snprintf(threads, sizeof(threads), "%d", s->threads > 0 ? s->threads : 1);
     const char *argv[] = {RP_BIN_PATH, s->name, threads, resolved, NULL};
-    sbx_desc d = {
+    prog_sandbox_desc d = {
         .bwrap = s->bwrap ? s->bwrap : "/usr/bin/bwrap",
         .system = host.system,
         .links = host.links,
@@ -213,7 +213,7 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
         .no_network = true,
         .no_proc = !s->proc,
     };
-    char **bargv = sbx_argv(&d, err, errlen);
+    char **bargv = prog_sandbox_argv(&d, err, errlen);
     free(resolved);
     if (!bargv) {
         close(model);
@@ -228,9 +228,9 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
     char name[96], why[256];
     snprintf(name, sizeof(name), "gantry-replica-%d-%u", (int)getpid(), ++seq);
     long long mem = s->memory_bytes > 0 ? s->memory_bytes : RP_DEFAULT_MEMORY;
-    p->cg = pcg_create(name, mem, 256, why, sizeof(why));
-    if (!pcg_has_memory(p->cg)) log_warn("replica %s: no memory cgroup (%s): RLIMIT_AS alone limits it", name, why);
-    if (pcg_set_cpu(p->cg, s->threads > 0 ? s->threads : 1, why, sizeof(why)) != 0)
+    p->cg = prog_cgroup_create(name, mem, 256, why, sizeof(why));
+    if (!prog_cgroup_has_memory(p->cg)) log_warn("replica %s: no memory cgroup (%s): RLIMIT_AS alone limits it", name, why);
+    if (prog_cgroup_set_cpu(p->cg, s->threads > 0 ? s->threads : 1, why, sizeof(why)) != 0)
         log_warn("replica %s: no CPU limit (%s)", name, why);
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, st[2] = {-1, -1};
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(er, O_CLOEXEC) != 0 || pipe2(st, O_CLOEXEC) != 0) {
@@ -249,7 +249,7 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
     int fds[] = {p->to, p->from, p->err, p->status};
     for (int i = 0; i < 4; i++)
         fcntl(fds[i], F_SETFL, O_NONBLOCK);
-    sbx_argv_free(bargv);
+    prog_sandbox_argv_free(bargv);
     return p;
 fail:
     for (int i = 0; i < 2; i++) {
@@ -258,8 +258,8 @@ fail:
             if (pp[j][i] >= 0) close(pp[j][i]);
     }
     close(model);
-    sbx_argv_free(bargv);
-    pcg_destroy(p->cg);
+    prog_sandbox_argv_free(bargv);
+    prog_cgroup_destroy(p->cg);
     free(p);
     return NULL;
 }
@@ -406,6 +406,6 @@ void rp_free(replica_proc *p)
     int fds[] = {p->to, p->from, p->err, p->status};
     for (int i = 0; i < 4; i++)
         if (fds[i] >= 0) close(fds[i]);
-    pcg_destroy(p->cg);
+    prog_cgroup_destroy(p->cg);
     free(p);
 }

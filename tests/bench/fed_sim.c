@@ -17,12 +17,12 @@
  * SecureD-FL's consensus residual ||z - sum a_i w_i|| / ||sum a_i w_i||, the
  * bytes each site sends and receives and the aggregation time.
  *
- * --privacy-audit runs workers/fed/audit.h: one line per (n, observer, T) with
+ * --privacy-audit runs workers/fed/fed_audit.h: one line per (n, observer, T) with
  * the number of other sites' models the observer's view determines, then
  * "privacy audit: N determined by Redis or a single site" (exit status 1 when
  * N > 0, unless --legacy, which audits the exchange before issue 18). */
 #include "workers/fed/admm.h"
-#include "workers/fed/audit.h"
+#include "workers/fed/fed_audit.h"
 #include "spec/fed_design.h"
 #include "workers/fed/mask.h"
 #include "workers/fed/memnet.h"

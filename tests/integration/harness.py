@@ -33,7 +33,7 @@ def placement_job(name="job", graph=None):
     return {"type": "placement", "name": name, "spec": {"graph": copy.deepcopy(graph or TINY_GRAPH), "algorithms": ["m-topo"]}}
 
 
-# the uids program ranks run as (workers/program/netfence.h PNET_UID_MIN, 65536 of them): each test worker gets its
+# the uids program ranks run as (workers/program/prog_netfence.h PROG_NETFENCE_UID_MIN, 65536 of them): each test worker gets its
 # own (--sandbox-uid), distinct from another test run's on this machine
 SANDBOX_UID_MIN = 1879048192
 

@@ -14,9 +14,9 @@
 
 #include "scheduler/autoscale/faro.h"
 #include "scheduler/autoscale/latency.h"
-#include "scheduler/autoscale/policy.h"
+#include "scheduler/autoscale/autoscale_policy.h"
 #include "scheduler/autoscale/predict.h"
-#include "scheduler/autoscale/sim.h"
+#include "scheduler/autoscale/autoscale_sim.h"
 
 static void near(double got, double want, double rel)
 {

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "workers/fed/admm.h"
-#include "workers/fed/audit.h"
+#include "workers/fed/fed_audit.h"
 #include "spec/fed_design.h"
 #include "workers/fed/mask.h"
 #include "workers/fed/memnet.h"
@@ -335,7 +335,7 @@ static void test_secagg_tampering(void **state)
     assert_true(tampered >= 1);
 }
 
-/* ---- privacy: the audit of what each party can read (audit.h) ----
+/* ---- privacy: the audit of what each party can read (fed_audit.h) ----
  * The view is what the protocol code writes through the in-memory transport, opened with
  * the observer's keys; every message is explained exactly as pair masks plus a linear
  * function of the secrets, and w_j is determined iff e_wj is in the row space. */

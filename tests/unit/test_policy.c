@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "scheduler/autoscale/policy.h"
+#include "scheduler/autoscale/autoscale_policy.h"
 #include "scheduler/policy.h"
 
 #define MAXW 16

@@ -4,7 +4,7 @@
  *
  * With a log (fed_memnet_new(1)) the hub keeps every message ever put, with
  * its writer and channel, even after a drop: what Redis would have seen.  The
- * privacy audit (audit.h) reads it.  Without a log, a drop frees the messages
+ * privacy audit (fed_audit.h) reads it.  Without a log, a drop frees the messages
  * (the simulator's rounds move megabytes). */
 #ifndef GANTRY_FED_MEMNET_H
 #define GANTRY_FED_MEMNET_H

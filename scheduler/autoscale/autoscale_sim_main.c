@@ -1,5 +1,5 @@
 /* gantry-autoscale-sim: replays a request-rate trace against the autoscaling
- * policies of policy.h (the scheduler's own code) in the simulator of sim.h,
+ * policies of autoscale_policy.h (the scheduler's own code) in the simulator of autoscale_sim.h,
  * several policies, cluster sizes and seeds in one run.
  *
  *   gantry-autoscale-sim [--trace FILE] [--policies a,b,...] [--capacity 16,24,32]
@@ -10,7 +10,7 @@
  * The trace: JSON lines {"minute":m,"rates":{"job":requests in that minute,...}}
  * (data/traces/README.md).  Prints, per capacity, a markdown table of mean ± sd
  * over the seeds, or with --json one object per (capacity, policy). */
-#include "scheduler/autoscale/sim.h"
+#include "scheduler/autoscale/autoscale_sim.h"
 #include "common/alloc.h"
 
 #include <jansson.h>

@@ -1,5 +1,5 @@
-/* rank.c - one rank of a team's program: launched in its sandbox, supervised (rank.h). */
-#include "workers/program/rank.h"
+/* prog_rank.c - one rank of a team's program: launched in its sandbox, supervised (prog_rank.h). */
+#include "workers/program/prog_rank.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,11 +20,11 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
-#include "workers/program/cgroup.h"
-#include "workers/program/hostpaths.h"
-#include "workers/program/logcap.h"
-#include "workers/program/sandbox.h"
-#include "workers/program/spawn.h"
+#include "workers/program/prog_cgroup.h"
+#include "workers/program/prog_hostpaths.h"
+#include "workers/program/prog_logcap.h"
+#include "workers/program/prog_sandbox.h"
+#include "workers/program/prog_spawn.h"
 
 #define STATUS_FD 3
 #define ARGS_FD 4 /* bwrap's options, NUL-separated (--args): its command line shows no host path */
@@ -35,13 +35,13 @@
 typedef enum { CAUSE_NONE, CAUSE_TERMINATE, CAUSE_RUNTIME, CAUSE_MEMORY } cause;
 
 struct prog_rank {
-    prog_spec spec; /* limits only: the pointers are the caller's and not kept */
+    prog_rank_spec spec; /* limits only: the pointers are the caller's and not kept */
     char argv0[256];
     char pwd[4200];
     pid_t bwrap; /* our child */
     int out_fd, status_fd;
-    plog *log;
-    pcg *cg;
+    prog_logcap *log;
+    prog_cgroup *cg;
     char mem_mode[300];
     char cpu_mode[300];
     double t0, term_at, kill_at, rss_at;
@@ -54,7 +54,7 @@ struct prog_rank {
     unsigned long long ns;
     char status_line[64];
     size_t status_len;
-    prog_status st;
+    prog_rank_status st;
 };
 
 static double now_s(void)
@@ -104,7 +104,7 @@ static long inner_pid(pid_t pid)
     return inner;
 }
 
-int prog_ns_pids(unsigned long long ns, pid_t *pids, int max)
+int prog_rank_ns_pids(unsigned long long ns, pid_t *pids, int max)
 {
     if (ns == 0) return 0;
     DIR *d = opendir("/proc");
@@ -127,7 +127,7 @@ int prog_ns_pids(unsigned long long ns, pid_t *pids, int max)
 static pid_t ns_init(const prog_rank *r)
 {
     pid_t pids[64];
-    int n = prog_ns_pids(r->ns, pids, 64);
+    int n = prog_rank_ns_pids(r->ns, pids, 64);
     for (int i = 0; i < n && i < 64; i++)
         if (inner_pid(pids[i]) == 1) return pids[i];
     return -1;
@@ -164,7 +164,7 @@ static void find_ns(prog_rank *r)
 static long long ns_rss(const prog_rank *r)
 {
     pid_t pids[4096];
-    int n = prog_ns_pids(r->ns, pids, 4096);
+    int n = prog_rank_ns_pids(r->ns, pids, 4096);
     long long sum = 0;
     long page = sysconf(_SC_PAGESIZE);
     for (int i = 0; i < n && i < 4096; i++) {
@@ -184,7 +184,7 @@ static void sigterm_tree(prog_rank *r)
 {
     pid_t pids[4096];
     for (int pass = 0; pass < 3; pass++) { /* again for what forked meanwhile */
-        int n = prog_ns_pids(r->ns, pids, 4096);
+        int n = prog_rank_ns_pids(r->ns, pids, 4096);
         for (int i = 0; i < n && i < 4096; i++) {
             long inner = inner_pid(pids[i]);
             if (inner > 2) kill(pids[i], SIGTERM);
@@ -215,14 +215,14 @@ static bool valid_env(const char *kv)
 
 /* the environment: defaults, the caller's (replacing by name), the sandbox's paths and
  * PWD (pwd: "PWD=<workdir>", which bwrap's --chdir sets anyway) */
-static char **make_env(const prog_spec *s, const char *pwd, char *err, size_t errlen)
+static char **make_env(const prog_rank_spec *s, const char *pwd, char *err, size_t errlen)
 {
     size_t n = 0;
     for (const char *const *e = s->env; e && *e; e++, n++)
         if (!valid_env(*e)) return fail(err, errlen, "env[%zu]: not NAME=VALUE with a name of letters, digits and '_'", n);
     const char *defaults[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"};
-    const char *ours[] = {pwd, "GANTRY_CHECKPOINT_DIR=" SBX_CHECKPOINT_DIR, "GANTRY_OUTPUT_DIR=" SBX_OUTPUT_DIR,
-                          "GANTRY_METRICS=" SBX_METRICS_FILE};
+    const char *ours[] = {pwd, "GANTRY_CHECKPOINT_DIR=" PROG_SANDBOX_CHECKPOINT_DIR, "GANTRY_OUTPUT_DIR=" PROG_SANDBOX_OUTPUT_DIR,
+                          "GANTRY_METRICS=" PROG_SANDBOX_METRICS_FILE};
     char **env = xcalloc(n + 8, sizeof(char *));
     size_t k = 0;
     const char *const *lists[] = {defaults, s->env, ours};
@@ -262,7 +262,7 @@ static int give_dir(const char *path, unsigned uid, unsigned gid, bool shared)
 
 static bool under_system(const char *p)
 {
-    for (const char *const *s = sbx_default_system; *s; s++) {
+    for (const char *const *s = prog_sandbox_default_system; *s; s++) {
         size_t n = strlen(*s);
         if (strncmp(p, *s, n) == 0 && (p[n] == '\0' || p[n] == '/')) return true;
     }
@@ -270,17 +270,18 @@ static bool under_system(const char *p)
 }
 
 /* the sandbox's argv; the system list and links live in the caller's arrays */
-static char **make_argv(const prog_spec *s, hostpaths *host, sbx_bind *ro, sbx_bind *rw, char *err, size_t errlen)
+static char **make_argv(const prog_rank_spec *s, prog_hostpaths *host, prog_sandbox_bind *ro, prog_sandbox_bind *rw, char *err,
+                        size_t errlen)
 {
     size_t nro = 0;
-    hostpaths_get(host, sbx_default_system);
+    prog_hostpaths_get(host, prog_sandbox_default_system);
     for (const char *const *p = s->data_roots; p && *p; p++)
-        if (!under_system(*p)) ro[nro++] = (sbx_bind){*p, *p};
-    if (!under_system(s->workdir)) ro[nro++] = (sbx_bind){s->workdir, s->workdir};
-    rw[0] = (sbx_bind){s->checkpoint_dir, SBX_CHECKPOINT_DIR};
-    rw[1] = (sbx_bind){s->output_dir, SBX_OUTPUT_DIR};
-    rw[2] = (sbx_bind){s->metrics_dir, SBX_RUN_DIR};
-    sbx_desc d = {
+        if (!under_system(*p)) ro[nro++] = (prog_sandbox_bind){*p, *p};
+    if (!under_system(s->workdir)) ro[nro++] = (prog_sandbox_bind){s->workdir, s->workdir};
+    rw[0] = (prog_sandbox_bind){s->checkpoint_dir, PROG_SANDBOX_CHECKPOINT_DIR};
+    rw[1] = (prog_sandbox_bind){s->output_dir, PROG_SANDBOX_OUTPUT_DIR};
+    rw[2] = (prog_sandbox_bind){s->metrics_dir, PROG_SANDBOX_RUN_DIR};
+    prog_sandbox_desc d = {
         .bwrap = s->bwrap ? s->bwrap : "/usr/bin/bwrap",
         .system = host->system,
         .links = host->links,
@@ -299,7 +300,7 @@ static char **make_argv(const prog_spec *s, hostpaths *host, sbx_bind *ro, sbx_b
         .status_fd = STATUS_FD,
         .argv = s->argv,
     };
-    return sbx_argv(&d, err, errlen);
+    return prog_sandbox_argv(&d, err, errlen);
 }
 
 /* a sealed-size anonymous file holding len bytes of data, at offset 0; -1 with err */
@@ -372,7 +373,7 @@ static void child(const prog_rank *r, char **argv, char **env, int devnull, int 
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
     setsid();
-    if (r->cg && pcg_join(r->cg) != 0) {
+    if (r->cg && prog_cgroup_join(r->cg) != 0) {
         static const char m[] = "gantry: cannot join the rank's cgroup\n";
         (void)!write(out_w, m, sizeof(m) - 1);
         _exit(127);
@@ -381,18 +382,18 @@ static void child(const prog_rank *r, char **argv, char **env, int devnull, int 
     setrlimit(RLIMIT_NOFILE, &nofile);
     struct rlimit core = {0, 0};
     setrlimit(RLIMIT_CORE, &core);
-    if (r->spec.max_procs > 0 && !pcg_has_pids(r->cg)) {
+    if (r->spec.max_procs > 0 && !prog_cgroup_has_pids(r->cg)) {
         struct rlimit np = {(rlim_t)r->spec.max_procs, (rlim_t)r->spec.max_procs};
         setrlimit(RLIMIT_NPROC, &np);
     }
     const int fds[INIT_FD + 1] = {devnull, out_w, out_w, status_w, args_fd, init_fd};
-    spawn_exec(fds, INIT_FD + 1, r->spec.bwrap, argv, env);
+    prog_spawn_exec(fds, INIT_FD + 1, r->spec.bwrap, argv, env);
     static const char m[] = "gantry: cannot run bwrap\n";
     (void)!write(2, m, sizeof(m) - 1);
     _exit(127);
 }
 
-prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
+prog_rank *prog_rank_start(const prog_rank_spec *s, char *err, size_t errlen)
 {
     if (!s->argv || !s->argv[0] || !s->argv[0][0]) return fail(err, errlen, "argv: the program is missing");
     if (!is_dir(s->workdir)) return fail(err, errlen, "workdir: not an existing absolute directory");
@@ -413,24 +414,24 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
 
     prog_rank *r = xcalloc(1, sizeof(*r));
     r->spec = *s;
-    r->spec.uid = s->uid ? s->uid : PROG_NOBODY;
-    r->spec.gid = s->gid ? s->gid : PROG_NOBODY;
-    if (!r->spec.max_open_files) r->spec.max_open_files = PROG_DEFAULT_NOFILE;
-    if (r->spec.grace_s <= 0) r->spec.grace_s = PROG_DEFAULT_GRACE_S;
+    r->spec.uid = s->uid ? s->uid : PROG_RANK_NOBODY;
+    r->spec.gid = s->gid ? s->gid : PROG_RANK_NOBODY;
+    if (!r->spec.max_open_files) r->spec.max_open_files = PROG_RANK_DEFAULT_NOFILE;
+    if (r->spec.grace_s <= 0) r->spec.grace_s = PROG_RANK_DEFAULT_GRACE_S;
     if (!r->spec.bwrap) r->spec.bwrap = "/usr/bin/bwrap";
     snprintf(r->argv0, sizeof(r->argv0), "%s", s->argv[0]);
     r->out_fd = r->status_fd = -1;
     r->prog_exit = r->prog_signal = -1;
     r->bwrap = -1;
-    r->st.end = PROG_RUNNING;
+    r->st.end = PROG_RANK_RUNNING;
 
-    hostpaths host;
-    sbx_bind rw[3];
+    prog_hostpaths host;
+    prog_sandbox_bind rw[3];
     size_t nroots = 0;
     for (const char *const *p = s->data_roots; p && *p; p++)
         nroots++;
-    sbx_bind *ro = xcalloc(nroots + 1, sizeof(*ro));
-    prog_spec sp = r->spec;
+    prog_sandbox_bind *ro = xcalloc(nroots + 1, sizeof(*ro));
+    prog_rank_spec sp = r->spec;
     char **argv = make_argv(&sp, &host, ro, rw, err, errlen);
     snprintf(r->pwd, sizeof(r->pwd), "PWD=%s", s->workdir);
     char **env = argv ? make_env(s, r->pwd, err, errlen) : NULL;
@@ -443,7 +444,7 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
             snprintf(err, errlen, "%s: cannot give it to uid %u: %s", dirs[i].name, r->spec.uid, strerror(errno));
             goto fail;
         }
-    r->log = plog_open(s->log_dir, s->rank, s->log_cap);
+    r->log = prog_logcap_open(s->log_dir, s->rank, s->log_cap);
     if (!r->log) {
         snprintf(err, errlen, "log_dir: cannot write rank-%d.log: %s", s->rank, strerror(errno));
         goto fail;
@@ -452,16 +453,16 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     char name[96], why[256];
     snprintf(name, sizeof(name), "gantry-rank-%d-%u-%d", (int)getpid(), __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED), s->rank);
     if (s->memory_bytes > 0 || s->max_procs > 0 || s->cpus > 0) {
-        r->cg = pcg_create(name, s->memory_bytes, s->max_procs, why, sizeof(why));
+        r->cg = prog_cgroup_create(name, s->memory_bytes, s->max_procs, why, sizeof(why));
         if (s->memory_bytes <= 0)
             snprintf(r->mem_mode, sizeof(r->mem_mode), "none");
-        else if (pcg_has_memory(r->cg))
+        else if (prog_cgroup_has_memory(r->cg))
             snprintf(r->mem_mode, sizeof(r->mem_mode), "cgroup");
         else
             snprintf(r->mem_mode, sizeof(r->mem_mode), "rss polling (%s)", why);
         if (s->cpus <= 0)
             snprintf(r->cpu_mode, sizeof(r->cpu_mode), "none");
-        else if (pcg_set_cpu(r->cg, s->cpus, why, sizeof(why)) == 0)
+        else if (prog_cgroup_set_cpu(r->cg, s->cpus, why, sizeof(why)) == 0)
             snprintf(r->cpu_mode, sizeof(r->cpu_mode), "cgroup (%.2f cores)", s->cpus);
         else
             snprintf(r->cpu_mode, sizeof(r->cpu_mode), "none (%s)", why);
@@ -510,7 +511,7 @@ prog_rank *prog_start(const prog_spec *s, char *err, size_t errlen)
     r->status_fd = stp[0];
     fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
     fcntl(r->status_fd, F_SETFL, O_NONBLOCK);
-    sbx_argv_free(argv);
+    prog_sandbox_argv_free(argv);
     free(env);
     return r;
 fail:
@@ -522,10 +523,10 @@ fail:
     if (args_fd >= 0) close(args_fd);
     if (init_fd >= 0) close(init_fd);
     free(exec_argv);
-    sbx_argv_free(argv);
+    prog_sandbox_argv_free(argv);
     free(env);
-    plog_close(r->log);
-    pcg_destroy(r->cg);
+    prog_logcap_close(r->log);
+    prog_cgroup_destroy(r->cg);
     free(r);
     return NULL;
 }
@@ -538,7 +539,7 @@ static void drain_out(prog_rank *r, size_t budget)
     while (!r->out_eof && budget > 0) {
         ssize_t n = read(r->out_fd, buf, sizeof(buf));
         if (n > 0) {
-            plog_write(r->log, buf, (size_t)n);
+            prog_logcap_write(r->log, buf, (size_t)n);
             budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
             continue;
         }
@@ -598,7 +599,7 @@ static void begin_end(prog_rank *r, cause c)
     sigterm_tree(r);
 }
 
-void prog_terminate(prog_rank *r)
+void prog_rank_terminate(prog_rank *r)
 {
     begin_end(r, CAUSE_TERMINATE);
 }
@@ -616,7 +617,7 @@ static void fmt_bytes(long long b, char *out, size_t outlen)
 /* the last line of the log, for a sandbox that did not start */
 static void last_line(const prog_rank *r, char *out, size_t outlen)
 {
-    char *t = plog_tail(r->spec.log_dir, r->spec.rank, 1, 400);
+    char *t = prog_logcap_tail(r->spec.log_dir, r->spec.rank, 1, 400);
     snprintf(out, outlen, "%s", t);
     out[strcspn(out, "\n")] = '\0';
     free(t);
@@ -634,15 +635,15 @@ static void what_program_did(const prog_rank *r, char *out, size_t outlen)
 
 static void finish(prog_rank *r)
 {
-    prog_status *st = &r->st;
+    prog_rank_status *st = &r->st;
     st->runtime_s = now_s() - r->t0;
     st->killed = r->killed;
     st->code = r->prog_exit >= 0 ? r->prog_exit : r->prog_signal >= 0 ? r->prog_signal : -1;
     char did[160], lim[64];
     what_program_did(r, did, sizeof(did));
-    long long ooms = pcg_oom_kills(r->cg);
+    long long ooms = prog_cgroup_oom_kills(r->cg);
     if (r->cause == CAUSE_MEMORY || (ooms > 0 && r->prog_exit != 0)) {
-        st->end = PROG_MEMORY;
+        st->end = PROG_RANK_MEMORY;
         fmt_bytes(r->spec.memory_bytes, lim, sizeof(lim));
         if (r->cause == CAUSE_MEMORY) {
             char peak[64];
@@ -655,7 +656,7 @@ static void finish(prog_rank *r)
                      ooms == 1 ? "" : "es", did);
         }
     } else if (!r->started || r->exec_errno) {
-        st->end = PROG_LAUNCH_FAILED;
+        st->end = PROG_RANK_LAUNCH_FAILED;
         if (r->exec_errno) {
             snprintf(st->reason, sizeof(st->reason), "cannot run %s in the sandbox: %s", r->argv0, strerror(r->exec_errno));
         } else {
@@ -664,7 +665,7 @@ static void finish(prog_rank *r)
             snprintf(st->reason, sizeof(st->reason), "the sandbox did not start (bwrap status %d): %s", r->bwrap_status, line);
         }
     } else if (r->cause == CAUSE_RUNTIME || r->cause == CAUSE_TERMINATE) {
-        st->end = r->cause == CAUSE_RUNTIME ? PROG_RUNTIME : PROG_TERMINATED;
+        st->end = r->cause == CAUSE_RUNTIME ? PROG_RANK_RUNTIME : PROG_RANK_TERMINATED;
         char head[96];
         if (r->cause == CAUSE_RUNTIME)
             snprintf(head, sizeof(head), "wall-clock limit of %g s exceeded", r->spec.max_runtime_s);
@@ -676,10 +677,10 @@ static void finish(prog_rank *r)
         else
             snprintf(st->reason, sizeof(st->reason), "%s: SIGTERM; it %s", head, did);
     } else if (r->prog_exit >= 0) {
-        st->end = PROG_EXITED;
+        st->end = PROG_RANK_EXITED;
         snprintf(st->reason, sizeof(st->reason), "%s", did);
     } else {
-        st->end = PROG_SIGNALED;
+        st->end = PROG_RANK_SIGNALED;
         if (r->prog_signal < 0) st->code = SIGKILL;
         snprintf(st->reason, sizeof(st->reason), "%s", did);
     }
@@ -690,7 +691,7 @@ static double next_deadline(const prog_rank *r)
     double t = 1e300;
     if (r->cause != CAUSE_NONE && !r->killed) t = r->kill_at;
     if (r->cause == CAUSE_NONE && r->spec.max_runtime_s > 0 && r->t0 + r->spec.max_runtime_s < t) t = r->t0 + r->spec.max_runtime_s;
-    if (r->spec.memory_bytes > 0 && !pcg_has_memory(r->cg) && r->rss_at + RSS_PERIOD_S < t) t = r->rss_at + RSS_PERIOD_S;
+    if (r->spec.memory_bytes > 0 && !prog_cgroup_has_memory(r->cg) && r->rss_at + RSS_PERIOD_S < t) t = r->rss_at + RSS_PERIOD_S;
     return t;
 }
 
@@ -699,7 +700,7 @@ static void check_limits(prog_rank *r)
     double t = now_s();
     if (r->started && !r->ns) find_ns(r);
     if (r->cause == CAUSE_NONE && r->spec.max_runtime_s > 0 && t - r->t0 >= r->spec.max_runtime_s) begin_end(r, CAUSE_RUNTIME);
-    if (r->spec.memory_bytes > 0 && !pcg_has_memory(r->cg) && r->ns && t - r->rss_at >= RSS_PERIOD_S) {
+    if (r->spec.memory_bytes > 0 && !prog_cgroup_has_memory(r->cg) && r->ns && t - r->rss_at >= RSS_PERIOD_S) {
         r->rss_at = t;
         long long rss = ns_rss(r);
         if (rss > r->rss_peak) r->rss_peak = rss;
@@ -708,9 +709,9 @@ static void check_limits(prog_rank *r)
     if (r->cause != CAUSE_NONE && !r->killed && t >= r->kill_at) sigkill_all(r);
 }
 
-int prog_poll(prog_rank *r, int timeout_ms)
+int prog_rank_poll(prog_rank *r, int timeout_ms)
 {
-    if (r->st.end != PROG_RUNNING) return 1;
+    if (r->st.end != PROG_RANK_RUNNING) return 1;
     double until = now_s() + timeout_ms / 1000.0;
     for (;;) {
         check_limits(r);
@@ -748,57 +749,57 @@ int prog_poll(prog_rank *r, int timeout_ms)
     }
 }
 
-int prog_wait(prog_rank *r, double timeout_s)
+int prog_rank_wait(prog_rank *r, double timeout_s)
 {
     double until = now_s() + timeout_s;
-    while (prog_poll(r, 200) == 0)
+    while (prog_rank_poll(r, 200) == 0)
         if (timeout_s >= 0 && now_s() >= until) return 0;
     return 1;
 }
 
-const prog_status *prog_status_of(const prog_rank *r)
+const prog_rank_status *prog_rank_status_of(const prog_rank *r)
 {
     return &r->st;
 }
 
-unsigned long long prog_pidns(const prog_rank *r)
+unsigned long long prog_rank_pidns(const prog_rank *r)
 {
     return r->ns;
 }
 
-const char *prog_memory_mode(const prog_rank *r)
+const char *prog_rank_memory_mode(const prog_rank *r)
 {
     return r->mem_mode;
 }
 
-const char *prog_cpu_mode(const prog_rank *r)
+const char *prog_rank_cpu_mode(const prog_rank *r)
 {
     return r->cpu_mode;
 }
 
-long long prog_cpu_usage_us(const prog_rank *r)
+long long prog_rank_cpu_usage_us(const prog_rank *r)
 {
-    return pcg_has_cpu(r->cg) ? pcg_cpu_usage_us(r->cg) : -1;
+    return prog_cgroup_has_cpu(r->cg) ? prog_cgroup_cpu_usage_us(r->cg) : -1;
 }
 
-void prog_free(prog_rank *r)
+void prog_rank_free(prog_rank *r)
 {
     if (!r) return;
-    if (r->st.end == PROG_RUNNING && r->bwrap > 0) {
+    if (r->st.end == PROG_RANK_RUNNING && r->bwrap > 0) {
         find_ns(r);
         if (r->cause == CAUSE_NONE) r->cause = CAUSE_TERMINATE;
         sigkill_all(r);
-        prog_wait(r, -1);
+        prog_rank_wait(r, -1);
     }
     /* the kernel kills the namespace's processes when its pid 1 dies; wait until it has */
     pid_t left[1];
-    for (int i = 0; i < 200 && prog_ns_pids(r->ns, left, 1) > 0; i++) {
+    for (int i = 0; i < 200 && prog_rank_ns_pids(r->ns, left, 1) > 0; i++) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     if (r->out_fd >= 0) close(r->out_fd);
     if (r->status_fd >= 0) close(r->status_fd);
-    plog_close(r->log);
-    pcg_destroy(r->cg);
+    prog_logcap_close(r->log);
+    prog_cgroup_destroy(r->cg);
     free(r);
 }

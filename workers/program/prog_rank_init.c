@@ -1,5 +1,5 @@
-/* init.c - gantry-rank-init: the first thing a rank runs inside its sandbox
- * (workers/program/sandbox.h binds it at SBX_INIT).
+/* prog_rank_init.c - gantry-rank-init: the first thing a rank runs inside its sandbox
+ * (workers/program/prog_sandbox.h binds it at PROG_SANDBOX_INIT).
  *
  *   gantry-rank-init --uid=U --gid=G --status-fd=N -- PROGRAM [ARGS...]
  *
@@ -11,7 +11,7 @@
  *   "exec ERRNO"        the exec failed (errno as a number)
  *   "exit CODE"         the program exited with CODE
  *   "signal SIG"        the program was killed by signal SIG
- * so the supervisor (rank.c) tells "exited 137" from "killed by SIGKILL", which
+ * so the supervisor (prog_rank.c) tells "exited 137" from "killed by SIGKILL", which
  * bwrap's own exit status (128 + signal) cannot.  SIGTERM, SIGINT and SIGHUP sent
  * to it are ignored (caught, so the program gets the default dispositions): the
  * supervisor signals every process of the rank and this one must outlive the

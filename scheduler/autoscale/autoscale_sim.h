@@ -1,4 +1,4 @@
-/* sim.h - a discrete-event simulator of inference jobs on a fixed cluster, pure.
+/* autoscale_sim.h - a discrete-event simulator of inference jobs on a fixed cluster, pure.
  *
  * Replays per-minute request counts (the trace format of data/traces/) as
  * Poisson arrivals within each minute; every job has a FIFO queue (limit:
@@ -6,7 +6,7 @@
  * with a given service-time distribution (deterministic, or lognormal with a
  * coefficient of variation); a new replica serves after a cold start; a removed
  * replica first finishes its request (drain).  Every AS_TICK_S the policy of
- * policy.h (the very code the scheduler runs) sees the observations and sets
+ * autoscale_policy.h (the very code the scheduler runs) sees the observations and sets
  * targets within the capacity.
  *
  * Measured from minute `warmup` on (earlier minutes only feed the predictors):
@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "scheduler/autoscale/policy.h"
+#include "scheduler/autoscale/autoscale_policy.h"
 
 typedef struct {
     int njobs, minutes;

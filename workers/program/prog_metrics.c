@@ -1,5 +1,5 @@
-/* metrics.c - the incremental JSON-lines reader (metrics.h). */
-#include "workers/program/metrics.h"
+/* prog_metrics.c - the incremental JSON-lines reader (prog_metrics.h). */
+#include "workers/program/prog_metrics.h"
 
 #include "common/alloc.h"
 
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct pmetrics {
+struct prog_metrics {
     char *path;
     size_t max_line, max_read;
     off_t off;  /* read up to here */
@@ -22,17 +22,17 @@ struct pmetrics {
     size_t bad;
 };
 
-pmetrics *pmetrics_new(const char *path, size_t max_line, size_t max_read)
+prog_metrics *prog_metrics_new(const char *path, size_t max_line, size_t max_read)
 {
-    pmetrics *m = xcalloc(1, sizeof(*m));
+    prog_metrics *m = xcalloc(1, sizeof(*m));
     m->path = xstrdup(path);
-    m->max_line = max_line ? max_line : PMET_DEFAULT_MAX_LINE;
-    m->max_read = max_read ? max_read : PMET_DEFAULT_MAX_READ;
+    m->max_line = max_line ? max_line : PROG_METRICS_DEFAULT_MAX_LINE;
+    m->max_read = max_read ? max_read : PROG_METRICS_DEFAULT_MAX_READ;
     m->line = xmalloc(m->max_line);
     return m;
 }
 
-void pmetrics_free(pmetrics *m)
+void prog_metrics_free(prog_metrics *m)
 {
     if (!m) return;
     free(m->path);
@@ -40,12 +40,12 @@ void pmetrics_free(pmetrics *m)
     free(m);
 }
 
-size_t pmetrics_bad_lines(const pmetrics *m)
+size_t prog_metrics_bad_lines(const prog_metrics *m)
 {
     return m->bad;
 }
 
-static int take_line(pmetrics *m, json_t *points)
+static int take_line(prog_metrics *m, json_t *points)
 {
     size_t len = m->len;
     m->len = 0;
@@ -64,7 +64,7 @@ static int take_line(pmetrics *m, json_t *points)
     return 1;
 }
 
-static int feed(pmetrics *m, const char *buf, size_t n, json_t *points)
+static int feed(prog_metrics *m, const char *buf, size_t n, json_t *points)
 {
     int got = 0;
     for (size_t i = 0; i < n; i++) {
@@ -90,7 +90,7 @@ static int feed(pmetrics *m, const char *buf, size_t n, json_t *points)
     return got;
 }
 
-int pmetrics_read(pmetrics *m, json_t *points, char *err, size_t errlen)
+int prog_metrics_read(prog_metrics *m, json_t *points, char *err, size_t errlen)
 {
     int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {

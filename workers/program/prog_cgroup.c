@@ -1,5 +1,5 @@
-/* cgroup.c - per-rank control groups, v2 or v1 (cgroup.h). */
-#include "workers/program/cgroup.h"
+/* prog_cgroup.c - per-rank control groups, v2 or v1 (prog_cgroup.h). */
+#include "workers/program/prog_cgroup.h"
 
 #include "common/alloc.h"
 
@@ -14,7 +14,7 @@
 
 #define CG_ROOT "/sys/fs/cgroup"
 
-struct pcg {
+struct prog_cgroup {
     char mem[1024];  /* the memory group's directory ("" none) */
     char pids[1024]; /* the pids group's directory ("" none; the same as mem in v2) */
     char mem_procs[1100], pids_procs[1100];
@@ -84,7 +84,7 @@ static int own_group(const char *controller, char *out, size_t outlen)
     return found;
 }
 
-static void make_v2(pcg *g, const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen)
+static void make_v2(prog_cgroup *g, const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen)
 {
     char own[512], parent[1024];
     if (own_group("", own, sizeof(own)) != 0 || !exists(CG_ROOT, "cgroup.controllers")) return;
@@ -150,7 +150,7 @@ static int make_v1(const char *controller, const char *name, char *out, size_t o
     return 0;
 }
 
-static void make_v1_all(pcg *g, const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen)
+static void make_v1_all(prog_cgroup *g, const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen)
 {
     char v[32];
     if (make_v1("memory", name, g->mem, sizeof(g->mem), why, whylen) == 0) {
@@ -175,9 +175,9 @@ static void make_v1_all(pcg *g, const char *name, long long memory_bytes, int ma
     }
 }
 
-pcg *pcg_create(const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen)
+prog_cgroup *prog_cgroup_create(const char *name, long long memory_bytes, int max_pids, char *why, size_t whylen)
 {
-    pcg *g = xcalloc(1, sizeof(*g));
+    prog_cgroup *g = xcalloc(1, sizeof(*g));
     snprintf(g->name, sizeof(g->name), "%s", name);
     why[0] = '\0';
     make_v2(g, name, memory_bytes, max_pids, why, whylen);
@@ -188,12 +188,12 @@ pcg *pcg_create(const char *name, long long memory_bytes, int max_pids, char *wh
     return g;
 }
 
-bool pcg_has_memory(const pcg *g)
+bool prog_cgroup_has_memory(const prog_cgroup *g)
 {
     return g && g->mem[0];
 }
 
-bool pcg_has_pids(const pcg *g)
+bool prog_cgroup_has_pids(const prog_cgroup *g)
 {
     return g && g->pids[0];
 }
@@ -201,7 +201,7 @@ bool pcg_has_pids(const pcg *g)
 /* the cpu period: 100 ms, the kernel's default */
 #define CPU_PERIOD_US 100000LL
 
-int pcg_set_cpu(pcg *g, double cpus, char *why, size_t whylen)
+int prog_cgroup_set_cpu(prog_cgroup *g, double cpus, char *why, size_t whylen)
 {
     why[0] = '\0';
     if (cpus <= 0) return 0;
@@ -250,12 +250,12 @@ int pcg_set_cpu(pcg *g, double cpus, char *why, size_t whylen)
     return 0;
 }
 
-bool pcg_has_cpu(const pcg *g)
+bool prog_cgroup_has_cpu(const prog_cgroup *g)
 {
     return g && g->cpu[0];
 }
 
-long long pcg_cpu_usage_us(const pcg *g)
+long long prog_cgroup_cpu_usage_us(const prog_cgroup *g)
 {
     if (!g) return -1;
     char p[1200];
@@ -280,7 +280,7 @@ long long pcg_cpu_usage_us(const pcg *g)
     return v >= 0 ? v / 1000 : -1;
 }
 
-int pcg_join(const pcg *g)
+int prog_cgroup_join(const prog_cgroup *g)
 {
     int rc = 0;
     if (g->mem_procs[0] && write_file(g->mem_procs, "0") != 0) rc = -1;
@@ -290,7 +290,7 @@ int pcg_join(const pcg *g)
     return rc;
 }
 
-long long pcg_oom_kills(const pcg *g)
+long long prog_cgroup_oom_kills(const prog_cgroup *g)
 {
     if (!g || !g->oom_file[0]) return 0;
     FILE *f = fopen(g->oom_file, "re");
@@ -314,7 +314,7 @@ static void remove_dir(const char *dir)
     }
 }
 
-void pcg_destroy(pcg *g)
+void prog_cgroup_destroy(prog_cgroup *g)
 {
     if (!g) return;
     remove_dir(g->mem);

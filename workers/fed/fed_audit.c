@@ -1,5 +1,5 @@
-/* audit.c - the privacy audit of the federated exchange (audit.h). */
-#include "workers/fed/audit.h"
+/* fed_audit.c - the privacy audit of the federated exchange (fed_audit.h). */
+#include "workers/fed/fed_audit.h"
 #include "common/alloc.h"
 #include "common/rng.h"
 #include "spec/fed_design.h"

@@ -1,5 +1,5 @@
-/* spawn.c - a sandbox's first process becomes bwrap (spawn.h) */
-#include "workers/program/spawn.h"
+/* prog_spawn.c - a sandbox's first process becomes bwrap (prog_spawn.h) */
+#include "workers/program/prog_spawn.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 
 #define SPAWN_MAX_FDS 16
 
-void spawn_exec(const int *fds, int n, const char *path, char **argv, char **env)
+void prog_spawn_exec(const int *fds, int n, const char *path, char **argv, char **env)
 {
     /* each source is copied above every target first, so that placing one never overwrites another
      * still to be placed */

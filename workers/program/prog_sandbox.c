@@ -1,5 +1,5 @@
-/* sandbox.c - the bubblewrap argv (sandbox.h).  Only strings: nothing is looked up. */
-#include "workers/program/sandbox.h"
+/* prog_sandbox.c - the bubblewrap argv (prog_sandbox.h).  Only strings: nothing is looked up. */
+#include "workers/program/prog_sandbox.h"
 #include "common/strv.h"
 
 #include "common/alloc.h"
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const sbx_default_system[] = {
+const char *const prog_sandbox_default_system[] = {
     "/usr",
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
@@ -36,11 +36,11 @@ const char *const sbx_default_system[] = {
     NULL,
 };
 
-const char *const sbx_usr_links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL};
+const char *const prog_sandbox_usr_links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL};
 
 /* inside paths nothing may be bound over or under (binds under /tmp are fine: they
  * are made after the private /tmp, inside it) */
-static const char *const reserved[] = {"/proc", "/dev", SBX_INIT, NULL};
+static const char *const reserved[] = {"/proc", "/dev", PROG_SANDBOX_INIT, NULL};
 
 /* --perms 0755 --dir for each directory above dst but / and /tmp, once: bwrap would
  * make them 0700 (root's), and the program could not reach what is bound below */
@@ -93,7 +93,7 @@ static bool under(const char *p, const char *root)
     return strncmp(p, root, n) == 0 && (p[n] == '\0' || p[n] == '/');
 }
 
-static int check_dst(const sbx_desc *d, const char *field, size_t i, const char *dst, char *err, size_t errlen)
+static int check_dst(const prog_sandbox_desc *d, const char *field, size_t i, const char *dst, char *err, size_t errlen)
 {
     if (!clean_abs(dst))
         return fail(err, errlen, "%s[%zu].dst: must be an absolute path other than / with no '.', '..' or empty component", field,
@@ -105,7 +105,7 @@ static int check_dst(const sbx_desc *d, const char *field, size_t i, const char 
     return 0;
 }
 
-static int check(const sbx_desc *d, char *err, size_t errlen)
+static int check(const prog_sandbox_desc *d, char *err, size_t errlen)
 {
     if (!d->bwrap || d->bwrap[0] != '/') return fail(err, errlen, "bwrap: must be an absolute path");
     if (!d->init || d->init[0] != '/') return fail(err, errlen, "init: must be an absolute path");
@@ -126,7 +126,7 @@ static int check(const sbx_desc *d, char *err, size_t errlen)
     }
     const struct {
         const char *field;
-        const sbx_bind *b;
+        const prog_sandbox_bind *b;
         size_t n;
     } sets[] = {{"ro", d->ro, d->n_ro}, {"rw", d->rw, d->n_rw}};
     for (size_t s = 0; s < 2; s++)
@@ -142,7 +142,7 @@ static int check(const sbx_desc *d, char *err, size_t errlen)
     return 0;
 }
 
-char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
+char **prog_sandbox_argv(const prog_sandbox_desc *d, char *err, size_t errlen)
 {
     if (check(d, err, errlen) != 0) return NULL;
     strv a = {0};
@@ -200,7 +200,7 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
     }
     /* the directories above each bind: bwrap would make them 0700 (root's), so the
      * program could not reach its own directories */
-    const sbx_bind *sets[] = {d->ro, d->rw};
+    const prog_sandbox_bind *sets[] = {d->ro, d->rw};
     size_t counts[] = {d->n_ro, d->n_rw};
     for (size_t s = 0; s < 2; s++)
         for (size_t i = 0; i < counts[s]; i++)
@@ -232,11 +232,11 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
         strv_push(&a, "--ro-bind");
         strv_push(&a, d->init);
     }
-    strv_push(&a, SBX_INIT);
+    strv_push(&a, PROG_SANDBOX_INIT);
     strv_push(&a, "--chdir");
     strv_push(&a, d->cwd);
     strv_push(&a, "--");
-    strv_push(&a, SBX_INIT);
+    strv_push(&a, PROG_SANDBOX_INIT);
     strv_pushf(&a, "--uid=%u", d->uid);
     strv_pushf(&a, "--gid=%u", d->gid);
     strv_pushf(&a, "--status-fd=%d", d->status_fd);
@@ -246,7 +246,7 @@ char **sbx_argv(const sbx_desc *d, char *err, size_t errlen)
     return a.v;
 }
 
-void sbx_argv_free(char **argv)
+void prog_sandbox_argv_free(char **argv)
 {
     strv_free_v(argv);
 }

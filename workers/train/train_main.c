@@ -1,4 +1,4 @@
-/* cli.c - gantry-train: train from a spec file, printing progress as JSON lines.
+/* train_main.c - gantry-train: train from a spec file, printing progress as JSON lines.
  *
  *   gantry-train SPEC.json [CHECKPOINT]
  *

@@ -1,4 +1,4 @@
-/* cli.c - gantry-place: place a graph file offline, or search parallel
+/* place_main.c - gantry-place: place a graph file offline, or search parallel
  * strategies, and print the result.
  *
  * A thin shell of I/O around place.h: read the file (or stdin), apply the

@@ -1,4 +1,4 @@
-/* audit.h - the privacy audit of the federated exchange (gantry-fed-sim
+/* fed_audit.h - the privacy audit of the federated exchange (gantry-fed-sim
  * --privacy-audit; tests/unit/test_fed.c).
  *
  * For each number of sites n and each T = 1 .. 3P it runs one round of

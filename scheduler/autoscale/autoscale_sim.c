@@ -1,4 +1,5 @@
-#include "scheduler/autoscale/sim.h"
+/* autoscale_sim.c - the discrete-event simulator of inference jobs on a fixed cluster, pure (autoscale_sim.h). */
+#include "scheduler/autoscale/autoscale_sim.h"
 #include "common/alloc.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* policy.h - the autoscaling policies behind one interface, pure.
+/* autoscale_policy.h - the autoscaling policies behind one interface, pure.
  *
  * The scheduler (live) and gantry-autoscale-sim (offline) run the same code:
  * create a policy for a set of inference jobs, then call as_policy_tick every

@@ -1,5 +1,5 @@
-/* logcap.c - rotated, size-capped rank logs (logcap.h). */
-#include "workers/program/logcap.h"
+/* prog_logcap.c - rotated, size-capped rank logs (prog_logcap.h). */
+#include "workers/program/prog_logcap.h"
 
 #include "common/alloc.h"
 
@@ -11,13 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct plog {
+struct prog_logcap {
     char path[4096], old[4096];
     int fd;
     long long size, cap;
 };
 
-void plog_path(const char *dir, int rank, const char *suffix, char *out, size_t outlen)
+void prog_logcap_path(const char *dir, int rank, const char *suffix, char *out, size_t outlen)
 {
     snprintf(out, outlen, "%s/rank-%d.log%s", dir, rank, suffix);
 }
@@ -27,12 +27,12 @@ static int open_log(const char *path)
     return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 }
 
-plog *plog_open(const char *dir, int rank, long long cap)
+prog_logcap *prog_logcap_open(const char *dir, int rank, long long cap)
 {
-    plog *l = xcalloc(1, sizeof(*l));
-    plog_path(dir, rank, "", l->path, sizeof(l->path));
-    plog_path(dir, rank, ".1", l->old, sizeof(l->old));
-    l->cap = cap > 0 ? cap : PLOG_DEFAULT_CAP;
+    prog_logcap *l = xcalloc(1, sizeof(*l));
+    prog_logcap_path(dir, rank, "", l->path, sizeof(l->path));
+    prog_logcap_path(dir, rank, ".1", l->old, sizeof(l->old));
+    l->cap = cap > 0 ? cap : PROG_LOGCAP_DEFAULT_CAP;
     unlink(l->old);
     l->fd = open_log(l->path);
     if (l->fd < 0) {
@@ -58,7 +58,7 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-static int rotate(plog *l)
+static int rotate(prog_logcap *l)
 {
     if (rename(l->path, l->old) != 0) return -1;
     int fd = open_log(l->path);
@@ -69,7 +69,7 @@ static int rotate(plog *l)
     return 0;
 }
 
-int plog_write(plog *l, const char *buf, size_t len)
+int prog_logcap_write(prog_logcap *l, const char *buf, size_t len)
 {
     while (len > 0) {
         if (l->size >= l->cap && rotate(l) != 0) return -1;
@@ -83,7 +83,7 @@ int plog_write(plog *l, const char *buf, size_t len)
     return 0;
 }
 
-void plog_close(plog *l)
+void prog_logcap_close(prog_logcap *l)
 {
     if (!l) return;
     close(l->fd);
@@ -105,15 +105,15 @@ static void read_end(const char *path, char *buf, size_t *len, size_t max)
     close(fd);
 }
 
-char *plog_tail(const char *dir, int rank, int n, size_t max_bytes)
+char *prog_logcap_tail(const char *dir, int rank, int n, size_t max_bytes)
 {
     if (max_bytes == 0) max_bytes = 1;
     char *buf = xmalloc(2 * max_bytes + 1);
     char path[4096];
     size_t len = 0;
-    plog_path(dir, rank, ".1", path, sizeof(path));
+    prog_logcap_path(dir, rank, ".1", path, sizeof(path));
     read_end(path, buf, &len, max_bytes);
-    plog_path(dir, rank, "", path, sizeof(path));
+    prog_logcap_path(dir, rank, "", path, sizeof(path));
     read_end(path, buf, &len, max_bytes);
     /* the last n lines: a final line without '\n' counts as one */
     size_t start = len;
@@ -132,10 +132,10 @@ char *plog_tail(const char *dir, int rank, int n, size_t max_bytes)
     return buf;
 }
 
-void plog_follow_init(plog_follow *f, const char *dir, int rank)
+void prog_logcap_follow_init(prog_logcap_follow *f, const char *dir, int rank)
 {
     memset(f, 0, sizeof(*f));
-    plog_path(dir, rank, "", f->path, sizeof(f->path));
+    prog_logcap_path(dir, rank, "", f->path, sizeof(f->path));
 }
 
 static ssize_t read_from(int fd, off_t *off, char *buf, size_t cap)
@@ -145,7 +145,7 @@ static ssize_t read_from(int fd, off_t *off, char *buf, size_t cap)
     return r;
 }
 
-ssize_t plog_follow_read(plog_follow *f, char *buf, size_t cap)
+ssize_t prog_logcap_follow_read(prog_logcap_follow *f, char *buf, size_t cap)
 {
     int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return errno == ENOENT ? 0 : -1;

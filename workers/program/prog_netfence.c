@@ -1,6 +1,6 @@
-/* netfence.c - a program rank's network, fenced to its job's peers with nftables (netfence.h: the
+/* prog_netfence.c - a program rank's network, fenced to its job's peers with nftables (prog_netfence.h: the
  * design and its limits; docs/programs.md "The network"). */
-#include "workers/program/netfence.h"
+#include "workers/program/prog_netfence.h"
 
 #include "common/alloc.h"
 
@@ -29,19 +29,19 @@ static uint32_t fnv1a(const char *s)
     return h;
 }
 
-unsigned pnet_default_uid(const char *worker_id)
+unsigned prog_netfence_default_uid(const char *worker_id)
 {
-    return PNET_UID_MIN + fnv1a(worker_id ? worker_id : "") % PNET_UID_COUNT;
+    return PROG_NETFENCE_UID_MIN + fnv1a(worker_id ? worker_id : "") % PROG_NETFENCE_UID_COUNT;
 }
 
-unsigned pnet_job_gid(const char *job_id)
+unsigned prog_netfence_job_gid(const char *job_id)
 {
-    return PNET_UID_MIN + (fnv1a(job_id ? job_id : "") >> 7) % PNET_UID_COUNT;
+    return PROG_NETFENCE_UID_MIN + (fnv1a(job_id ? job_id : "") >> 7) % PROG_NETFENCE_UID_COUNT;
 }
 
-uint32_t pnet_job_mark(const char *job_id)
+uint32_t prog_netfence_job_mark(const char *job_id)
 {
-    return PNET_MARK_BIT | (fnv1a(job_id ? job_id : "") & ~PNET_MARK_BIT);
+    return PROG_NETFENCE_MARK_BIT | (fnv1a(job_id ? job_id : "") & ~PROG_NETFENCE_MARK_BIT);
 }
 
 /* a growing script */
@@ -66,7 +66,7 @@ static void addf(buf *b, const char *fmt, ...)
     b->n += (size_t)need;
 }
 
-char *pnet_script_setup(unsigned uid)
+char *prog_netfence_script_setup(unsigned uid)
 {
     buf b = {0};
     addf(&b, "add table " TABLE "\n");
@@ -74,16 +74,17 @@ char *pnet_script_setup(unsigned uid)
     addf(&b, "add chain " TABLE " output { type filter hook output priority filter; policy accept; }\n");
     /* the base chain's rules: the same content from every worker, replaced in this one transaction */
     addf(&b, "flush chain " TABLE " output\n");
-    addf(&b, "add rule " TABLE " output meta skuid %u-%u meta skuid vmap @slots\n", PNET_UID_MIN, PNET_UID_MAX);
-    addf(&b, "add rule " TABLE " output meta skuid %u-%u drop\n", PNET_UID_MIN, PNET_UID_MAX);
-    addf(&b, "add rule " TABLE " output ct direction reply ct mark and 0x%08x == 0x%08x drop\n", PNET_MARK_BIT, PNET_MARK_BIT);
-    /* a connection a rank of another host opened (its packets carry PNET_DSCP) is a rank's here too */
+    addf(&b, "add rule " TABLE " output meta skuid %u-%u meta skuid vmap @slots\n", PROG_NETFENCE_UID_MIN, PROG_NETFENCE_UID_MAX);
+    addf(&b, "add rule " TABLE " output meta skuid %u-%u drop\n", PROG_NETFENCE_UID_MIN, PROG_NETFENCE_UID_MAX);
+    addf(&b, "add rule " TABLE " output ct direction reply ct mark and 0x%08x == 0x%08x drop\n", PROG_NETFENCE_MARK_BIT,
+         PROG_NETFENCE_MARK_BIT);
+    /* a connection a rank of another host opened (its packets carry PROG_NETFENCE_DSCP) is a rank's here too */
     addf(&b, "add chain " TABLE " prerouting { type filter hook prerouting priority filter; policy accept; }\n");
     addf(&b, "flush chain " TABLE " prerouting\n");
-    addf(&b, "add rule " TABLE " prerouting iifname != \"lo\" ip dscp 0x%02x ct state new ct mark set 0x%08x\n", PNET_DSCP,
-         PNET_MARK_BIT);
-    addf(&b, "add rule " TABLE " prerouting iifname != \"lo\" ip6 dscp 0x%02x ct state new ct mark set 0x%08x\n", PNET_DSCP,
-         PNET_MARK_BIT);
+    addf(&b, "add rule " TABLE " prerouting iifname != \"lo\" ip dscp 0x%02x ct state new ct mark set 0x%08x\n", PROG_NETFENCE_DSCP,
+         PROG_NETFENCE_MARK_BIT);
+    addf(&b, "add rule " TABLE " prerouting iifname != \"lo\" ip6 dscp 0x%02x ct state new ct mark set 0x%08x\n",
+         PROG_NETFENCE_DSCP, PROG_NETFENCE_MARK_BIT);
     /* this slot: idle (whatever a crashed run of this worker left is replaced) */
     addf(&b, "add chain " TABLE " slot_%u\n", uid);
     addf(&b, "flush chain " TABLE " slot_%u\n", uid);
@@ -92,7 +93,7 @@ char *pnet_script_setup(unsigned uid)
     return b.s;
 }
 
-char *pnet_script_job(unsigned uid, uint32_t mark, const char *const *peers, size_t n, char *err, size_t errlen)
+char *prog_netfence_script_job(unsigned uid, uint32_t mark, const char *const *peers, size_t n, char *err, size_t errlen)
 {
     buf v4 = {0}, v6 = {0};
     for (size_t i = 0; i < n; i++) {
@@ -114,10 +115,10 @@ char *pnet_script_job(unsigned uid, uint32_t mark, const char *const *peers, siz
     addf(&b, "flush chain " TABLE " slot_%u\n", uid);
     /* a listener of the rank answers: its own job's ranks here, its peer hosts, local non-rank clients */
     addf(&b, "%s%u ct direction reply ct mark 0x%08x accept\n", c, uid, mark);
-    /* a rank of a peer host (PNET_DSCP on its packets: marked PNET_MARK_BIT alone on arrival) */
-    if (v4.n) addf(&b, "%s%u ct direction reply ct mark 0x%08x ip daddr { %s } accept\n", c, uid, PNET_MARK_BIT, v4.s);
-    if (v6.n) addf(&b, "%s%u ct direction reply ct mark 0x%08x ip6 daddr { %s } accept\n", c, uid, PNET_MARK_BIT, v6.s);
-    addf(&b, "%s%u ct direction reply ct mark and 0x%08x == 0x%08x drop\n", c, uid, PNET_MARK_BIT, PNET_MARK_BIT);
+    /* a rank of a peer host (PROG_NETFENCE_DSCP on its packets: marked PROG_NETFENCE_MARK_BIT alone on arrival) */
+    if (v4.n) addf(&b, "%s%u ct direction reply ct mark 0x%08x ip daddr { %s } accept\n", c, uid, PROG_NETFENCE_MARK_BIT, v4.s);
+    if (v6.n) addf(&b, "%s%u ct direction reply ct mark 0x%08x ip6 daddr { %s } accept\n", c, uid, PROG_NETFENCE_MARK_BIT, v6.s);
+    addf(&b, "%s%u ct direction reply ct mark and 0x%08x == 0x%08x drop\n", c, uid, PROG_NETFENCE_MARK_BIT, PROG_NETFENCE_MARK_BIT);
     /* unmarked from a peer host: a rank whose DSCP the network cleared, or a process of the peer host */
     if (v4.n) addf(&b, "%s%u ct direction reply ip daddr { %s } accept\n", c, uid, v4.s);
     if (v6.n) addf(&b, "%s%u ct direction reply ip6 daddr { %s } accept\n", c, uid, v6.s);
@@ -126,15 +127,15 @@ char *pnet_script_job(unsigned uid, uint32_t mark, const char *const *peers, siz
     /* the rank's own connections: marked with its job; to this host (the listener's slot decides) or its peers */
     /* marked only when let out: the reset a refused connection gets must not look like a rank's reply */
     addf(&b, "%s%u ct state new meta l4proto tcp fib daddr type local ct mark set 0x%08x accept\n", c, uid, mark);
-    /* to a peer host (not this one: the rule above took those): its packets say "a rank" (PNET_DSCP), all of
+    /* to a peer host (not this one: the rule above took those): its packets say "a rank" (PROG_NETFENCE_DSCP), all of
      * them, whatever the program set (IP_TOS) */
     if (v4.n) {
         addf(&b, "%s%u ct state new meta l4proto tcp ip daddr { %s } ct mark set 0x%08x\n", c, uid, v4.s, mark);
-        addf(&b, "%s%u ct mark 0x%08x ip daddr { %s } ip dscp set 0x%02x accept\n", c, uid, mark, v4.s, PNET_DSCP);
+        addf(&b, "%s%u ct mark 0x%08x ip daddr { %s } ip dscp set 0x%02x accept\n", c, uid, mark, v4.s, PROG_NETFENCE_DSCP);
     }
     if (v6.n) {
         addf(&b, "%s%u ct state new meta l4proto tcp ip6 daddr { %s } ct mark set 0x%08x\n", c, uid, v6.s, mark);
-        addf(&b, "%s%u ct mark 0x%08x ip6 daddr { %s } ip6 dscp set 0x%02x accept\n", c, uid, mark, v6.s, PNET_DSCP);
+        addf(&b, "%s%u ct mark 0x%08x ip6 daddr { %s } ip6 dscp set 0x%02x accept\n", c, uid, mark, v6.s, PROG_NETFENCE_DSCP);
     }
     addf(&b, "%s%u ct state established,related accept\n", c, uid);
     addf(&b, "%s%u meta l4proto tcp reject with tcp reset\n", c, uid);
@@ -145,7 +146,7 @@ char *pnet_script_job(unsigned uid, uint32_t mark, const char *const *peers, siz
     return b.s;
 }
 
-char *pnet_script_teardown(unsigned uid)
+char *prog_netfence_script_teardown(unsigned uid)
 {
     buf b = {0};
     /* "add" first so that the deletes find what they delete (idempotent: a second teardown does nothing wrong) */
@@ -162,8 +163,8 @@ char *pnet_script_teardown(unsigned uid)
  * kept when it does not fit; 0, or -1 with why */
 static int nft_run(const char *const *args, const char *script, char *out, size_t outlen, char *why, size_t whylen)
 {
-    if (access(PNET_NFT, X_OK) != 0) {
-        snprintf(why, whylen, "%s is not installed (Debian's nftables)", PNET_NFT);
+    if (access(PROG_NETFENCE_NFT, X_OK) != 0) {
+        snprintf(why, whylen, "%s is not installed (Debian's nftables)", PROG_NETFENCE_NFT);
         return -1;
     }
     int in[2], outp[2];
@@ -184,11 +185,11 @@ static int nft_run(const char *const *args, const char *script, char *out, size_
     }
     if (pid == 0) {
         if (dup2(in[0], 0) < 0 || dup2(outp[1], 1) < 0 || dup2(outp[1], 2) < 0) _exit(127);
-        char *argv[8] = {(char *)PNET_NFT};
+        char *argv[8] = {(char *)PROG_NETFENCE_NFT};
         for (int i = 0; args[i] && i < 6; i++)
             argv[i + 1] = (char *)args[i];
         char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C", NULL};
-        execve(PNET_NFT, argv, envp);
+        execve(PROG_NETFENCE_NFT, argv, envp);
         _exit(127);
     }
     close(in[0]);
@@ -224,17 +225,17 @@ static int nft_run(const char *const *args, const char *script, char *out, size_
     return -1;
 }
 
-int pnet_apply(const char *script, char *why, size_t whylen)
+int prog_netfence_apply(const char *script, char *why, size_t whylen)
 {
     static const char *const args[] = {"-f", "-", NULL};
     char msg[1024];
     return nft_run(args, script, msg, sizeof(msg), why, whylen);
 }
 
-int pnet_lock_uid(unsigned uid)
+int prog_netfence_lock_uid(unsigned uid)
 {
     char lock[128];
-    snprintf(lock, sizeof(lock), PNET_LOCK_DIR "/gantry-sandbox-uid-%u.lock", uid);
+    snprintf(lock, sizeof(lock), PROG_NETFENCE_LOCK_DIR "/gantry-sandbox-uid-%u.lock", uid);
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return -2;
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
@@ -242,7 +243,7 @@ int pnet_lock_uid(unsigned uid)
     return -1;
 }
 
-int pnet_reap(unsigned own_uid, char *why, size_t whylen)
+int prog_netfence_reap(unsigned own_uid, char *why, size_t whylen)
 {
     static const char *const args[] = {"list", "table", "inet", "gantry", NULL};
     size_t cap = 1 << 20;
@@ -256,11 +257,11 @@ int pnet_reap(unsigned own_uid, char *why, size_t whylen)
         p += strlen("chain slot_");
         char *end;
         unsigned long uid = strtoul(p, &end, 10);
-        if (end == p || *end != ' ' || uid == own_uid || uid < PNET_UID_MIN || uid > PNET_UID_MAX) continue;
-        int fd = pnet_lock_uid((unsigned)uid);
+        if (end == p || *end != ' ' || uid == own_uid || uid < PROG_NETFENCE_UID_MIN || uid > PROG_NETFENCE_UID_MAX) continue;
+        int fd = prog_netfence_lock_uid((unsigned)uid);
         if (fd < 0) continue; /* its worker runs (or the lock cannot be checked): its own */
         char w[300];
-        if (pnet_teardown((unsigned)uid, w, sizeof(w)) == 0) reaped++;
+        if (prog_netfence_teardown((unsigned)uid, w, sizeof(w)) == 0) reaped++;
         close(fd);
     }
     free(list);
@@ -269,31 +270,32 @@ int pnet_reap(unsigned own_uid, char *why, size_t whylen)
 
 static int run(char *script, char *why, size_t whylen)
 {
-    int rc = script ? pnet_apply(script, why, whylen) : -1;
+    int rc = script ? prog_netfence_apply(script, why, whylen) : -1;
     free(script);
     return rc;
 }
 
-int pnet_setup(unsigned uid, char *why, size_t whylen)
+int prog_netfence_setup(unsigned uid, char *why, size_t whylen)
 {
-    if (uid < PNET_UID_MIN || uid > PNET_UID_MAX) {
-        snprintf(why, whylen, "the sandbox uid %u is outside the ranks' range [%u, %u]", uid, PNET_UID_MIN, PNET_UID_MAX);
+    if (uid < PROG_NETFENCE_UID_MIN || uid > PROG_NETFENCE_UID_MAX) {
+        snprintf(why, whylen, "the sandbox uid %u is outside the ranks' range [%u, %u]", uid, PROG_NETFENCE_UID_MIN,
+                 PROG_NETFENCE_UID_MAX);
         return -1;
     }
     if (geteuid() != 0) {
         snprintf(why, whylen, "the worker does not run as root: it cannot write nftables rules");
         return -1;
     }
-    return run(pnet_script_setup(uid), why, whylen);
+    return run(prog_netfence_script_setup(uid), why, whylen);
 }
 
-int pnet_job(unsigned uid, const char *job_id, const char *const *peers, size_t n, char *why, size_t whylen)
+int prog_netfence_job(unsigned uid, const char *job_id, const char *const *peers, size_t n, char *why, size_t whylen)
 {
     /* host names (an --advertise-host given as a name) become their addresses */
-    char addrs[PNET_MAX_PEERS * 4][INET6_ADDRSTRLEN];
-    const char *list[PNET_MAX_PEERS * 4];
+    char addrs[PROG_NETFENCE_MAX_PEERS * 4][INET6_ADDRSTRLEN];
+    const char *list[PROG_NETFENCE_MAX_PEERS * 4];
     size_t k = 0;
-    for (size_t i = 0; i < n && i < PNET_MAX_PEERS; i++) {
+    for (size_t i = 0; i < n && i < PROG_NETFENCE_MAX_PEERS; i++) {
         unsigned char a[16];
         if (inet_pton(AF_INET, peers[i], a) == 1 || inet_pton(AF_INET6, peers[i], a) == 1) {
             snprintf(addrs[k], sizeof(addrs[k]), "%s", peers[i]);
@@ -307,7 +309,7 @@ int pnet_job(unsigned uid, const char *job_id, const char *const *peers, size_t 
             snprintf(why, whylen, "peer %.100s: %s", peers[i], gai_strerror(e));
             return -1;
         }
-        for (struct addrinfo *ai = res; ai && k < PNET_MAX_PEERS * 4; ai = ai->ai_next) {
+        for (struct addrinfo *ai = res; ai && k < PROG_NETFENCE_MAX_PEERS * 4; ai = ai->ai_next) {
             const void *src = ai->ai_family == AF_INET ? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
                                                        : (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
             if ((ai->ai_family == AF_INET || ai->ai_family == AF_INET6) &&
@@ -318,15 +320,15 @@ int pnet_job(unsigned uid, const char *job_id, const char *const *peers, size_t 
         }
         freeaddrinfo(res);
     }
-    return run(pnet_script_job(uid, pnet_job_mark(job_id), list, k, why, whylen), why, whylen);
+    return run(prog_netfence_script_job(uid, prog_netfence_job_mark(job_id), list, k, why, whylen), why, whylen);
 }
 
-int pnet_idle(unsigned uid, char *why, size_t whylen)
+int prog_netfence_idle(unsigned uid, char *why, size_t whylen)
 {
-    return run(pnet_script_setup(uid), why, whylen);
+    return run(prog_netfence_script_setup(uid), why, whylen);
 }
 
-int pnet_teardown(unsigned uid, char *why, size_t whylen)
+int prog_netfence_teardown(unsigned uid, char *why, size_t whylen)
 {
-    return run(pnet_script_teardown(uid), why, whylen);
+    return run(prog_netfence_script_teardown(uid), why, whylen);
 }

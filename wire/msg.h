@@ -43,7 +43,7 @@ typedef struct {
     char job_id[MSG_ID_LEN];
     int64_t ts;
     char source[80];
-    char state[16]; /* empty when the event only reports progress */
+    char state[16];    /* empty when the event only reports progress */
     char reason[4096]; /* a failed program job quotes its last 20 log lines here (workers/exec_program.c) */
     char worker[MSG_ID_LEN];
     double progress; /* -1 when absent */

@@ -46,7 +46,7 @@ typedef struct exec_ctx {
     /* set by an executor that counts its own restarts (a program job: max_restarts + 1): the failures a
      * requeue after EXEC_RETRY allows before the job fails; 0: the worker's --max-attempts */
     int max_failures;
-    int threads; /* CPU threads this slot's compute may use (--threads; default the machine's cores) */
+    int threads;         /* CPU threads this slot's compute may use (--threads; default the machine's cores) */
     const char *bin_dir; /* the worker binary's directory: gantry-rank-init and gantry-replica are beside it */
     /* program jobs (workers/exec_program.c): the uid and gid this slot's ranks run as (--sandbox-uid), and
      * whether their network is fenced (workers/program/prog_netfence.h): net_fenced true, or net_why says why

@@ -1,4 +1,5 @@
-/* autoscale_policy.c - the autoscaling policies (Faro's variants and the baselines) behind one interface, pure (autoscale_policy.h). */
+/* autoscale_policy.c - the autoscaling policies (Faro's variants and the baselines) behind one interface, pure
+ * (autoscale_policy.h). */
 #include "scheduler/autoscale/autoscale_policy.h"
 #include "common/alloc.h"
 #include "scheduler/autoscale/faro.h"

@@ -41,8 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size) memcpy(path, data, size);
     for (int i = 0; i < routes_count; i++) {
         h2o_iovec_t params[2] = {{NULL, 0}, {NULL, 0}};
-        if (route_match(routes[i].pattern, h2o_iovec_init(path, size), params))
-            check_match(routes[i].pattern, path, size, params);
+        if (route_match(routes[i].pattern, h2o_iovec_init(path, size), params)) check_match(routes[i].pattern, path, size, params);
     }
     free(path);
     return 0;

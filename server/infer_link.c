@@ -32,6 +32,7 @@ struct infer_links {
     void *arg;
     ilink *links;
     uint32_t next_id;
+    unsigned turn; /* round robin among the links tied for the fewest outstanding */
     int closing, open; /* open: links whose handle is not closed yet */
 };
 
@@ -207,14 +208,25 @@ void ilinks_set(infer_links *L, const char *job_id, const char *const *endpoints
     }
 }
 
+/* whether k may take the job's next request (pass 0: not `avoid`) */
+static int candidate(const ilink *k, const char *job_id, uint32_t avoid, int pass)
+{
+    return k->state == LK_READY && strcmp(k->job_id, job_id) == 0 && (pass == 1 || k->id != avoid);
+}
+
 uint32_t ilinks_send(infer_links *L, const char *job_id, ilink_frame *f, uint32_t avoid)
 {
     ilink *best = NULL;
-    for (int pass = 0; pass < 2 && !best; pass++) /* the first pass skips `avoid` */
+    for (int pass = 0; pass < 2 && !best; pass++) { /* the first pass skips `avoid` */
+        int least = -1, ties = 0;
         for (ilink *k = L->links; k; k = k->next)
-            if (k->state == LK_READY && strcmp(k->job_id, job_id) == 0 && (pass == 1 || k->id != avoid) &&
-                (!best || k->outstanding < best->outstanding))
-                best = k;
+            if (candidate(k, job_id, avoid, pass) && (least < 0 || k->outstanding <= least))
+                ties = least == k->outstanding ? ties + 1 : 1, least = k->outstanding;
+        if (least < 0) continue;
+        int pick = (int)(L->turn++ % (unsigned)ties); /* the links tied for the fewest take turns */
+        for (ilink *k = L->links; k && !best; k = k->next)
+            if (candidate(k, job_id, avoid, pass) && k->outstanding == least && pick-- == 0) best = k;
+    }
     if (!best || write_frame(best, f) != 0) return 0;
     best->outstanding++;
     return best->id;

@@ -431,6 +431,8 @@ static void flush(infer_gw *g, int64_t now)
                       "p50_ms", percentile(w, 0.50), "p95_ms", percentile(w, 0.95), "p99_ms", percentile(w, 0.99), "slo_attainment",
                       judged ? (double)w->slo_ok / (double)judged : 1.0, "drops", (json_int_t)w->drops, "timeouts",
                       (json_int_t)w->timeouts, "errors", (json_int_t)w->errors, "slo_ms", js->slo_ms);
+        int ready, out = ilinks_outstanding(g->links, js->job_id, &ready); /* waiting beyond one in each replica's hands */
+        json_object_set_new(m, "queued", json_integer(out > ready ? out - ready : 0));
         json_object_set_new(m, "ts", json_integer(now));
         char *s = json_dumps(m, JSON_COMPACT);
         if (s) /* for the autoscaler: the latest window as seen by this server (not sent while the link is down) */

@@ -140,7 +140,8 @@ static int load_jobs(autoscaler *a, rs_conn *r)
     return 0;
 }
 
-/* arrivals, queue, latency window and measured service time of one job */
+/* arrivals, queue (the Redis queue and what the servers hold on the direct path), latency window and measured
+ * service time of one job */
 static void observe(autoscaler *a, rs_conn *r, job *j, int idx, as_obs *o)
 {
     redisReply *q = rs_command(r, "LLEN %s%s", K_INFER_QUEUE_PREFIX, j->id);
@@ -160,8 +161,10 @@ static void observe(autoscaler *a, rs_conn *r, job *j, int idx, as_obs *o)
         json_t *s = json_loads(v, 0, NULL);
         if (strncmp(f, "server:", 7) == 0) {
             json_t *ts = json_object_get(s, "ts");
-            if (json_is_integer(ts) && now - json_integer_value(ts) < STALE_MS)
+            if (json_is_integer(ts) && now - json_integer_value(ts) < STALE_MS) {
                 lat = fmax(lat, json_number_value(json_object_get(s, "p99_ms")) / 1000);
+                o->queued += (int)json_integer_value(json_object_get(s, "queued")); /* the direct path's waiting requests */
+            }
         } else if (strcmp(f, "drops") != 0) { /* a replica: w_<id> -> {served, busy_s} */
             served += json_number_value(json_object_get(s, "served"));
             busy += json_number_value(json_object_get(s, "busy_s"));

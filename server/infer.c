@@ -3,11 +3,13 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/ids.h"
+#include "wire/infer_frame.h"
 #include "wire/infer_wire.h"
 #include "wire/keys.h"
 #include "common/log.h"
 #include "wire/lua_scripts.h"
 #include "wire/redis_link.h"
+#include "server/infer_link.h"
 #include "server/jobs.h"
 #include "server/server.h"
 #include "server/sse.h"
@@ -22,6 +24,8 @@
 #define REPLY_BATCH 1000
 #define CACHE_SIZE 256
 #define CACHE_TTL_MS 500 /* how long a (tenant, model) -> running job lookup is reused */
+#define EP_EVERY_MS 1000 /* how often a job's endpoints are read again while it has traffic */
+#define EP_IDLE_MS 60000 /* a job without a request for this long is no longer followed */
 
 typedef struct {
     unsigned long long n, ok, slo_ok, drops, timeouts, errors;
@@ -35,6 +39,8 @@ typedef struct {
     counts win, total; /* since the last flush, since the start */
     int64_t win_start_ms;
     int pending; /* requests in flight that point here (pend.js): while any, the entry is not freed */
+    int64_t last_req_ms, ep_next_ms;
+    long long arrivals, drops; /* on the direct path, not yet added to gantry:infer:stats:<job> (for the autoscaler) */
 } jstats;
 
 typedef struct pend {
@@ -44,6 +50,9 @@ typedef struct pend {
     jstats *js;
     int64_t t0_us;
     uv_timer_t timer;
+    ilink_frame *frame; /* on the direct path: the request, kept for one retry */
+    uint32_t link;      /* the direct link it waits on, 0: none (the Redis queue) */
+    int retried;
 } pend;
 
 typedef struct {
@@ -65,6 +74,7 @@ struct infer_gw {
     pend *slots[PEND_CAP];
     jstats **jobs; /* oldest first */
     int njobs, cap, max_jobs;
+    infer_links *links; /* the direct path (infer_link.h) */
     uv_timer_t tick;
     int64_t last_flush_ms;
 };
@@ -154,6 +164,9 @@ static void finish(pend *p, int status, const char *body, size_t len)
 {
     infer_gw *g = p->g;
     g->slots[p->seq & (PEND_CAP - 1)] = NULL;
+    if (p->link) ilinks_done(g->links, p->link);
+    ilink_frame_unref(p->frame);
+    p->frame = NULL;
     record(p->js, status, (double)(clock_mono_us() - p->t0_us) / 1000.0);
     p->js->pending--; /* the entry may be forgotten from now on: p->js is not used again */
     p->js = NULL;
@@ -211,12 +224,55 @@ static void on_enqueued(redis_link *l, const redisReply *rep, const char *err, v
         finish_error(p, GERR_RATE_LIMITED, "the model's request queue is full (the job's queue_limit); retry later");
 }
 
+/* the direct path (infer_link.h): 1 sent, or answered 429; 0 when the job has no ready link (the
+ * request goes through the Redis queue) */
+static int forward_direct(infer_gw *g, pend *p, const infer_target *t, size_t json_len, const char *body, size_t len)
+{
+    int ready, out = ilinks_outstanding(g->links, t->job_id, &ready);
+    if (ready == 0) return 0;
+    if (out >= t->queue_limit + ready) { /* queue_limit waiting beside one request in each replica's hands */
+        p->js->drops++;
+        finish_error(p, GERR_RATE_LIMITED, "the model's request queue is full (the job's queue_limit); retry later");
+        return 1;
+    }
+    ilink_frame *f = ilink_frame_new(IF_HEAD + len);
+    if_head_encode((unsigned char *)f->data, &(if_head){.kind = IF_REQUEST, .arg = (uint32_t)json_len, .id = p->seq, .len = len});
+    memcpy(f->data + IF_HEAD, body, len);
+    p->link = ilinks_send(g->links, t->job_id, f, 0);
+    if (!p->link) {
+        ilink_frame_unref(f);
+        return 0;
+    }
+    p->frame = f;
+    p->js->arrivals++;
+    return 1;
+}
+
+static void on_direct_reply(void *arg, uint64_t seq, int status, const char *body, size_t len)
+{
+    pend *p = lookup(arg, seq);
+    if (p) finish(p, status, body, len); /* else already answered (timed out) */
+}
+
+/* a link dropped: what waited on it is sent once more on another of its job's links, or answered 503 */
+static void on_link_lost(void *arg, uint32_t link)
+{
+    infer_gw *g = arg;
+    for (int i = 0; i < PEND_CAP; i++) {
+        pend *p = g->slots[i];
+        if (!p || p->link != link) continue;
+        p->link = 0;
+        if (!p->retried && p->frame) {
+            p->retried = 1;
+            p->link = ilinks_send(g->links, p->js->job_id, p->frame, link);
+            if (p->link) continue;
+        }
+        finish_error(p, GERR_UNAVAILABLE, "the connection to the model's replica dropped while it had the request; retry");
+    }
+}
+
 void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *body, size_t len)
 {
-    if (!redis_link_up(g->tx)) {
-        http_error(c, GERR_UNAVAILABLE, NULL, "the inference gateway is not connected to Redis; retry");
-        return;
-    }
     uint64_t seq = ++g->seq;
     if (g->slots[seq & (PEND_CAP - 1)]) {
         http_error(c, GERR_UNAVAILABLE, NULL, "too many inference requests in flight on this server (%d); retry", PEND_CAP);
@@ -230,6 +286,12 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     p->timer.data = p;
     uv_timer_start(&p->timer, on_timeout, (uint64_t)t->timeout_ms, 0);
     g->slots[seq & (PEND_CAP - 1)] = p;
+    p->js->last_req_ms = clock_now_ms();
+    if (forward_direct(g, p, t, c->json_len ? c->json_len : len, body, len)) return;
+    if (!redis_link_up(g->tx)) {
+        finish_error(p, GERR_UNAVAILABLE, "the inference gateway is not connected to Redis; retry");
+        return;
+    }
 
     char head[IW_HEAD_MAX], queue[128], stats[128], limit[24];
     int hl = iw_request_head(head, sizeof(head), seq, g->replies, c->json_len ? c->json_len : len); /* wire/infer_wire.h */
@@ -369,6 +431,8 @@ static void flush(infer_gw *g, int64_t now)
                       "p50_ms", percentile(w, 0.50), "p95_ms", percentile(w, 0.95), "p99_ms", percentile(w, 0.99), "slo_attainment",
                       judged ? (double)w->slo_ok / (double)judged : 1.0, "drops", (json_int_t)w->drops, "timeouts",
                       (json_int_t)w->timeouts, "errors", (json_int_t)w->errors, "slo_ms", js->slo_ms);
+        int ready, out = ilinks_outstanding(g->links, js->job_id, &ready); /* waiting beyond one in each replica's hands */
+        json_object_set_new(m, "queued", json_integer(out > ready ? out - ready : 0));
         json_object_set_new(m, "ts", json_integer(now));
         char *s = json_dumps(m, JSON_COMPACT);
         if (s) /* for the autoscaler: the latest window as seen by this server (not sent while the link is down) */
@@ -392,10 +456,48 @@ static void flush(infer_gw *g, int64_t now)
         redis_link_cmd(g->tx, NULL, NULL, "XTRIM", "XTRIM %s MINID %s", g->replies, g->last_id);
 }
 
+/* HGETALL gantry:infer:ep:<job>: the job's endpoints, "<host> <port> <token> <attempt>" per worker */
+static void on_endpoints(redis_link *l, const redisReply *rep, const char *err, void *priv)
+{
+    (void)err; /* logged by the link */
+    infer_gw *g = redis_link_data(l);
+    char *job_id = priv;
+    if (rep && rep->type == REDIS_REPLY_ARRAY && !g->srv->stopping) {
+        const char *eps[64];
+        int n = 0;
+        for (size_t i = 1; i < rep->elements && n < 64; i += 2)
+            if (rep->element[i]->type == REDIS_REPLY_STRING) eps[n++] = rep->element[i]->str;
+        ilinks_set(g->links, job_id, eps, n);
+    }
+    free(job_id);
+}
+
+/* every job with traffic: its endpoints read again, its direct arrivals and drops counted in Redis */
+static void follow_jobs(infer_gw *g, int64_t now)
+{
+    for (int i = 0; i < g->njobs; i++) {
+        jstats *js = g->jobs[i];
+        if (now - js->last_req_ms > EP_IDLE_MS) continue;
+        if (now >= js->ep_next_ms) {
+            char *job_id = xstrdup(js->job_id);
+            if (redis_link_cmd(g->tx, on_endpoints, job_id, "HGETALL endpoints", "HGETALL %s%s", K_INFER_EP_PREFIX, js->job_id) != 0)
+                free(job_id);
+            js->ep_next_ms = now + EP_EVERY_MS;
+        }
+        if (js->arrivals)
+            redis_link_cmd(g->tx, NULL, NULL, "HINCRBY arrivals", "HINCRBY %s%s arrivals %lld", K_INFER_STATS_PREFIX, js->job_id,
+                           js->arrivals);
+        if (js->drops)
+            redis_link_cmd(g->tx, NULL, NULL, "HINCRBY drops", "HINCRBY %s%s drops %lld", K_INFER_STATS_PREFIX, js->job_id, js->drops);
+        js->arrivals = js->drops = 0;
+    }
+}
+
 static void on_tick(uv_timer_t *t)
 {
     infer_gw *g = t->data;
     if (g->srv->stopping) return;
+    if (redis_link_up(g->tx)) follow_jobs(g, clock_now_ms());
     int64_t now = clock_now_ms();
     if (now - g->last_flush_ms >= INFER_FLUSH_MS) {
         flush(g, now);
@@ -413,6 +515,7 @@ infer_gw *infer_create(server *srv, const char *host, int port, const redis_auth
     snprintf(g->replies, sizeof(g->replies), "%s%s", K_INFER_REPLIES_PREFIX, g->sid);
     snprintf(g->last_id, sizeof(g->last_id), "0");
     g->last_flush_ms = clock_now_ms();
+    g->links = ilinks_create(srv->loop, on_direct_reply, on_link_lost, g);
     uv_timer_init(srv->loop, &g->tick);
     g->tick.data = g;
     uv_timer_start(&g->tick, on_tick, 0, 200);
@@ -462,6 +565,8 @@ void infer_close(infer_gw *g)
     uv_close((uv_handle_t *)&g->tick, NULL);
     for (int i = 0; i < PEND_CAP; i++)
         if (g->slots[i]) finish_error(g->slots[i], GERR_UNAVAILABLE, "the server is stopping");
+    ilinks_close(g->links);
+    g->links = NULL;
     redis_link_close(g->tx, false);
     redis_link_close(g->rx, false);
     g->tx = g->rx = NULL;

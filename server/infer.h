@@ -1,12 +1,13 @@
 /* infer.h - the inference gateway: the server's side of serving.
  *
- * An Open Inference Protocol request for a running inference job is queued in
- * Redis for the job's replicas (gantry:infer:q:<job>, refused atomically past
- * the job's queue_limit) with the name of this server's reply stream; a
- * replica's answer comes back on that stream (one blocking XREAD for many
- * replies) and is sent to the waiting client.  Nothing waits forever: a request
- * without an answer after the job's timeout_ms gets 504, a full queue 429, an
- * unreachable Redis 503.
+ * An Open Inference Protocol request for a running inference job goes straight to one of the job's
+ * replicas over a persistent connection to its worker (server/infer_link.h: the endpoints the workers
+ * publish in gantry:infer:ep:<job>, the least loaded first; past queue_limit waiting, 429); a
+ * connection lost with requests on it costs each one retry on another replica, or 503.  Before the
+ * job's endpoints are known the request is queued in Redis instead (gantry:infer:q:<job>, refused
+ * atomically past the job's queue_limit) with the name of this server's reply stream, where the
+ * replica's answer comes back (one blocking XREAD for many replies).  Nothing waits forever: a
+ * request without an answer after the job's timeout_ms gets 504.
  *
  * Latency is measured here, where the client waits (queueing, batching and the
  * forward pass included).  Every INFER_FLUSH_MS each job with traffic gets a

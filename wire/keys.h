@@ -81,6 +81,9 @@
 #define K_FED_PREFIX "gantry:fed:" /* federated jobs: <job>:<gen>:sites and the exchange channels (workers/fed_io.h) */
 #define K_INFER_QUEUE_PREFIX "gantry:infer:q:"
 #define K_INFER_REPLIES_PREFIX "gantry:infer:replies:"
+/* where each replica's worker takes requests directly (workers/serve_direct.h): hash, field <worker>,
+ * value "<host> <port> <token> <attempt>" (wire/infer_frame.h); the server's gateway connects there */
+#define K_INFER_EP_PREFIX "gantry:infer:ep:"
 #define K_INFER_STATS_PREFIX "gantry:infer:stats:"
 #define K_INFER_JOBS "gantry:infer:jobs"
 #define K_INFER_DRAIN_PREFIX "gantry:infer:drain:"

@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "workers/executor.h"
 #include "workers/replica_proc.h"
+#include "workers/serve_direct.h"
 #include "workers/serve_io.h"
 
 #include <stdio.h>
@@ -148,11 +149,19 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         return EXEC_FAILED;
     }
     serve_msg *batch = xcalloc((size_t)s.max_batch, sizeof(serve_msg));
+    /* the direct path (serve_direct.h): the servers connect here once the endpoint is published; the
+     * Redis queue stays for what a server sent before it knew the endpoint */
+    const char *host = ctx->advertise_host && ctx->advertise_host[0] ? ctx->advertise_host : "127.0.0.1";
+    serve_direct *direct = sd_open(host, why, sizeof(why));
+    if (direct)
+        serve_io_endpoint(ctx->redis, ctx->task->job_id, ctx->worker_id, sd_endpoint(direct), ctx->task->attempt);
+    else
+        log_warn("job %s: no direct endpoint, requests come through Redis only: %s", ctx->task->job_id, why);
     snprintf(msg, sizeof(msg), "replica ready: model %s version %d", s.model, cur.version);
     ctx->note(ctx, msg);
     long long served = 0, batches = 0;
     double busy_s = 0;
-    int64_t next_control = 0, next_stats = 0, restart_at = 0, restart_wait_s = 0;
+    int64_t next_control = 0, next_stats = 0, next_queue = 0, restart_at = 0, restart_wait_s = 0;
     int failed_version = 0, deaths = 0;
     rc = EXEC_SILENT;
     for (;;) {
@@ -244,10 +253,17 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
                      "{\"ts\":%lld,\"served\":%lld,\"batches\":%lld,\"busy_s\":%.6f,\"attempt\":%d,\"version\":%d}",
                      (long long)clock_now_ms(), served, batches, busy_s, ctx->task->attempt, cur.version);
             serve_io_stats(ctx->redis, ctx->task->job_id, ctx->worker_id, stats);
+            if (direct) /* again: Redis may have lost it (a restart without its data) */
+                serve_io_endpoint(ctx->redis, ctx->task->job_id, ctx->worker_id, sd_endpoint(direct), ctx->task->attempt);
             next_stats = now + STATS_EVERY_MS;
         }
-        int n = serve_io_pop(ctx->redis, ctx->task->job_id, s.max_batch, POLL_MS, s.batch_delay_ms, batch);
-        if (n < 0) usleep(POLL_MS * 1000); /* Redis unreachable: wait as a pop would, do not spin */
+        int n = direct ? sd_pop(direct, s.max_batch, POLL_MS, s.batch_delay_ms, batch) : 0;
+        if (!direct || (n < s.max_batch && clock_mono_us() / 1000 >= next_queue)) { /* the Redis queue, every POLL_MS */
+            int k = serve_io_pop(ctx->redis, ctx->task->job_id, s.max_batch - n, direct ? 0 : POLL_MS, s.batch_delay_ms, batch + n);
+            if (k < 0 && !direct) usleep(POLL_MS * 1000); /* Redis unreachable: wait as a pop would, do not spin */
+            if (k > 0) n += k;
+            next_queue = clock_mono_us() / 1000 + POLL_MS;
+        }
         if (n <= 0) continue;
         int64_t t0 = clock_mono_us();
         serve_request *reqs = xcalloc((size_t)n, sizeof(*reqs));
@@ -273,7 +289,10 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             if (res == RP_STOPPED) next_control = 0;
         }
         serve_io_reply(ctx->redis, batch, n);
+        if (direct) sd_reply(direct, batch, n);
     }
+    if (direct) serve_io_endpoint(ctx->redis, ctx->task->job_id, ctx->worker_id, NULL, 0);
+    sd_close(direct);
     rp_free(next.proc);
     rp_free(cur.proc);
     json_decref(loading);

@@ -57,9 +57,16 @@ int serve_io_pop(rs_conn *r, const char *job_id, int max, int wait_ms, int delay
 {
     char q[160];
     snprintf(q, sizeof(q), "%s%s", K_INFER_QUEUE_PREFIX, job_id);
+    int n = 0;
+    if (wait_ms <= 0) { /* a look, no wait (BRPOP 0 would block for ever) */
+        redisReply *rep = rs_command(r, "RPOP %s %d", q, max);
+        if (!rep) return -1;
+        n = take(rep, out, max);
+        freeReplyObject(rep);
+        return n;
+    }
     redisReply *rep = rs_command(r, "BRPOP %s %.3f", q, wait_ms / 1000.0);
     if (!rep) return -1;
-    int n = 0;
     if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) { /* [key, value] */
         redisReply *v = rep->element[1];
         char *raw = xmalloc(v->len + 1);
@@ -85,19 +92,30 @@ int serve_io_pop(rs_conn *r, const char *job_id, int max, int wait_ms, int delay
     return n;
 }
 
+char *serve_msg_answer(serve_msg *m, int *status)
+{
+    serve_request *q = &m->req;
+    *status = q->status ? q->status : q->reply ? 200 : 400;
+    char *body = q->reply ? q->reply : serve_error_body(q->err);
+    q->reply = NULL;
+    return body;
+}
+
 void serve_io_reply(rs_conn *r, serve_msg *msgs, int n)
 {
     if (!rs_ensure(r)) {
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+            if (!msgs[i].reply_to) continue;
             free(msgs[i].raw), free(msgs[i].req.reply);
+            msgs[i].raw = NULL, msgs[i].req.reply = NULL;
+        }
         return;
     }
     int sent = 0;
     for (int i = 0; i < n; i++) {
-        serve_request *q = &msgs[i].req;
-        char *body = q->reply;
-        if (!body) body = serve_error_body(q->err);
-        int status = q->status ? q->status : q->reply ? 200 : 400; /* the replica's 200/400, or the worker's 503/504 */
+        if (!msgs[i].reply_to) continue; /* a direct request (workers/serve_direct.h answers it) */
+        int status;
+        char *body = serve_msg_answer(&msgs[i], &status);
         char head[64];
         int hl = iw_reply_head(head, sizeof(head), msgs[i].id, status); /* wire/infer_wire.h */
         size_t blen = body ? strlen(body) : 0, vlen = (size_t)hl + blen;
@@ -107,13 +125,23 @@ void serve_io_reply(rs_conn *r, serve_msg *msgs, int n)
         free(val);
         free(body);
         free(msgs[i].raw);
-        q->reply = NULL;
+        msgs[i].raw = NULL;
     }
     for (int i = 0; i < sent; i++) { /* a reply not delivered: the server answers that request 504 at its deadline */
         redisReply *rep = rs_get_reply(r, "XADD");
         if (!rep) break; /* the connection is dropped, and the rest of the pipeline with it */
         freeReplyObject(rep);
     }
+}
+
+void serve_io_endpoint(rs_conn *r, const char *job_id, const char *worker_id, const char *endpoint, int attempt)
+{
+    char v[400];
+    snprintf(v, sizeof(v), "%s %d", endpoint ? endpoint : "", attempt);
+    if (endpoint) /* one argument: the value holds spaces */
+        rs_do(r, "HSET %s%s %s %s", K_INFER_EP_PREFIX, job_id, worker_id, v);
+    else
+        rs_do(r, "HDEL %s%s %s", K_INFER_EP_PREFIX, job_id, worker_id);
 }
 
 void serve_io_stats(rs_conn *r, const char *job_id, const char *worker_id, const char *stats_json)

@@ -13,22 +13,35 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "wire/redis_sync.h"
 #include "workers/serve/serve.h"
 
+/* one request a replica takes, from the Redis queue (reply_to set: the server's reply stream) or from a
+ * direct connection (reply_to NULL: conn and conn_gen name it in workers/serve_direct.h, seq is the
+ * server's request id) */
 typedef struct {
     char *raw; /* owned */
     const char *id, *reply_to;
     serve_request req; /* body points into raw */
+    int conn;
+    unsigned conn_gen;
+    uint64_t seq;
 } serve_msg;
 
-/* Takes up to max requests; waits up to wait_ms for the first and then at most
+/* Takes up to max requests; waits up to wait_ms for the first (0: does not wait) and then at most
  * delay_ms for more.  Returns how many (malformed entries are dropped), -1 when
  * Redis is unreachable. */
 int serve_io_pop(rs_conn *r, const char *job_id, int max, int wait_ms, int delay_ms, serve_msg *out);
+/* the answer to m: the body (the replica's reply, or the error body of its message; free it) and the
+ * status in *status (the replica's 200/400, or the worker's 503/504); takes m's reply */
+char *serve_msg_answer(serve_msg *m, int *status);
 /* sends every reply (200 with the body, or 400 with {"error":...}) and frees the messages */
 void serve_io_reply(rs_conn *r, serve_msg *msgs, int n);
+/* publishes (or, endpoint NULL, withdraws) where this replica's worker takes requests directly
+ * (workers/serve_direct.h): gantry:infer:ep:<job>, field <worker>, "<host> <port> <token> <attempt>" */
+void serve_io_endpoint(rs_conn *r, const char *job_id, const char *worker_id, const char *endpoint, int attempt);
 /* publishes this replica's counters in gantry:infer:stats:<job> */
 void serve_io_stats(rs_conn *r, const char *job_id, const char *worker_id, const char *stats_json);
 

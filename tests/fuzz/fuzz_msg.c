@@ -1,11 +1,13 @@
 /* fuzz_msg.c - the messages read back from Redis (wire/msg.c): task entries, which the
  * scheduler and the workers decode, and events, which the server decodes and persists; and the
- * inference request and reply lines (wire/infer_wire.h), which workers and the server parse.
+ * inference request and reply lines (wire/infer_wire.h), which workers and the server parse, and the
+ * direct path's frame heads (wire/infer_frame.h).
  * Every input is tried as each (after a NUL, as hiredis hands them over).
  *
  * Checks: a decoded message respects the ranges msg.h promises, and encoding it again and
  * decoding that gives the same message (what a worker or the server re-publishes must be what
  * it read; a field cut in the middle of a UTF-8 sequence could not be encoded again). */
+#include "wire/infer_frame.h"
 #include "wire/infer_wire.h"
 #include "wire/msg.h"
 #include "tests/fuzz/fuzz.h"
@@ -105,9 +107,22 @@ static void check_wire(const uint8_t *data, size_t size)
     free(raw);
 }
 
+/* a decoded frame head is within the limits the header promises and encodes back to the same bytes */
+static void check_frame(const uint8_t *data, size_t size)
+{
+    if_head h;
+    if (size < IF_HEAD || if_head_decode(data, &h) != 0) return;
+    FUZZ_CHECK(h.len <= IF_MAX_BODY && (h.kind != IF_REQUEST || h.arg <= h.len) && (h.kind != IF_REPLY || (h.arg >= 100 && h.arg <= 599)),
+               "a frame head outside its limits");
+    unsigned char again[IF_HEAD];
+    if_head_encode(again, &h);
+    FUZZ_CHECK(memcmp(again, data, IF_HEAD) == 0, "a frame head changed in a round trip");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     check_wire(data, size);
+    check_frame(data, size);
     char *s = fuzz_cstr(data, size);
     check_task(s);
     check_event(s);

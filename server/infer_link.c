@@ -93,17 +93,17 @@ static void on_written(uv_write_t *w, int status)
     if (status < 0 && status != UV_ECANCELED) shut(k);
 }
 
+/* queues the frame on k's socket; the write holds a reference to it until it is on the socket */
 static int write_frame(ilink *k, ilink_frame *f)
 {
     wreq *r = xcalloc(1, sizeof(*r));
-    r->f = f;
-    f->refs++;
     uv_buf_t b = uv_buf_init(f->data, (unsigned)f->len);
     if (uv_write(&r->w, (uv_stream_t *)&k->tcp, &b, 1, on_written) != 0) {
-        ilink_frame_unref(f);
         free(r);
         return -1;
     }
+    r->f = f; /* the callback runs on a later turn of the loop, after this */
+    f->refs++;
     return 0;
 }
 

@@ -6,6 +6,7 @@ generation (one failure counted) and continues on h1 from the survivor's state, 
 when the link returns, h2's worker (declared dead meanwhile) comes back idle.  Needs root (netns);
 without it the test says so and passes."""
 
+import json
 import os
 import subprocess
 import time
@@ -200,5 +201,57 @@ def test_program_gang_across_hosts_is_fenced_to_its_peers():
             assert "PROBE redis ConnectionRefusedError" in out, out  # not a peer: refused on its own host
             assert "PROBE root1 TimeoutError" in out and "PROBE root2 TimeoutError" in out, out  # peers' services: no answer
             assert not os.path.exists(accepted), open(accepted).read()
+    finally:
+        h.net_down()
+
+
+@timeout(300)
+def test_inference_across_hosts_takes_the_direct_path():
+    """a model served by one replica on h1 and one on h2: the server on h0 sends each request over TCP to a
+    replica's worker (the endpoints are the workers' advertised addresses), both replicas answer, and no
+    request passes through Redis"""
+    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        print("SKIP: network namespaces need root")
+        return
+    from test_inference import fmnist_samples, infer_body
+    h = Hosts(f"i{os.getpid() % 10000}")
+    try:
+        try:
+            h.net_up()
+        except subprocess.CalledProcessError as e:
+            print(f"SKIP: cannot build the hosts: {e.cmd}: {e.stderr.decode(errors='replace').strip()}")
+            return
+        with h as s:
+            _, tok = s.tenant("multihost-serve")
+            job = {"type": "training", "name": "mh-model",
+                   "spec": {"model": MLP, "dataset": {"name": "fashion-mnist"}, "optimizer": {"type": "adam", "lr": 0.001},
+                            "batch_size": 64, "steps": 60, "seed": 1}}
+            s.wait_state(tok, s.submit(tok, job), "succeeded", timeout=120)
+            jid = s.submit(tok, {"type": "inference", "name": "mh-serve",
+                                 "spec": {"model": "mh-model", "replicas": 2, "slo": {"latency_ms": 2000}, "timeout_ms": 5000}})
+            s.wait_state(tok, jid, "running", timeout=60)
+
+            def endpoints():
+                lines = s.redis("HGETALL", f"gantry:infer:ep:{jid}").splitlines()
+                return {w: v.split()[0] for w, v in zip(lines[::2], lines[1::2])}
+            eps = wait_until("an endpoint on each host", lambda: (e := endpoints()) and len(e) == 2 and e, 60)
+            assert sorted(eps.values()) == [s.ip[1], s.ip[2]], eps
+            wait_until("ready", lambda: s.get("/v2/models/mh-model/ready", tok).status == 200, 60)
+            data, _ = fmnist_samples(1)
+            wait_until("the gateway connected", lambda: s.post("/v2/models/mh-model/infer", tok, infer_body(data, 1)).status == 200 and
+                       s.redis("EXISTS", f"gantry:infer:q:{jid}") == "0", 15)
+            time.sleep(1.5)  # the first requests may have gone through Redis: let their counters settle
+            served = {}
+
+            def counters():
+                lines = s.redis("HGETALL", f"gantry:infer:stats:{jid}").splitlines()
+                return {w: json.loads(v)["served"] for w, v in zip(lines[::2], lines[1::2]) if w.startswith("w_")}
+            before = counters()
+            for _ in range(40):
+                assert s.post("/v2/models/mh-model/infer", tok, infer_body(data, 1)).status == 200
+            assert s.redis("EXISTS", f"gantry:infer:q:{jid}") == "0", "a request went through the Redis queue"
+            served = wait_until("both replicas served", lambda: (c := counters()) and all(
+                c.get(w, 0) > before.get(w, 0) for w in ("w_test0", "w_test1")) and c, 10)
+            assert sum(served.values()) - sum(before.values()) >= 40, (before, served)
     finally:
         h.net_down()

@@ -92,11 +92,11 @@ static void test_scan_values(void **state)
     /* the fast path (scan.c: Clinger's, and a float midpoint left to strtof) reads exactly what
      * strtof and strtod read: numbers as clients print them, and ties */
     srand(7);
-    const char *fmts[] = {"%.9g", "%.6g", "%.17g", "%.3e", "%.12f", "%.1f"};
-    for (int i = 0; i < 200000; i++) {
+    const char *fmts[] = {"%.9g", "%.6g", "%.17g", "%.3e", "%.12f", "%.1f", "%.16g", "%.19g"};
+    for (int i = 0; i < 240000; i++) {
         char text[64];
         double v = ((double)rand() / RAND_MAX - 0.5) * pow(10, rand() % 30 - 15);
-        snprintf(text, sizeof text, fmts[i % 6], i % 7 ? v : (double)(float)v);
+        snprintf(text, sizeof text, fmts[i % 8], i % 7 ? v : (double)(float)v);
         float fv;
         double dv;
         size_t one;
@@ -107,12 +107,20 @@ static void test_scan_values(void **state)
         if (memcmp(&fv, &fw, sizeof fv) || memcmp(&dv, &dw, sizeof dv))
             fail_msg("%s: %a %a, strtof/strtod %a %a", text, fv, dv, fw, dw);
     }
-    const char *ties[] = {"16777217", "16777219", "-33554434", "1.00000005960464477539", "0", "-0", "1e22", "123456789012345e-22"};
+    /* ties and near ties: 16 to 19 digits take the long double path (scan.c fast_long), which leaves
+     * an exact midpoint (16777217.0000000000 for a float, 9007199254740993 for a double) to strto* */
+    const char *ties[] = {"16777217", "16777219", "-33554434", "1.00000005960464477539", "0", "-0", "1e22", "123456789012345e-22",
+                          "16777217.0000000000", "-33554433.000000000", "16777217.00000000001", "9007199254740993",
+                          "9007199254740993.1", "-9007199254740995", "18014398509481985", "0.30000000000000004",
+                          "1.7976931348623157e27", "1.17549435e-38", "3.4028235677973366e38", "123456789.12345678e-27"};
     for (size_t i = 0; i < sizeof ties / sizeof *ties; i++) {
         float fv, fw = strtof(ties[i], NULL);
+        double dv, dw = strtod(ties[i], NULL);
         size_t one;
         assert_int_equal(scan_values(ties[i], strlen(ties[i]), SIG_FP32, &fv, 1, &one), 0);
-        if (memcmp(&fv, &fw, sizeof fv)) fail_msg("%s: %a, strtof %a", ties[i], fv, fw);
+        assert_int_equal(scan_values(ties[i], strlen(ties[i]), SIG_FP64, &dv, 1, &one), 0);
+        if (memcmp(&fv, &fw, sizeof fv) || memcmp(&dv, &dw, sizeof dv))
+            fail_msg("%s: %a %a, strtof/strtod %a %a", ties[i], fv, dv, fw, dw);
     }
     /* refusals: the index of the value, or -2 past cap */
     struct {

@@ -191,28 +191,24 @@ int scan_inputs_data(const char *s, size_t n, scan_range *r, int cap, int *count
     return 0;
 }
 
-/* Clinger's fast path: a decimal [b, e) of at most 15 significant digits and a power of ten within
- * 10^+-22 is an exact double times or over an exact double, one correctly rounded operation.
- * false for anything else (the caller asks strtod or strtof). */
-static bool fast_decimal(const char *p, const char *e, double *out)
+/* a JSON number's text [p, e) as sign, decimal mantissa of at most 19 significant digits (exact in
+ * a uint64) and power of ten; false when it is not a number or has more digits */
+static bool decimal_parts(const char *p, const char *e, bool *neg, uint64_t *mant, int *digits, int *exp10)
 {
-    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-    bool neg = p < e && *p == '-';
-    p += neg;
-    uint64_t mant = 0;
-    int digits = 0, exp10 = 0;
+    *neg = p < e && *p == '-';
+    p += *neg;
+    *mant = 0, *digits = 0, *exp10 = 0;
     const char *start = p;
     for (; p < e && *p >= '0' && *p <= '9'; p++) {
-        if ((mant || *p != '0') && ++digits > 15) return false;
-        mant = mant * 10 + (uint64_t)(*p - '0');
+        if ((*mant || *p != '0') && ++*digits > 19) return false;
+        *mant = *mant * 10 + (uint64_t)(*p - '0');
     }
     if (p == start) return false;
     if (p < e && *p == '.') {
         const char *f = ++p;
-        for (; p < e && *p >= '0' && *p <= '9'; p++, exp10--) {
-            if ((mant || *p != '0') && ++digits > 15) return false;
-            mant = mant * 10 + (uint64_t)(*p - '0');
+        for (; p < e && *p >= '0' && *p <= '9'; p++, --*exp10) {
+            if ((*mant || *p != '0') && ++*digits > 19) return false;
+            *mant = *mant * 10 + (uint64_t)(*p - '0');
         }
         if (p == f) return false;
     }
@@ -225,17 +221,57 @@ static bool fast_decimal(const char *p, const char *e, double *out)
         for (; p < e && *p >= '0' && *p <= '9' && x < 1000; p++)
             x = x * 10 + (*p - '0');
         if (p == f) return false;
-        exp10 += eneg ? -x : x;
+        *exp10 += eneg ? -x : x;
     }
-    if (p != e) return false;
+    return p == e;
+}
+
+/* Clinger's fast path: a decimal of at most 15 significant digits and a power of ten within
+ * 10^+-22 is an exact double times or over an exact double, one correctly rounded operation.
+ * false for anything else (the caller tries fast_long, then asks strtod or strtof). */
+static bool fast_decimal(bool neg, uint64_t mant, int digits, int exp10, double *out)
+{
+    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
     if (mant == 0) {
         *out = neg ? -0.0 : 0.0;
         return true;
     }
-    if (exp10 < -22 || exp10 > 22) return false;
+    if (digits > 15 || exp10 < -22 || exp10 > 22) return false;
     double d = exp10 < 0 ? (double)mant / pow10[-exp10] : (double)mant * pow10[exp10];
     *out = neg ? -d : d;
     return true;
+}
+
+/* The same for 16 to 19 significant digits, what printf("%.17g"), Python's repr and numpy write: a
+ * mantissa below 2^64 and a power of ten up to 10^27 (5^27 < 2^64) are exact in x87's 64-bit long
+ * double, so one operation rounds the text correctly to 64 bits.  A float's or double's midpoints
+ * are 64-bit values, so rounding that to the type rounds the text the same way unless it lies
+ * exactly on one (then false: strtof or strtod decides), as fast_float argues for doubles.  Normal
+ * values only.  Where long double is not x87's (another architecture), always false. */
+static bool fast_long(bool neg, uint64_t mant, int exp10, sig_dtype t, void *out, size_t k)
+{
+#if LDBL_MANT_DIG == 64 && defined(__x86_64__)
+    static const long double pow10[] = {1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,  1e7L,  1e8L,  1e9L,
+                                        1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L,
+                                        1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
+    if (mant == 0 || exp10 < -27 || exp10 > 27) return false;
+    long double x = exp10 < 0 ? (long double)mant / pow10[-exp10] : (long double)mant * pow10[exp10];
+    bool fp32 = t == SIG_FP32;
+    if (fp32 ? !(x >= FLT_MIN && x <= FLT_MAX) : !(x >= DBL_MIN && x <= DBL_MAX)) return false;
+    uint64_t bits; /* the 64-bit mantissa: x87's format keeps it, leading one included, in the first 8 bytes */
+    memcpy(&bits, &x, sizeof bits);
+    int drop = fp32 ? 64 - FLT_MANT_DIG : 64 - DBL_MANT_DIG;
+    if ((bits & ((UINT64_C(1) << drop) - 1)) == UINT64_C(1) << (drop - 1)) return false; /* on a midpoint */
+    if (fp32)
+        ((float *)out)[k] = neg ? -(float)x : (float)x;
+    else
+        ((double *)out)[k] = neg ? -(double)x : (double)x;
+    return true;
+#else
+    (void)neg, (void)mant, (void)exp10, (void)t, (void)out, (void)k;
+    return false;
+#endif
 }
 
 /* d, correctly rounded from the text, to a float without a second rounding error: a float's
@@ -255,12 +291,19 @@ static bool fast_float(double d, float *out)
 static int put_value(const char *b, size_t len, sig_dtype t, void *out, size_t k)
 {
     double d;
-    if ((t == SIG_FP32 || t == SIG_FP64) && fast_decimal(b, b + len, &d)) {
-        if (t == SIG_FP64) {
-            ((double *)out)[k] = d;
+    bool neg;
+    uint64_t mant;
+    int ndigits, exp10;
+    if ((t == SIG_FP32 || t == SIG_FP64) && decimal_parts(b, b + len, &neg, &mant, &ndigits, &exp10)) {
+        if (fast_decimal(neg, mant, ndigits, exp10, &d)) {
+            if (t == SIG_FP64) {
+                ((double *)out)[k] = d;
+                return 0;
+            }
+            if (fast_float(d, &((float *)out)[k])) return 0;
+        } else if (fast_long(neg, mant, exp10, t, out, k)) {
             return 0;
         }
-        if (fast_float(d, &((float *)out)[k])) return 0;
     }
     char text[64], *stop;
     if (len >= sizeof text) return -1;

@@ -480,7 +480,8 @@ static void follow_jobs(infer_gw *g, int64_t now)
         if (now - js->last_req_ms > EP_IDLE_MS) continue;
         if (now >= js->ep_next_ms) {
             char *job_id = xstrdup(js->job_id);
-            if (redis_link_cmd(g->tx, on_endpoints, job_id, "HGETALL endpoints", "HGETALL %s%s", K_INFER_EP_PREFIX, js->job_id) != 0)
+            if (redis_link_cmd(g->tx, on_endpoints, job_id, "HGETALL endpoints", "HGETALL %s%s", K_INFER_EP_PREFIX, js->job_id) !=
+                0)
                 free(job_id);
             js->ep_next_ms = now + EP_EVERY_MS;
         }
@@ -488,7 +489,8 @@ static void follow_jobs(infer_gw *g, int64_t now)
             redis_link_cmd(g->tx, NULL, NULL, "HINCRBY arrivals", "HINCRBY %s%s arrivals %lld", K_INFER_STATS_PREFIX, js->job_id,
                            js->arrivals);
         if (js->drops)
-            redis_link_cmd(g->tx, NULL, NULL, "HINCRBY drops", "HINCRBY %s%s drops %lld", K_INFER_STATS_PREFIX, js->job_id, js->drops);
+            redis_link_cmd(g->tx, NULL, NULL, "HINCRBY drops", "HINCRBY %s%s drops %lld", K_INFER_STATS_PREFIX, js->job_id,
+                           js->drops);
         js->arrivals = js->drops = 0;
     }
 }

@@ -32,7 +32,7 @@ struct infer_links {
     void *arg;
     ilink *links;
     uint32_t next_id;
-    unsigned turn; /* round robin among the links tied for the fewest outstanding */
+    unsigned turn;     /* round robin among the links tied for the fewest outstanding */
     int closing, open; /* open: links whose handle is not closed yet */
 };
 

@@ -29,7 +29,7 @@
 #define NOFILE 64
 #define TMP_BYTES (16LL << 20)
 #define RP_PIPE_BYTES (1 << 20) /* the request and reply pipes, as large as Linux allows by default */
-#define REPLY_LIMIT_S 30 /* a reply's payload once its header came: at most this long */
+#define REPLY_LIMIT_S 30        /* a reply's payload once its header came: at most this long */
 
 /* what a replica's loader and libtorch need of the host, read-only: the loader's files and BLAS's
  * alternatives; not /etc whole, no users, no resolver (it has no network) */

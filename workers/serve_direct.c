@@ -20,8 +20,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define STAGE 65536        /* bytes read at once while between frames */
-#define HELLO_MAX 256      /* a hello's body: the token */
+#define STAGE 65536         /* bytes read at once while between frames */
+#define HELLO_MAX 256       /* a hello's body: the token */
 #define REPLY_WRITE_MS 5000 /* a server that takes no reply for this long is cut off */
 #define TOKEN_BYTES 24
 #define HELLO_MS 2000 /* a connection says hello within this, or is closed */

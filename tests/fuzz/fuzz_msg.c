@@ -112,7 +112,8 @@ static void check_frame(const uint8_t *data, size_t size)
 {
     if_head h;
     if (size < IF_HEAD || if_head_decode(data, &h) != 0) return;
-    FUZZ_CHECK(h.len <= IF_MAX_BODY && (h.kind != IF_REQUEST || h.arg <= h.len) && (h.kind != IF_REPLY || (h.arg >= 100 && h.arg <= 599)),
+    FUZZ_CHECK(h.len <= IF_MAX_BODY && (h.kind != IF_REQUEST || h.arg <= h.len) &&
+                   (h.kind != IF_REPLY || (h.arg >= 100 && h.arg <= 599)),
                "a frame head outside its limits");
     unsigned char again[IF_HEAD];
     if_head_encode(again, &h);

@@ -235,9 +235,7 @@ static int forward_direct(infer_gw *g, pend *p, const infer_target *t, size_t js
         finish_error(p, GERR_RATE_LIMITED, "the model's request queue is full (the job's queue_limit); retry later");
         return 1;
     }
-    ilink_frame *f = ilink_frame_new(IF_HEAD + len);
-    if_head_encode((unsigned char *)f->data, &(if_head){.kind = IF_REQUEST, .arg = (uint32_t)json_len, .id = p->seq, .len = len});
-    memcpy(f->data + IF_HEAD, body, len);
+    ilink_frame *f = ilink_frame_new(&(if_head){.kind = IF_REQUEST, .arg = (uint32_t)json_len, .id = p->seq, .len = len}, body);
     p->link = ilinks_send(g->links, t->job_id, f, 0);
     if (!p->link) {
         ilink_frame_unref(f);

@@ -41,10 +41,12 @@ typedef struct {
     ilink_frame *f;
 } wreq;
 
-ilink_frame *ilink_frame_new(size_t len)
+ilink_frame *ilink_frame_new(const if_head *h, const void *body)
 {
-    ilink_frame *f = xmalloc(sizeof(*f) + len);
-    f->refs = 1, f->len = len;
+    ilink_frame *f = xmalloc(sizeof(*f) + IF_HEAD + h->len);
+    f->refs = 1, f->len = IF_HEAD + h->len;
+    if_head_encode((unsigned char *)f->data, h);
+    if (h->len) memcpy(f->data + IF_HEAD, body, h->len);
     return f;
 }
 
@@ -154,9 +156,7 @@ static void on_connect(uv_connect_t *c, int status)
         return;
     }
     size_t tl = strlen(k->token);
-    ilink_frame *hello = ilink_frame_new(IF_HEAD + tl);
-    if_head_encode((unsigned char *)hello->data, &(if_head){.kind = IF_HELLO, .len = tl});
-    memcpy(hello->data + IF_HEAD, k->token, tl);
+    ilink_frame *hello = ilink_frame_new(&(if_head){.kind = IF_HELLO, .len = tl}, k->token);
     int rc = write_frame(k, hello);
     ilink_frame_unref(hello);
     if (rc != 0 || uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read) != 0) {

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "wire/infer_frame.h"
+
 typedef struct infer_links infer_links;
 
 /* a request's frame (head and body, wire/infer_frame.h), counted: the gateway holds it until the
@@ -26,7 +28,8 @@ typedef struct {
     char data[];
 } ilink_frame;
 
-ilink_frame *ilink_frame_new(size_t len); /* one reference, len bytes to fill */
+/* the frame with head h (h->len: bytes of body) and the body, one reference held */
+ilink_frame *ilink_frame_new(const if_head *h, const void *body);
 void ilink_frame_unref(ilink_frame *f);
 
 /* a reply frame: the request's id, its status and body (valid during the call) */

@@ -214,6 +214,7 @@ def test_inference_across_hosts_takes_the_direct_path():
     """a model served by one replica on h1 and one on h2: the server on h0 sends each request over TCP to a
     replica's worker (the endpoints are the workers' advertised addresses), both replicas answer, and no
     request passes through Redis"""
+    from test_infer_direct import endpoints
     from test_inference import fmnist_samples, infer_body
     with hosts(f"i{os.getpid() % 10000}") as s:
         if s is None:
@@ -227,10 +228,8 @@ def test_inference_across_hosts_takes_the_direct_path():
                              "spec": {"model": "mh-model", "replicas": 2, "slo": {"latency_ms": 2000}, "timeout_ms": 5000}})
         s.wait_state(tok, jid, "running", timeout=60)
 
-        def endpoints():
-            lines = s.redis("HGETALL", f"gantry:infer:ep:{jid}").splitlines()
-            return {w: v.split()[0] for w, v in zip(lines[::2], lines[1::2])}
-        eps = wait_until("an endpoint on each host", lambda: (e := endpoints()) and len(e) == 2 and e, 60)
+        eps = wait_until("an endpoint on each host", lambda: (e := endpoints(s, jid)) and len(e) == 2 and e, 60)
+        eps = {w: v.split()[0] for w, v in eps.items()}  # the hosts the endpoints are on
         assert sorted(eps.values()) == [s.ip[1], s.ip[2]], eps
         wait_until("ready", lambda: s.get("/v2/models/mh-model/ready", tok).status == 200, 60)
         data, _ = fmnist_samples(1)

@@ -1,7 +1,9 @@
 /* exec_infer.c - an inference replica: starts the model the server resolved (spec.resolved, or
  * the newer version in gantry:infer:model:<job> when the job's alias moved) in its own sandboxed
- * process (workers/replica_proc.h), then moves batches from the job's request queue
- * (workers/serve_io.c) to that process and its replies back, until the job is cancelled or
+ * process (workers/replica_proc.h), then moves batches of requests to that process and its replies
+ * back: from the servers' direct connections (workers/serve_direct.h, the endpoint published in
+ * gantry:infer:ep:<job>) and, every POLL_MS, from the job's Redis queue (workers/serve_io.c: what
+ * a server sent before it knew the endpoint), until the job is cancelled or
  * replaced by a newer generation.  It reports "replica ready" once and its counters every second
  * (gantry:infer:stats:<job>, for the autoscaler); latency is measured where the client waits, in
  * the server.  The model's code never runs here: this loop only waits, with a deadline, on
@@ -151,7 +153,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     serve_msg *batch = xcalloc((size_t)s.max_batch, sizeof(serve_msg));
     /* the direct path (serve_direct.h): the servers connect here once the endpoint is published; the
      * Redis queue stays for what a server sent before it knew the endpoint */
-    const char *host = ctx->advertise_host && ctx->advertise_host[0] ? ctx->advertise_host : "127.0.0.1";
+    const char *host = ctx->advertise_host;
     serve_direct *direct = sd_open(host, why, sizeof(why));
     if (direct)
         serve_io_endpoint(ctx->redis, ctx->task->job_id, ctx->worker_id, sd_endpoint(direct), ctx->task->attempt);

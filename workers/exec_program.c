@@ -192,7 +192,7 @@ static int task_roots(const task_msg *t, char (*roots)[PATH_MAX], int max)
 static int form_gang(prun *p, char *err, size_t errlen)
 {
     exec_ctx *ctx = p->ctx;
-    const char *host = ctx->advertise_host && ctx->advertise_host[0] ? ctx->advertise_host : "127.0.0.1";
+    const char *host = ctx->advertise_host;
     int rdv_ms = p->set.rendezvous_timeout_s * 1000;
     p->rank = 0, p->world = 1, p->local_rank = 0, p->local_world = 1;
     snprintf(p->master_addr, sizeof(p->master_addr), "%s", host);

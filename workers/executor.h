@@ -34,7 +34,8 @@ typedef struct exec_ctx {
     /* a value shared by the gang's generation (rank 0's NCCL id): put, or wait for it */
     int (*gang_put)(struct exec_ctx *ctx, const char *field, const char *value);
     int (*gang_get)(struct exec_ctx *ctx, const char *field, int timeout_ms, char *out, size_t outlen, char *err, size_t errlen);
-    const char *advertise_host; /* where other workers reach this one (the ring all-reduce listens there) */
+    const char *advertise_host; /* where other workers and the servers reach this one (the ring all-reduce and a
+                                 * replica's direct endpoint listen there); never empty */
     rs_conn *redis;             /* for workers/serve_io.c and workers/fed_io.c: inference requests, federated messages */
     const char *worker_id;
     const char *worker_kind; /* "cpu" or "gpu": which backend a training job uses */

@@ -489,7 +489,7 @@ static bool run_task(rs_conn *r, const char *raw)
                     .rendezvous = on_rendezvous,
                     .gang_put = on_gang_put,
                     .gang_get = on_gang_get,
-                    .advertise_host = OPT("advertise-host"),
+                    .advertise_host = OPT("advertise-host")[0] ? OPT("advertise-host") : "127.0.0.1", /* never empty */
                     .redis = r,
                     .worker_id = worker_id,
                     .worker_kind = OPT("kind"),

@@ -156,6 +156,18 @@ static void test_scan_values(void **state)
         {"[1, 1e309]", SIG_FP64, -1, 1},
         {"[true]", SIG_FP32, -1, 0},
         {"[1, 2, 3, 4, 5]", SIG_INT64, -2, 4},
+        /* the grammar, which the skipper leaves to the reader: -3, after the values read */
+        {"[1 2]", SIG_INT64, -3, 1},
+        {"[1,,2]", SIG_INT64, -3, 1},
+        {"[1,]", SIG_INT64, -3, 1},
+        {"[,1]", SIG_INT64, -3, 0},
+        {"[1],[2]", SIG_INT64, -3, 1},
+        {"[[1],2", SIG_INT64, -3, 2},
+        {"[1]]", SIG_INT64, -3, 1},
+        {"[1[2]]", SIG_INT64, -3, 1},
+        {"1 2", SIG_INT64, -3, 1},
+        {"", SIG_INT64, -3, 0},
+        {"[", SIG_INT64, -3, 0},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         n = 99;

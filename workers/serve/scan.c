@@ -16,12 +16,17 @@ typedef struct {
     const char *p, *end;
 } cur;
 
-/* character classes, one table lookup per byte of the (mostly numeric) body */
-enum { WS = 1, END = 2, NUM = 4 }; /* JSON white space; what ends a scalar; what a number may hold */
+/* character classes, one table lookup per byte of the (mostly numeric) body: JSON white space; what
+ * ends a scalar; what a number may hold; what an array of numbers may hold between its brackets
+ * (IN) and with them (ARR) */
+enum { WS = 1, END = 2, NUM = 4, ARR = 8, IN = 16 };
+#define NUMCH (NUM | ARR | IN)
+#define WSCH (WS | END | ARR | IN)
 static const unsigned char cls[256] = {
-    [' '] = WS | END, ['\t'] = WS | END, ['\n'] = WS | END, ['\r'] = WS | END, [','] = END, [']'] = END, ['}'] = END, ['\0'] = END,
-    ['0'] = NUM,      ['1'] = NUM,       ['2'] = NUM,       ['3'] = NUM,       ['4'] = NUM, ['5'] = NUM, ['6'] = NUM, ['7'] = NUM,
-    ['8'] = NUM,      ['9'] = NUM,       ['+'] = NUM,       ['-'] = NUM,       ['.'] = NUM, ['e'] = NUM, ['E'] = NUM,
+    [' '] = WSCH,  ['\t'] = WSCH, ['\n'] = WSCH, ['\r'] = WSCH, [','] = END | ARR | IN, [']'] = END | ARR,
+    ['['] = ARR,   ['}'] = END,   ['\0'] = END,  ['0'] = NUMCH, ['1'] = NUMCH,          ['2'] = NUMCH,
+    ['3'] = NUMCH, ['4'] = NUMCH, ['5'] = NUMCH, ['6'] = NUMCH, ['7'] = NUMCH,          ['8'] = NUMCH,
+    ['9'] = NUMCH, ['+'] = NUMCH, ['-'] = NUMCH, ['.'] = NUMCH, ['e'] = NUMCH,          ['E'] = NUMCH,
 };
 #define IS(ch, k) (cls[(unsigned char)(ch)] & (k))
 
@@ -59,6 +64,7 @@ static int string(cur *c, const char **b, const char **e)
 }
 
 static int value(cur *c, int depth);
+static int data_value(cur *c, int depth);
 
 static int scalar(cur *c)
 {
@@ -95,7 +101,7 @@ static int members(cur *c, int depth, const char *want, bool stop, const char *b
         bool is = want && (size_t)(ke - kb) == strlen(want) && !memcmp(kb, want, (size_t)(ke - kb));
         if (is && stop) return 1;
         const char *vb = c->p;
-        if (value(c, depth + 1)) return -1;
+        if (is ? data_value(c, depth + 1) : value(c, depth + 1)) return -1;
         if (is) {
             if (found++) return -1;
             r->start = (size_t)(vb - base), r->end = (size_t)(c->p - base);
@@ -149,6 +155,28 @@ static int value(cur *c, int depth)
     }
 }
 
+/* The value of a data member, the bulk of a request.  An array of numbers (nothing but brackets,
+ * commas, white space and the characters of numbers) is passed over in one table lookup per byte,
+ * to its closing bracket: its grammar ("[1 2]", "[1,,2]", a number's own) is scan_values' to
+ * check as it reads the numbers, so that the text is walked once by each.  Anything else (a
+ * string, an object, a literal, nesting past MAX_DEPTH): the validating skip, value(). */
+static int data_value(cur *c, int depth)
+{
+    const unsigned char *p = (const unsigned char *)c->p, *end = (const unsigned char *)c->end;
+    if (p < end && *p == '[')
+        for (int open = 0; p < end; p++) {
+            while (p < end && IS(*p, IN)) /* the bulk: digits, signs, points, commas, white space */
+                p++;
+            if (p == end || !IS(*p, ARR)) break;
+            if (*p == '[' && ++open + depth > MAX_DEPTH) break;
+            if (*p == ']' && --open == 0) {
+                c->p = (const char *)p + 1;
+                return 0;
+            }
+        }
+    return value(c, depth);
+}
+
 int scan_data(const char *s, size_t n, size_t *start, size_t *end)
 {
     cur c = {s, s + n};
@@ -160,7 +188,7 @@ int scan_data(const char *s, size_t n, size_t *start, size_t *end)
     if (c.p >= c.end || *c.p++ != '{' || members(&c, 1, "data", true, NULL, NULL) != 1) return -1;
     ws(&c);
     *start = (size_t)(c.p - s);
-    if (value(&c, 2)) return -1;
+    if (data_value(&c, 2)) return -1;
     *end = (size_t)(c.p - s);
     return 0;
 }
@@ -191,9 +219,10 @@ int scan_inputs_data(const char *s, size_t n, scan_range *r, int cap, int *count
     return 0;
 }
 
-/* a JSON number's text [p, e) as sign, decimal mantissa of at most 19 significant digits (exact in
- * a uint64) and power of ten; false when it is not a number or has more digits */
-static bool decimal_parts(const char *p, const char *e, bool *neg, uint64_t *mant, int *digits, int *exp10)
+/* the JSON number's text at p (before e) as sign, decimal mantissa of at most 19 significant digits
+ * (exact in a uint64) and power of ten, *stop after it; false when the text there is not such a
+ * number (then *stop is not set): more digits, or no number at all */
+static bool decimal_parts(const char *p, const char *e, bool *neg, uint64_t *mant, int *digits, int *exp10, const char **stop)
 {
     *neg = p < e && *p == '-';
     p += *neg;
@@ -223,7 +252,8 @@ static bool decimal_parts(const char *p, const char *e, bool *neg, uint64_t *man
         if (p == f) return false;
         *exp10 += eneg ? -x : x;
     }
-    return p == e;
+    *stop = p;
+    return p == e || !IS(*p, NUM);
 }
 
 /* Clinger's fast path: a decimal of at most 15 significant digits and a power of ten within
@@ -287,75 +317,100 @@ static bool fast_float(double d, float *out)
     return true;
 }
 
-/* one number's text [b, b + len) as a value of type t at out[k] */
-static int put_value(const char *b, size_t len, sig_dtype t, void *out, size_t k)
+/* the number whose text starts at b (before end) as a value of type t at out[k]: its end, or NULL
+ * when it is not a number of that type */
+static const char *put_value(const char *b, const char *end, sig_dtype t, void *out, size_t k)
 {
+    const char *stop;
     double d;
     bool neg;
     uint64_t mant;
     int ndigits, exp10;
-    if ((t == SIG_FP32 || t == SIG_FP64) && decimal_parts(b, b + len, &neg, &mant, &ndigits, &exp10)) {
+    if ((t == SIG_FP32 || t == SIG_FP64) && decimal_parts(b, end, &neg, &mant, &ndigits, &exp10, &stop)) {
         if (fast_decimal(neg, mant, ndigits, exp10, &d)) {
             if (t == SIG_FP64) {
                 ((double *)out)[k] = d;
-                return 0;
+                return stop;
             }
-            if (fast_float(d, &((float *)out)[k])) return 0;
+            if (fast_float(d, &((float *)out)[k])) return stop;
         } else if (fast_long(neg, mant, exp10, t, out, k)) {
-            return 0;
+            return stop;
         }
     }
-    char text[64], *stop;
-    if (len >= sizeof text) return -1;
+    stop = b; /* the general readers, on the number's characters */
+    while (stop < end && IS(*stop, NUM))
+        stop++;
+    size_t len = (size_t)(stop - b);
+    char text[64], *tail;
+    if (len == 0 || len >= sizeof text) return NULL;
     memcpy(text, b, len); /* the body is not NUL-terminated here */
     text[len] = '\0';
     if (t == SIG_FP32) {
-        float v = strtof(text, &stop);
-        if (*stop || !isfinite(v)) return -1;
+        float v = strtof(text, &tail);
+        if (*tail || !isfinite(v)) return NULL;
         ((float *)out)[k] = v;
-        return 0;
+        return stop;
     }
     if (t == SIG_FP64) {
-        double v = strtod(text, &stop);
-        if (*stop || !isfinite(v)) return -1;
+        double v = strtod(text, &tail);
+        if (*tail || !isfinite(v)) return NULL;
         ((double *)out)[k] = v;
-        return 0;
+        return stop;
     }
     /* integers: a JSON integer literal read exactly (never through a double), in the type's range */
     const char *digits = text + (text[0] == '-');
-    if (!*digits || strspn(digits, "0123456789") != strlen(digits)) return -1;
+    if (!*digits || strspn(digits, "0123456789") != strlen(digits)) return NULL;
     errno = 0;
-    long long v = strtoll(text, &stop, 10);
-    if (errno == ERANGE || *stop) return -1;
+    long long v = strtoll(text, &tail, 10);
+    if (errno == ERANGE || *tail) return NULL;
     if (t == SIG_INT64) {
         ((int64_t *)out)[k] = v;
-        return 0;
+        return stop;
     }
-    if (t != SIG_INT32 || v < INT32_MIN || v > INT32_MAX) return -1;
+    if (t != SIG_INT32 || v < INT32_MIN || v > INT32_MAX) return NULL;
     ((int32_t *)out)[k] = (int32_t)v;
-    return 0;
+    return stop;
 }
 
 int scan_values(const char *s, size_t n, sig_dtype t, void *out, size_t cap, size_t *count)
 {
+    /* JSON's grammar for a number or nested arrays of numbers, checked here (data_value only found
+     * where the text ends): after '[' a value or ']', after ',' a value, after a value ',' or ']'
+     * (inside an array) or the end (outside) */
     const char *p = s, *end = s + n;
     size_t k = 0;
-    while (p < end) {
-        char ch = *p;
-        if (ch == '[' || ch == ']' || ch == ',' || IS(ch, WS)) {
+    int depth = 0;
+    bool value_next = true, close_ok = false;
+    *count = 0;
+    for (;;) {
+        while (p < end && IS(*p, WS))
             p++;
+        if (p == end) return value_next || depth ? -3 : 0;
+        char ch = *p;
+        if (value_next) {
+            if (ch == '[') {
+                if (++depth > MAX_DEPTH) return -3;
+                p++, close_ok = true;
+                continue;
+            }
+            if (ch == ']' && close_ok) {
+                p++, depth--, value_next = false;
+                continue;
+            }
+            if (IS(ch, END)) return -3; /* "[1,]", "[,1]" */
+            if (k >= cap) return -2;
+            if (!(p = put_value(p, end, t, out, k))) return -1;
+            *count = ++k;
+            value_next = close_ok = false;
             continue;
         }
-        *count = k;
-        if (k >= cap) return -2;
-        const char *b = p;
-        while (p < end && IS(*p, NUM))
-            p++;
-        if (p == b || put_value(b, (size_t)(p - b), t, out, k)) return -1;
-        k++;
+        if (depth == 0 || (ch != ',' && ch != ']')) return -3;
+        p++;
+        if (ch == ',')
+            value_next = true;
+        else
+            depth--;
     }
-    *count = k;
-    return 0;
 }
 
 int scan_numbers(const char *s, size_t n, float *out, size_t cap, size_t *count)

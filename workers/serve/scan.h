@@ -22,27 +22,31 @@ typedef struct {
 /* [*start, *end) of the value of inputs[0].data in the JSON text s; 0, or -1
  * when the text up to that value is not well-formed JSON or has no such value
  * (the caller then falls back to the general parser, which explains what is
- * wrong).  The text after the value is not checked here: the caller parses it. */
+ * wrong).  The text after the value is not checked here: the caller parses it;
+ * nor is an array of numbers' grammar inside the value: scan_values reads it. */
 int scan_data(const char *s, size_t n, size_t *start, size_t *end);
 
 /* The byte ranges of inputs[i].data for each element of the inputs array (at most cap elements);
  * 0 with *count (the array's length, maybe 0), or -1 when the text up to the end of that array is
  * not well-formed JSON, inputs is not an array, has more than cap elements, or an element is not an
  * object with exactly one "data" member (the caller then falls back to the general parser, which
- * explains what is wrong).  The text after the array is not checked here: the caller parses it. */
+ * explains what is wrong).  The text after the array is not checked here: the caller parses it; nor
+ * is the grammar inside a data value that is an array of numbers: scan_values checks it. */
 int scan_inputs_data(const char *s, size_t n, scan_range *r, int cap, int *count);
 
 /* Reads the numbers of a (possibly nested) JSON array into out as values of type t, at most cap:
  * 0 with *count; -1 with *count the index of the first value that is not a number of that type
  * (FP32, FP64: finite after rounding to the type; INT32, INT64: an integer literal, no fraction or
  * exponent, read exactly and in the type's range; any number: at most 63 characters); -2 when
- * there are more than cap values (*count == cap).  Floats read exactly as strtof/strtod would,
+ * there are more than cap values (*count == cap); -3 when the text is not one JSON number or array
+ * of them ("[1 2]", "[1,]", unbalanced; *count: the values before the fault).  The grammar is
+ * checked here, not by scan_data / scan_inputs_data, which only find where such an array ends.  Floats read exactly as strtof/strtod would,
  * most without them: up to 15 significant digits and 10^+-22 take Clinger's fast path (a
  * ResNet input of 150,528 "%.9g" values: about 3.5 ms instead of 11). */
 int scan_values(const char *s, size_t n, sig_dtype t, void *out, size_t cap, size_t *count);
 
 /* Reads the finite numbers of a (possibly nested) JSON array of numbers into
- * out (at most cap); 0 with *count, or -1 on anything else in it or overflow. */
+ * out (at most cap); 0 with *count, or -1 on anything else in it, malformed JSON or overflow. */
 int scan_numbers(const char *s, size_t n, float *out, size_t cap, size_t *count);
 
 #endif

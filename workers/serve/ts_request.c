@@ -251,6 +251,7 @@ int ts_request_fill(const model_sig *sig, const ts_request *r, const char *body,
     char shape[160];
     ts_shape_text(r->shape[k], sig->in[k].ndim, shape, sizeof shape);
     int i = r->at[k];
+    if (rc == -3) return fail(err, el, "inputs[%d].data: not a JSON array of numbers (after value %zu)", i, got);
     if (rc == -1)
         return fail(err, el, "inputs[%d].data: value %zu is not %s", i, got,
                     t == SIG_FP32    ? "a finite FP32 number"

@@ -54,7 +54,8 @@ typedef struct {
     int64_t started_us;
 } running;
 
-static int start(exec_ctx *ctx, const serve_settings *s, const json_t *resolved, running *out, char *err, size_t errlen)
+static int start(exec_ctx *ctx, const serve_settings *s, replica_shm *shm, const json_t *resolved, running *out, char *err,
+                 size_t errlen)
 {
     char *text = json_dumps(resolved, JSON_COMPACT);
     rp_spec sp = {
@@ -65,6 +66,7 @@ static int start(exec_ctx *ctx, const serve_settings *s, const json_t *resolved,
         .uid = ctx->sandbox_uid,
         .gid = ctx->sandbox_uid, /* the slot's own group: a replica shares no file */
         .bin_dir = ctx->bin_dir,
+        .shm = shm,
 #ifdef __SANITIZE_ADDRESS__
         .proc = true, /* CI's sanitizer build: ASan needs /proc/self/maps (replica_proc.h) */
 #endif
@@ -139,9 +141,14 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     running cur = {0}, next = {0};
     json_t *loading = NULL; /* the version next loads */
     int version = (int)json_integer_value(json_object_get(resolved, "version"));
-    int rc = start(ctx, &s, resolved, &cur, why, sizeof(why)) == 0 ? await_ready(&cur, &sc, why, sizeof(why)) : -1;
+    /* the request region every replica process of this job maps (replica_shm.h): bodies read from the
+     * servers' connections straight into it, replies back through it */
+    replica_shm *shm = rs_create(RS_SIZE, why, sizeof(why));
+    if (!shm) log_warn("job %s: requests go to the replica through its pipe: %s", ctx->task->job_id, why);
+    int rc = start(ctx, &s, shm, resolved, &cur, why, sizeof(why)) == 0 ? await_ready(&cur, &sc, why, sizeof(why)) : -1;
     if (rc <= 0) {
         rp_free(cur.proc);
+        rs_free(shm);
         json_decref(resolved);
         if (rc == 0) {
             snprintf(err, errlen, "stopped");
@@ -155,6 +162,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
      * Redis queue stays for what a server sent before it knew the endpoint */
     const char *host = ctx->advertise_host;
     serve_direct *direct = sd_open(host, why, sizeof(why));
+    if (direct) sd_use_region(direct, shm);
     if (direct)
         serve_io_endpoint(ctx->redis, ctx->task->job_id, ctx->worker_id, sd_endpoint(direct), ctx->task->attempt);
     else
@@ -178,7 +186,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             json_t *want = next.proc ? NULL : serve_io_wanted_model(ctx->redis, ctx->task->job_id);
             int v = (int)json_integer_value(json_object_get(want, "version"));
             if (want && v > 0 && v != cur.version && v != failed_version) {
-                if (start(ctx, &s, want, &next, why, sizeof(why)) == 0) {
+                if (start(ctx, &s, shm, want, &next, why, sizeof(why)) == 0) {
                     loading = json_incref(want);
                 } else {
                     failed_version = v;
@@ -236,7 +244,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
                 usleep(POLL_MS * 1000);
                 continue;
             }
-            int up = start(ctx, &s, resolved, &cur, why, sizeof(why)) == 0 ? await_ready(&cur, &sc, why, sizeof(why)) : -1;
+            int up = start(ctx, &s, shm, resolved, &cur, why, sizeof(why)) == 0 ? await_ready(&cur, &sc, why, sizeof(why)) : -1;
             if (up == 1) {
                 restart_at = 0;
                 snprintf(msg, sizeof(msg), "replica ready again: model %s version %d", s.model, cur.version);
@@ -297,6 +305,7 @@ int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     sd_close(direct);
     rp_free(next.proc);
     rp_free(cur.proc);
+    rs_free(shm); /* after the replicas (which map it) and the connections (whose bodies are in it) */
     json_decref(loading);
     json_decref(resolved);
     free(batch);

@@ -1,14 +1,16 @@
 /* gantry-replica: one inference replica of one job, the process a worker starts inside its
  * sandbox (workers/replica_proc.h says what the sandbox is).
  *
- *   gantry-replica NAME THREADS RESOLVED_JSON
+ *   gantry-replica NAME THREADS RESOLVED_JSON [SHM_FD]
  *
  * RESOLVED_JSON is the job's spec.resolved with "artifact" naming the model file as the sandbox
  * shows it (replica_proc binds it read-only at RP_MODEL_PATH).  The replica loads the model (a
  * TorchScript model's __setstate__ and load-time code run here, in the sandbox), runs its warm-up,
  * then installs a seccomp filter (below) and says RW_READY on stdout; from then on it answers
  * RW_BATCH frames from stdin with RW_REPLIES frames (workers/serve/replica_wire.h) until stdin
- * closes.  A model that does not load is reported with RW_FAILED and exit status 2.
+ * closes.  With SHM_FD (the worker's request region, workers/serve/replica_shm.h, mapped at the
+ * start) it also answers RW_BATCH_SHM, whose bodies are in the region, with its replies there.  A model that does not load is
+ * reported with RW_FAILED and exit status 2.
  *
  * It holds no credential, opens no file after loading and has no network: everything it gets is
  * a batch of request bodies, everything it gives is their replies.  The worker kills it
@@ -16,6 +18,7 @@
 #include "common/alloc.h"
 #include "workers/replica_seccomp.h"
 #include "workers/serve/replica_model.h"
+#include "workers/serve/replica_shm.h"
 #include "workers/serve/replica_wire.h"
 #include "spec/serve_spec.h"
 
@@ -46,11 +49,9 @@ static void say(uint32_t type, const char *text)
     rw_write(1, type, p, l, 1, 0);
 }
 
-/* answers one batch */
-static int serve(replica_model *m, const char *name, char *payload, size_t len, serve_request *reqs)
+/* answers the batch reqs[0..n): its replies in room (the shared region's, when they fit) or on stdout */
+static int serve(replica_model *m, const char *name, serve_request *reqs, int n, char *room, size_t room_len)
 {
-    int n = rw_parse_batch(payload, len, reqs, SERVE_MAX_SAMPLES);
-    if (n <= 0) return -1;
     replica_model_batch(m, name, reqs, n);
     const void **pieces = xcalloc(2 * (size_t)n + 1, sizeof(*pieces));
     size_t *lens = xcalloc(2 * (size_t)n + 1, sizeof(*lens));
@@ -72,7 +73,21 @@ static int serve(replica_model *m, const char *name, char *payload, size_t len, 
         pieces[k] = h, lens[k++] = 12;
         pieces[k] = reqs[i].reply, lens[k++] = blen;
     }
-    int rc = rw_write(1, RW_REPLIES, pieces, lens, k, 0);
+    size_t total = 0;
+    for (int i = 0; i < k; i++)
+        total += lens[i];
+    int rc;
+    if (room && total <= room_len) {
+        char *at = room;
+        for (int i = 0; i < k; at += lens[i], i++)
+            memcpy(at, pieces[i], lens[i]);
+        uint64_t len = total;
+        const void *p[1] = {&len};
+        size_t l[1] = {sizeof len};
+        rc = rw_write(1, RW_REPLIES_SHM, p, l, 1, 0);
+    } else {
+        rc = rw_write(1, RW_REPLIES, pieces, lens, k, 0);
+    }
     for (int i = 0; i < n; i++)
         free(reqs[i].reply);
     free(heads);
@@ -84,9 +99,15 @@ static int serve(replica_model *m, const char *name, char *payload, size_t len, 
 int main(int argc, char **argv)
 {
     json_set_alloc_funcs(xmalloc, free);
-    if (argc != 4) {
-        fprintf(stderr, "usage: gantry-replica NAME THREADS RESOLVED_JSON (started by gantry-worker)\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: gantry-replica NAME THREADS RESOLVED_JSON [SHM_FD] (started by gantry-worker)\n");
         return 64;
+    }
+    char *shm = NULL; /* the request region (replica_shm.h), mapped before the lock-down */
+    size_t shm_size = 0;
+    if (argc == 5 && rs_attach(atoi(argv[4]), &shm, &shm_size) != 0) {
+        say(RW_FAILED, "cannot map the worker's request region");
+        return 2;
     }
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     json_t *resolved = json_loads(argv[3], 0, NULL);
@@ -109,10 +130,14 @@ int main(int argc, char **argv)
     for (;;) {
         rw_header h;
         if (rw_read_header(0, &h, 0) != 0) return errno == EPIPE ? 0 : 3; /* the worker closed the pipe: done */
-        if (h.type != RW_BATCH) return 3;
+        if (h.type != RW_BATCH && !(h.type == RW_BATCH_SHM && shm)) return 3;
         char *payload = xmalloc((size_t)h.len + 1);
         if (rw_read_exact(0, payload, (size_t)h.len, 0) != 0) return 3;
-        int rc = serve(m, argv[1], payload, (size_t)h.len, reqs);
+        size_t room = 0, room_len = 0;
+        int n = h.type == RW_BATCH
+                    ? rw_parse_batch(payload, (size_t)h.len, reqs, SERVE_MAX_SAMPLES)
+                    : rw_parse_shm_batch(payload, (size_t)h.len, shm, shm_size, reqs, SERVE_MAX_SAMPLES, &room, &room_len);
+        int rc = n > 0 ? serve(m, argv[1], reqs, n, h.type == RW_BATCH_SHM ? shm + room : NULL, room_len) : -1;
         free(payload);
         if (rc != 0) return 3;
     }

@@ -24,8 +24,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define STATUS_FD 3
 #define MODEL_FD 4 /* the model file, which bwrap copies in (prog_sandbox.h prog_sandbox_data) */
+#define SHM_FD 5   /* the job's request region (workers/serve/replica_shm.h), which the replica maps */
+#define REPLY_ROOM(n) ((size_t)(64 << 10) + (size_t)(n) * (256 << 10)) /* bigger replies take the pipe */
 #define NOFILE 64
 #define TMP_BYTES (16LL << 20)
 #define RP_PIPE_BYTES (1 << 20) /* the request and reply pipes, as large as Linux allows by default */
@@ -48,6 +52,7 @@ struct replica_proc {
     char errbuf[512];
     char why[1200]; /* once dead */
     char hello[1024];
+    replica_shm *shm; /* the job's request region (the executor's), or NULL */
 };
 
 static void drain_stderr(replica_proc *p)
@@ -147,9 +152,9 @@ static void child(const replica_proc *p, const rp_spec *s, char **argv, int in, 
 #else
     (void)s;
 #endif
-    const int fds[] = {in, out, err, status, model}; /* 0 1 2, STATUS_FD, MODEL_FD */
-    char *env[] = {NULL};                            /* nothing of the worker's environment */
-    prog_spawn_exec(fds, MODEL_FD + 1, argv[0], argv, env);
+    const int fds[] = {in, out, err, status, model, p->shm ? p->shm->fd : -1}; /* 0 1 2, STATUS_FD, MODEL_FD, SHM_FD */
+    char *env[] = {NULL};                                                      /* nothing of the worker's environment */
+    prog_spawn_exec(fds, p->shm ? SHM_FD + 1 : MODEL_FD + 1, argv[0], argv, env);
     _exit(127);
 }
 
@@ -194,7 +199,7 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
     prog_sandbox_data data[1] = {{MODEL_FD, RP_MODEL_PATH}};
     char threads[16];
     snprintf(threads, sizeof(threads), "%d", s->threads > 0 ? s->threads : 1);
-    const char *argv[] = {RP_BIN_PATH, s->name, threads, resolved, NULL};
+    const char *argv[] = {RP_BIN_PATH, s->name, threads, resolved, s->shm ? STR(SHM_FD) : NULL, NULL};
     prog_sandbox_desc d = {
         .bwrap = s->bwrap ? s->bwrap : "/usr/bin/bwrap",
         .system = host.system,
@@ -210,6 +215,7 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
         .uid = s->uid ? s->uid : 65534,
         .gid = s->gid ? s->gid : 65534,
         .status_fd = STATUS_FD,
+        .keep_fd = s->shm ? SHM_FD : 0,
         .argv = argv,
         .no_network = true,
         .no_proc = !s->proc,
@@ -222,6 +228,7 @@ replica_proc *rp_start(const rp_spec *s, char *err, size_t errlen)
     }
 
     replica_proc *p = xcalloc(1, sizeof(*p));
+    p->shm = s->shm;
     p->bwrap = -1;
     p->prog_exit = p->prog_signal = -1;
     p->to = p->from = p->err = p->status = -1;
@@ -331,6 +338,41 @@ bool rp_alive(replica_proc *p, char *why, size_t whylen)
     return !p->dead;
 }
 
+/* The batch through the shared region: each body where it is (serve_direct.c read it there) or
+ * copied in, and room for the replies; the frame on the pipe says where.  0 sent, -1 the write
+ * failed (errno), 1 not sent: no region or no room in it (copies[] holds what it placed, which the
+ * caller gives back after the reply, NULL-terminated). */
+static int send_shm(replica_proc *p, serve_request *reqs, int n, char **copies, size_t *reply_off, size_t *room,
+                    int64_t deadline_us)
+{
+    if (!p->shm) return 1;
+    size_t *offs = xcalloc((size_t)n, sizeof(*offs));
+    int k = 0, rc = 1;
+    for (int i = 0; i < n; i++) {
+        const char *b = reqs[i].body;
+        if (!rs_owns(p->shm, b) || reqs[i].len > p->shm->size - (size_t)(b - p->shm->base)) {
+            char *c = rs_alloc(p->shm, reqs[i].len, reqs[i].json_len);
+            if (!c) goto done;
+            memcpy(c, b, reqs[i].len);
+            copies[k++] = c, b = c;
+        }
+        offs[i] = (size_t)(b - p->shm->base);
+    }
+    char *r = rs_alloc(p->shm, REPLY_ROOM(n), 0);
+    if (!r) goto done;
+    copies[k++] = r;
+    *reply_off = (size_t)(r - p->shm->base), *room = REPLY_ROOM(n);
+    size_t len;
+    char *frame = rw_shm_batch(reqs, offs, n, *reply_off, *room, &len);
+    const void *pieces[1] = {frame};
+    rc = rw_write(p->to, RW_BATCH_SHM, pieces, &len, 1, deadline_us);
+    free(frame);
+done:
+    free(offs);
+    if (rc == 1) *room = 0;
+    return rc;
+}
+
 rp_result rp_batch(replica_proc *p, serve_request *reqs, int n, int64_t deadline_us, int poll_ms, bool (*stop)(void *), void *arg,
                    char *why, size_t whylen)
 {
@@ -338,16 +380,21 @@ rp_result rp_batch(replica_proc *p, serve_request *reqs, int n, int64_t deadline
         snprintf(why, whylen, "%s", p->dead ? p->why : "the replica is not ready");
         return RP_DIED;
     }
-    const void **pieces = xcalloc(2 * (size_t)n + 1, sizeof(*pieces));
-    size_t *lens = xcalloc(2 * (size_t)n + 1, sizeof(*lens));
-    char *scratch = NULL;
-    int k = rw_batch_pieces(reqs, n, pieces, lens, &scratch);
-    /* a deadline for the write too: a replica that stops reading is as late as one that stops answering */
-    int rc = rw_write(p->to, RW_BATCH, pieces, lens, k, deadline_us);
+    char **copies = xcalloc((size_t)n + 2, sizeof(*copies)); /* what this call placed in the region */
+    size_t reply_off = 0, room = 0;
+    int rc = send_shm(p, reqs, n, copies, &reply_off, &room, deadline_us);
+    if (rc == 1) { /* no region, or no room in it: the pipe */
+        const void **pieces = xcalloc(2 * (size_t)n + 1, sizeof(*pieces));
+        size_t *lens = xcalloc(2 * (size_t)n + 1, sizeof(*lens));
+        char *scratch = NULL;
+        int k = rw_batch_pieces(reqs, n, pieces, lens, &scratch);
+        /* a deadline for the write too: a replica that stops reading is as late as one that stops answering */
+        rc = rw_write(p->to, RW_BATCH, pieces, lens, k, deadline_us);
+        free(scratch);
+        free(pieces);
+        free(lens);
+    }
     int e = errno;
-    free(scratch);
-    free(pieces);
-    free(lens);
     rp_result res = RP_OK;
     char *payload = NULL;
     if (rc != 0) {
@@ -377,7 +424,7 @@ rp_result rp_batch(replica_proc *p, serve_request *reqs, int n, int64_t deadline
         e = errno;
         goto out;
     }
-    if (h.type != RW_REPLIES) {
+    if (h.type != RW_REPLIES && !(h.type == RW_REPLIES_SHM && room && h.len == 8)) {
         res = RP_DIED, e = EPROTO;
         goto out;
     }
@@ -387,9 +434,25 @@ rp_result rp_batch(replica_proc *p, serve_request *reqs, int n, int64_t deadline
         e = errno;
         goto out;
     }
-    if (rw_parse_replies(payload, (size_t)h.len, reqs, n) != 0) res = RP_DIED, e = EPROTO;
+    size_t len = (size_t)h.len;
+    if (h.type == RW_REPLIES_SHM) { /* copied out of the region first: the replica may still write there */
+        uint64_t at;
+        memcpy(&at, payload, 8);
+        if (at > room) {
+            res = RP_DIED, e = EPROTO;
+            goto out;
+        }
+        len = (size_t)at;
+        free(payload);
+        payload = xmalloc(len + 1);
+        memcpy(payload, p->shm->base + reply_off, len);
+    }
+    if (rw_parse_replies(payload, len, reqs, n) != 0) res = RP_DIED, e = EPROTO;
 out:
     free(payload);
+    for (int i = 0; copies[i]; i++)
+        rs_release(p->shm, copies[i]);
+    free(copies);
     if (res == RP_TIMEOUT || res == RP_STOPPED) {
         kill_and_reap(p);
         p->dead = true;

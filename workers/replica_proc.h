@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "workers/serve/replica_shm.h"
 #include "workers/serve/serve.h"
 
 #define RP_MODEL_PATH "/model"
@@ -46,6 +47,9 @@ typedef struct {
      * needs /proc/self/maps to know its stack (without it every C++ exception inside libtorch is reported
      * as a stack-use-after-scope); the production build never sets it */
     bool proc;
+    /* the job's request region (workers/serve/replica_shm.h), which the process maps: batches and
+     * their replies go through it when they fit; NULL: through the pipes only */
+    replica_shm *shm;
 } rp_spec;
 
 typedef struct replica_proc replica_proc;

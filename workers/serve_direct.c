@@ -46,6 +46,7 @@ struct serve_direct {
     conn conns[SD_MAX_CONNS];
     serve_msg *ready; /* read, not yet taken: a FIFO in ready[0..nready) */
     int nready, cap;
+    replica_shm *shm; /* where request bodies are read to, when it has room */
 };
 
 serve_direct *sd_open(const char *host, char *err, size_t errlen)
@@ -65,16 +66,21 @@ serve_direct *sd_open(const char *host, char *err, size_t errlen)
     return sd;
 }
 
+void sd_use_region(serve_direct *sd, replica_shm *shm)
+{
+    sd->shm = shm;
+}
+
 const char *sd_endpoint(const serve_direct *sd)
 {
     return sd->endpoint;
 }
 
-static void drop(conn *c)
+static void drop(serve_direct *sd, conn *c)
 {
     close(c->fd);
     free(c->stage);
-    free(c->body);
+    rs_release(sd->shm, c->body);
     unsigned gen = c->gen + 1;
     *c = (conn){.fd = -1, .gen = gen};
 }
@@ -132,7 +138,10 @@ static int pump(serve_direct *sd, int slot)
                 if (if_head_decode((const unsigned char *)c->stage + c->at, &c->h) != 0) return -1;
                 if (!c->authed && (c->h.kind != IF_HELLO || c->h.len > HELLO_MAX)) return -1;
                 c->at += IF_HEAD;
-                c->body = xmalloc((size_t)c->h.len + 1);
+                /* a request's body straight into the region the replica reads (its binary tensors
+                 * aligned after the JSON head's h.arg bytes); the heap when it has no room */
+                c->body = c->authed ? rs_alloc(sd->shm, (size_t)c->h.len + 1, c->h.arg) : NULL;
+                if (!c->body) c->body = xmalloc((size_t)c->h.len + 1);
                 c->body[c->h.len] = '\0';
                 c->got = 0;
                 c->in_frame = 1;
@@ -201,7 +210,7 @@ static void poll_once(serve_direct *sd, int ms)
         conn *c = &sd->conns[i];
         if (c->fd < 0) continue;
         if (!c->authed && now - c->opened_ms > HELLO_MS) { /* no hello in time: a stray connection */
-            drop(c);
+            drop(sd, c);
             continue;
         }
         pf[n] = (struct pollfd){.fd = c->fd, .events = POLLIN}, slot[n++] = i;
@@ -212,7 +221,7 @@ static void poll_once(serve_direct *sd, int ms)
         if (slot[k] < 0)
             accept_all(sd);
         else if (pump(sd, slot[k]) != 0)
-            drop(&sd->conns[slot[k]]);
+            drop(sd, &sd->conns[slot[k]]);
     }
 }
 
@@ -282,10 +291,10 @@ void sd_reply(serve_direct *sd, serve_msg *msgs, int n)
             unsigned char head[IF_HEAD];
             if_head_encode(head, &(if_head){.kind = IF_REPLY, .arg = (uint32_t)status, .id = m->seq, .len = blen});
             struct iovec iov[2] = {{head, IF_HEAD}, {body, blen}};
-            if (write_all(c->fd, iov, blen ? 2 : 1) != 0) drop(c);
+            if (write_all(c->fd, iov, blen ? 2 : 1) != 0) drop(sd, c);
         }
         free(body);
-        free(m->raw);
+        rs_release(sd->shm, m->raw);
         m->raw = NULL;
     }
 }
@@ -294,9 +303,9 @@ void sd_close(serve_direct *sd)
 {
     if (!sd) return;
     for (int i = 0; i < SD_MAX_CONNS; i++)
-        if (sd->conns[i].fd >= 0) drop(&sd->conns[i]);
+        if (sd->conns[i].fd >= 0) drop(sd, &sd->conns[i]);
     for (int i = 0; i < sd->nready; i++)
-        free(sd->ready[i].raw);
+        rs_release(sd->shm, sd->ready[i].raw);
     free(sd->ready);
     close(sd->lfd);
     free(sd);

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 
+#include "workers/serve/replica_shm.h"
 #include "workers/serve_io.h"
 
 #define SD_MAX_CONNS 64 /* servers' gateways at once; one more is accepted and closed */
@@ -22,6 +23,9 @@ typedef struct serve_direct serve_direct;
 /* listens on host (the worker's advertise-host), an ephemeral port, with a fresh random token; NULL
  * with err */
 serve_direct *sd_open(const char *host, char *err, size_t errlen);
+/* reads request bodies into shm (the job's request region, which its replicas map) from now on, as
+ * long as it has room; it must outlive sd */
+void sd_use_region(serve_direct *sd, replica_shm *shm);
 /* "<host> <port> <token>", for serve_io_endpoint */
 const char *sd_endpoint(const serve_direct *sd);
 /* Takes up to max requests: waits up to wait_ms for the first, then, when more than one came at once

@@ -2,16 +2,19 @@
  * rp_start in the real sandbox, it does what a hostile model could do while it loads and reports
  * what worked, as its RW_READY message (or misbehaves on purpose).
  *
- *   gantry-replica MODE THREADS RESOLVED_JSON      (rp_start's argv; MODE is rp_spec.name)
+ *   gantry-replica MODE THREADS RESOLVED_JSON [SHM_FD]     (rp_start's argv; MODE is rp_spec.name)
  *
  * MODE probe: RESOLVED_JSON's "secret" names a file and "port" a TCP port on 127.0.0.1 outside;
  *   the report is "uid=U env=N secret=E proc=E connect=E rootwrite=E tmpwrite=E model=BYTES
  *   after: open=E socket=E fork=E" where E is 0 for success or an errno, and "after" is after
  *   replica_lock_down() (the real replica's seccomp filter).
- * MODE echo: ready, then answers every batch with each body as a 200 reply.
+ * MODE echo: ready, then answers every batch with each body as a 200 reply (through the request
+ *   region, replica_shm.h, when the batch came that way: SHM_FD, rp_start's fifth argument).
+ * MODE liar: as echo, but a reply in the region claims more bytes than its room.
  * MODE hang: ready, then reads batches and never answers.
  * MODE segv: crashes while "loading".  MODE garbage: ready, then answers with a malformed frame. */
 #include "workers/replica_seccomp.h"
+#include "workers/serve/replica_shm.h"
 #include "workers/serve/replica_wire.h"
 
 #include <arpa/inet.h>
@@ -94,6 +97,9 @@ static void probe(const char *json)
         model[strcspn(model, " \n")] = '\0';
         close(fd);
     }
+    int fds = 0; /* descriptors it holds beyond 0, 1, 2: the request region's alone, if any */
+    for (int f = 3; f < 64; f++)
+        fds += fcntl(f, F_GETFD) >= 0;
     int before[6] = {try_open(secret, O_RDONLY),
                      try_open("/proc/1/cmdline", O_RDONLY),
                      try_connect((int)num(json, "port")),
@@ -108,15 +114,22 @@ static void probe(const char *json)
     int s = socket(AF_UNIX, SOCK_STREAM, 0);
     after[1] = s < 0 ? errno : 0;
     snprintf(report, sizeof(report),
-             "uid=%d env=%d secret=%d proc=%d connect=%d rootwrite=%d tmpwrite=%d model=%s after: open=%d socket=%d fork=%d",
-             (int)getuid(), env, before[0], before[1], before[2], before[3], before[4], model, after[0], after[1], after[2]);
+             "uid=%d env=%d fds=%d secret=%d proc=%d connect=%d rootwrite=%d tmpwrite=%d model=%s after: open=%d socket=%d "
+             "fork=%d",
+             (int)getuid(), env, fds, before[0], before[1], before[2], before[3], before[4], model, after[0], after[1], after[2]);
     say(RW_READY, report);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) return 64;
+    if (argc != 4 && argc != 5) return 64;
     const char *mode = argv[1];
+    char *shm = NULL; /* the worker's request region, as gantry-replica maps it */
+    size_t shm_size = 0;
+    if (argc == 5 && rs_attach(atoi(argv[4]), &shm, &shm_size) != 0) {
+        say(RW_FAILED, "cannot map the request region");
+        return 2;
+    }
     if (!strcmp(mode, "segv")) raise(SIGSEGV);
     if (!strcmp(mode, "probe")) {
         probe(argv[3]);
@@ -137,7 +150,9 @@ int main(int argc, char **argv)
             continue;
         }
         serve_request reqs[64];
-        int n = rw_parse_batch(payload, (size_t)h.len, reqs, 64);
+        size_t room_off = 0, room = 0;
+        int n = h.type == RW_BATCH_SHM ? rw_parse_shm_batch(payload, (size_t)h.len, shm, shm_size, reqs, 64, &room_off, &room)
+                                       : rw_parse_batch(payload, (size_t)h.len, reqs, 64);
         if (n <= 0) return 3;
         const void *pieces[129];
         size_t lens[129];
@@ -153,6 +168,17 @@ int main(int argc, char **argv)
             memcpy(heads + 8 + 12 * i, &blen, 8);
             pieces[k] = heads + 4 + 12 * i, lens[k++] = 12;
             pieces[k] = reqs[i].body, lens[k++] = reqs[i].len;
+        }
+        if (h.type == RW_BATCH_SHM) { /* the replies in the region: the payload, then its length */
+            uint64_t at = 0;
+            for (int i = 0; i < k; at += lens[i], i++)
+                memcpy(shm + room_off + at, pieces[i], lens[i]);
+            if (!strcmp(mode, "liar")) at = room + 1; /* says more than its room */
+            const void *p[1] = {&at};
+            size_t l[1] = {8};
+            rw_write(1, RW_REPLIES_SHM, p, l, 1, 0);
+            free(payload);
+            continue;
         }
         rw_write(1, RW_REPLIES, pieces, lens, k, 0);
         free(payload);

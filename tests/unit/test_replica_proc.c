@@ -69,15 +69,20 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static replica_proc *start(const char *mode, const char *extra)
+static replica_proc *start_with(const char *mode, const char *extra, replica_shm *shm)
 {
     char resolved[1024];
     snprintf(resolved, sizeof(resolved), "{\"version\":1,\"artifact\":\"%s\"%s}", model, extra ? extra : "");
-    rp_spec s = {.name = mode, .resolved = resolved, .threads = 1, .memory_bytes = 256LL << 20, .bin_dir = bin};
+    rp_spec s = {.name = mode, .resolved = resolved, .threads = 1, .memory_bytes = 256LL << 20, .bin_dir = bin, .shm = shm};
     char err[512];
     replica_proc *p = rp_start(&s, err, sizeof(err));
     assert_non_null(p);
     return p;
+}
+
+static replica_proc *start(const char *mode, const char *extra)
+{
+    return start_with(mode, extra, NULL);
 }
 
 #define NEED_SANDBOX()                                                                                                             \
@@ -104,6 +109,11 @@ static int field(const char *report, const char *name)
     return atoi(at + strlen(name));
 }
 
+static serve_request req(const char *body)
+{
+    return (serve_request){.body = body, .len = strlen(body), .json_len = strlen(body)};
+}
+
 /* while it loads, a model reaches nothing of the host; once loaded, it cannot open, connect or fork */
 static void test_boundary(void **state)
 {
@@ -118,12 +128,16 @@ static void test_boundary(void **state)
     getsockname(l, (struct sockaddr *)&a, &al);
     char extra[600], why[600];
     snprintf(extra, sizeof(extra), ",\"secret\": \"%s\",\"port\": %d", secret, ntohs(a.sin_port));
-    replica_proc *p = start("probe", extra);
+    char err[200];
+    replica_shm *shm = rs_create(1 << 20, err, sizeof(err));
+    assert_non_null(shm);
+    replica_proc *p = start_with("probe", extra, shm);
     assert_int_equal(wait_ready(p, why, sizeof(why)), 1);
     const char *r = rp_hello(p);
     fprintf(stderr, "probe: %s\n", r);
     assert_true(field(r, "uid=") != 0);
     assert_int_equal(field(r, "env="), 0);         /* an empty environment */
+    assert_int_equal(field(r, "fds="), 0);         /* no descriptor of the worker's (the region's closed once mapped) */
     assert_int_equal(field(r, "secret="), ENOENT); /* no host path exists inside */
     assert_int_equal(field(r, "proc="), ENOENT);   /* no /proc */
     assert_true(field(r, "connect=") != 0);        /* its own network namespace */
@@ -136,13 +150,52 @@ static void test_boundary(void **state)
     assert_int_equal(accept(l, NULL, NULL), -1); /* nothing reached the listener */
     assert_int_equal(errno, EAGAIN);
     rp_free(p);
+    rs_free(shm);
     close(l);
 }
 
-static serve_request req(const char *body)
+/* batches through the shared request region: bodies read into it are not copied, others are copied
+ * in; replies come back through it; everything the batch placed there is given back; a replica
+ * whose reply claims more than its room is ended */
+static void test_shared_region(void **state)
 {
-    return (serve_request){.body = body, .len = strlen(body), .json_len = strlen(body)};
+    (void)state;
+    NEED_SANDBOX();
+    char why[600], err[200];
+    replica_shm *shm = rs_create(4 << 20, err, sizeof(err));
+    assert_non_null(shm);
+    replica_proc *p = start_with("echo", NULL, shm);
+    assert_int_equal(wait_ready(p, why, sizeof(why)), 1);
+    const char *text = "{\"in\":\"the region\"}";
+    char *there = rs_alloc(shm, strlen(text) + 1, 0); /* as serve_direct.c reads a body */
+    assert_non_null(there);
+    strcpy(there, text);
+    size_t before = sa_used(&shm->arena);
+    for (int round = 0; round < 3; round++) {
+        serve_request reqs[3] = {req(there), req("{\"a\":1}"), req("second")};
+        assert_int_equal(rp_batch(p, reqs, 3, clock_mono_us() + 5000000, 100, NULL, NULL, why, sizeof(why)), RP_OK);
+        assert_string_equal(reqs[0].reply, text);
+        assert_string_equal(reqs[1].reply, "{\"a\":1}");
+        assert_string_equal(reqs[2].reply, "second");
+        for (int i = 0; i < 3; i++)
+            free(reqs[i].reply);
+        assert_int_equal(sa_used(&shm->arena), before); /* the copies and the replies' room given back */
+    }
+    rp_free(p);
+    rs_release(shm, there);
+    assert_int_equal(sa_used(&shm->arena), 0);
+
+    p = start_with("liar", NULL, shm);
+    assert_int_equal(wait_ready(p, why, sizeof(why)), 1);
+    serve_request one = req("x");
+    assert_int_equal(rp_batch(p, &one, 1, clock_mono_us() + 5000000, 100, NULL, NULL, why, sizeof(why)), RP_DIED);
+    assert_non_null(strstr(why, "wire format"));
+    assert_null(one.reply);
+    assert_int_equal(sa_used(&shm->arena), 0);
+    rp_free(p);
+    rs_free(shm);
 }
+
 
 /* the wire format both ways, and a batch that is never answered: killed at its deadline */
 static void test_echo_and_deadline(void **state)
@@ -198,6 +251,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_boundary),
         cmocka_unit_test(test_echo_and_deadline),
+        cmocka_unit_test(test_shared_region),
         cmocka_unit_test(test_crash_and_garbage),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

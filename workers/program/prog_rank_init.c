@@ -1,7 +1,7 @@
 /* prog_rank_init.c - gantry-rank-init: the first thing a rank runs inside its sandbox
  * (workers/program/prog_sandbox.h binds it at PROG_SANDBOX_INIT).
  *
- *   gantry-rank-init --uid=U --gid=G --status-fd=N -- PROGRAM [ARGS...]
+ *   gantry-rank-init --uid=U --gid=G --status-fd=N [--keep-fd=K] -- PROGRAM [ARGS...]
  *
  * Drops root for good (supplementary groups cleared, gid then uid, every capability
  * out of the bounding set, no_new_privs, not dumpable so the program cannot ptrace
@@ -15,7 +15,9 @@
  * bwrap's own exit status (128 + signal) cannot.  SIGTERM, SIGINT and SIGHUP sent
  * to it are ignored (caught, so the program gets the default dispositions): the
  * supervisor signals every process of the rank and this one must outlive the
- * program to report it.  Stays as small as it is: no gantry library. */
+ * program to report it.  The program inherits descriptors 0, 1, 2 and K only (a model replica's
+ * shared request region, workers/serve/replica_shm.h).  Stays as small as it is: no gantry
+ * library. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -60,7 +62,7 @@ static int drop(unsigned uid, unsigned gid)
 int main(int argc, char **argv)
 {
     long uid = -1, gid = -1;
-    int fd = -1, i = 1;
+    int fd = -1, keep = -1, i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strncmp(argv[i], "--uid=", 6) == 0)
             uid = strtol(argv[i] + 6, NULL, 10);
@@ -68,6 +70,8 @@ int main(int argc, char **argv)
             gid = strtol(argv[i] + 6, NULL, 10);
         else if (strncmp(argv[i], "--status-fd=", 12) == 0)
             fd = (int)strtol(argv[i] + 12, NULL, 10);
+        else if (strncmp(argv[i], "--keep-fd=", 10) == 0)
+            keep = (int)strtol(argv[i] + 10, NULL, 10);
     }
     if (i + 1 >= argc || uid <= 0 || gid <= 0 || fd < 3) {
         fprintf(stderr, "gantry-rank-init: usage: --uid=U --gid=G --status-fd=N -- PROGRAM [ARGS]\n");
@@ -94,6 +98,7 @@ int main(int argc, char **argv)
         /* the program never holds the report, nor what bwrap left open (its --args and --ro-bind-data descriptors) */
         syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
         fcntl(fd, F_SETFD, FD_CLOEXEC);
+        if (keep >= 3 && keep != fd) fcntl(keep, F_SETFD, 0);
         umask(007); /* what a rank writes is its job group's: the job's other ranks (other uids) may replace it */
         sigset_t none;
         sigemptyset(&none);

@@ -240,6 +240,7 @@ char **prog_sandbox_argv(const prog_sandbox_desc *d, char *err, size_t errlen)
     strv_pushf(&a, "--uid=%u", d->uid);
     strv_pushf(&a, "--gid=%u", d->gid);
     strv_pushf(&a, "--status-fd=%d", d->status_fd);
+    if (d->keep_fd > 0) strv_pushf(&a, "--keep-fd=%d", d->keep_fd);
     strv_push(&a, "--");
     for (const char *const *p = d->argv; *p; p++)
         strv_push(&a, *p);

@@ -64,6 +64,7 @@ typedef struct {
     long long tmp_bytes;           /* size of /tmp and of /dev/shm each; 0: not capped */
     unsigned uid, gid;             /* who the program runs as; 0 is refused */
     int status_fd;                 /* the rank init's report (prog_rank_init.c), >= 3 */
+    int keep_fd;                   /* > 0: a descriptor the program inherits (a replica's request region) */
     const char *const *argv;       /* the program, NULL-terminated, at least argv[0] */
     const prog_sandbox_data *data; /* files copied in (a model replica's model) */
     size_t n_data;

@@ -146,6 +146,41 @@ int rw_parse_batch(char *payload, size_t len, serve_request *reqs, int max)
     return at == len ? (int)n : -1;
 }
 
+char *rw_shm_batch(const serve_request *reqs, const size_t *offs, int n, size_t reply_off, size_t reply_room, size_t *len)
+{
+    *len = 4 + 24 * (size_t)n + 16;
+    char *p = xmalloc(*len), *at = p;
+    uint32_t count = (uint32_t)n;
+    memcpy(at, &count, 4), at += 4;
+    for (int i = 0; i < n; i++) {
+        uint64_t l[3] = {offs[i], reqs[i].json_len, reqs[i].len};
+        memcpy(at, l, 24), at += 24;
+    }
+    uint64_t r[2] = {reply_off, reply_room};
+    memcpy(at, r, 16);
+    return p;
+}
+
+int rw_parse_shm_batch(const char *payload, size_t len, char *base, size_t size, serve_request *reqs, int max, size_t *reply_off,
+                       size_t *reply_room)
+{
+    uint32_t n;
+    if (len < 4) return -1;
+    memcpy(&n, payload, 4);
+    if (n == 0 || n > (uint32_t)max || len != 4 + 24 * (size_t)n + 16) return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t l[3]; /* offset, json_len, len */
+        memcpy(l, payload + 4 + 24 * (size_t)i, 24);
+        if (l[0] > size || l[2] > size - l[0] || l[1] > l[2]) return -1;
+        reqs[i] = (serve_request){.body = base + l[0], .len = (size_t)l[2], .json_len = (size_t)l[1]};
+    }
+    uint64_t r[2];
+    memcpy(r, payload + 4 + 24 * (size_t)n, 16);
+    if (r[0] > size || r[1] > size - r[0]) return -1;
+    *reply_off = (size_t)r[0], *reply_room = (size_t)r[1];
+    return (int)n;
+}
+
 int rw_parse_replies(const char *payload, size_t len, serve_request *reqs, int n)
 {
     size_t at = 0;

@@ -12,6 +12,11 @@
  *               serve_request bodies
  *   RW_REPLIES  replica -> worker: u32 n, then n x (u32 status, u64 len, len bytes): for each
  *               request of the batch in order, 200 with the reply body or 400 with the error body
+ *   RW_BATCH_SHM    worker -> replica: the same batch with its bodies in the shared region
+ *               (replica_shm.h): u32 n, then n x (u64 offset, u64 json_len, u64 len), then u64
+ *               reply_offset, u64 reply_room: where the replica may write its RW_REPLIES payload
+ *   RW_REPLIES_SHM  replica -> worker: u64 len: the RW_REPLIES payload is at reply_offset (a
+ *               payload larger than reply_room comes as RW_REPLIES instead)
  *
  * The worker trusts nothing the replica sends: rw_parse_replies checks every count and length
  * against the frame and the batch it answers (a lie ends the replica).  Payloads are capped
@@ -29,7 +34,7 @@
 #define RW_HEADER 16
 #define RW_MAX_PAYLOAD ((uint64_t)1 << 31) /* 2 GiB: 1,024 samples of the largest request the server admits */
 
-enum { RW_READY = 1, RW_FAILED = 2, RW_BATCH = 3, RW_REPLIES = 4 };
+enum { RW_READY = 1, RW_FAILED = 2, RW_BATCH = 3, RW_REPLIES = 4, RW_BATCH_SHM = 5, RW_REPLIES_SHM = 6 };
 
 typedef struct {
     uint32_t type;
@@ -53,6 +58,14 @@ int rw_batch_pieces(const serve_request *reqs, int n, const void **pieces, size_
 /* parses a RW_BATCH payload in place into reqs (room for max); bodies point into payload.
  * Returns n, or -1 when the payload is malformed */
 int rw_parse_batch(char *payload, size_t len, serve_request *reqs, int max);
+/* a RW_BATCH_SHM payload (malloc'd, *len bytes) for reqs[0..n), whose bodies are at offs[i] in the
+ * region, the replies' room at reply_off */
+char *rw_shm_batch(const serve_request *reqs, const size_t *offs, int n, size_t reply_off, size_t reply_room, size_t *len);
+/* parses a RW_BATCH_SHM payload against the region [base, base + size): reqs' bodies point into it.
+ * Returns n (and the replies' room), or -1 when the payload is malformed or points outside */
+int rw_parse_shm_batch(const char *payload, size_t len, char *base, size_t size, serve_request *reqs, int max, size_t *reply_off,
+                       size_t *reply_room);
+
 /* parses a RW_REPLIES payload for a batch of n: reqs[i].status and reqs[i].reply (a malloc'd,
  * NUL-terminated copy) or reqs[i].err for a 400.  -1 when it does not answer exactly n requests
  * with statuses 200 or 400 */

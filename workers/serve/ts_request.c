@@ -228,6 +228,30 @@ size_t ts_request_sample_bytes(const model_sig *sig, const ts_request *r, int k)
     return r->count[k] / (size_t)r->samples * sig_dtype_size(sig->in[k].dtype);
 }
 
+/* whether the n values of type t at p are all finite (integers always are) */
+static bool all_finite(sig_dtype t, const void *p, size_t n)
+{
+    size_t i = 0;
+    if (t == SIG_FP32)
+        while (i < n && isfinite(((const float *)p)[i]))
+            i++;
+    else if (t == SIG_FP64)
+        while (i < n && isfinite(((const double *)p)[i]))
+            i++;
+    else
+        i = n;
+    return i == n;
+}
+
+const void *ts_request_in_place(const model_sig *sig, const ts_request *r, const char *body, int k)
+{
+    sig_dtype t = sig->in[k].dtype;
+    if (!r->binary[k]) return NULL;
+    const char *p = body + r->json_len + r->bin_off[k];
+    if ((uintptr_t)p % sig_dtype_size(t) || !all_finite(t, p, r->count[k])) return NULL;
+    return p;
+}
+
 int ts_request_fill(const model_sig *sig, const ts_request *r, const char *body, int k, void *out, char *err, size_t el)
 {
     sig_dtype t = sig->in[k].dtype;
@@ -235,10 +259,7 @@ int ts_request_fill(const model_sig *sig, const ts_request *r, const char *body,
     int rc;
     if (r->binary[k]) { /* the bytes as sent (little-endian, as this host: x86-64, aarch64) */
         memcpy(out, body + r->json_len + r->bin_off[k], want * sig_dtype_size(t));
-        for (got = 0; got < want && (t == SIG_FP32   ? isfinite(((const float *)out)[got])
-                                     : t == SIG_FP64 ? isfinite(((const double *)out)[got])
-                                                     : 1);
-             got++)
+        for (got = 0; got < want && all_finite(t, (const char *)out + got * sig_dtype_size(t), 1); got++)
             ;
         rc = got == want ? 0 : -1;
     } else if (r->range[k].end) {

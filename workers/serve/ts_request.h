@@ -63,6 +63,10 @@ size_t ts_request_sample_bytes(const model_sig *sig, const ts_request *r, int k)
 /* reads input k's values (r->count[k] of sig->in[k].dtype) into out; 0, or -1 with the 400
  * message ("inputs[0].data: value 7 is not a finite FP32 number") */
 int ts_request_fill(const model_sig *sig, const ts_request *r, const char *body, int k, void *out, char *err, size_t el);
+/* Input k's values where they are in the body, for a forward pass on them without a copy: when the
+ * input came binary, starts aligned for its datatype and holds only finite floats; NULL otherwise
+ * (then ts_request_fill copies it, or says what is wrong) */
+const void *ts_request_in_place(const model_sig *sig, const ts_request *r, const char *body, int k);
 
 /* The outputs of a forward pass of `batch` samples against sig: each batched along its first
  * dimension (shape[0] == batch), and when sig declares outputs, their count, datatypes, number of

@@ -132,9 +132,13 @@ static void run(ts_model *m, const char *name, int version, serve_request *reqs,
         const ts_request *p = &rs[idx[j]];
         offset[j] = -1;
         int k = 0;
-        while (k < sig->nin &&
-               ts_request_fill(sig, p, r->body, k, (char *)m->buf[k] + (size_t)used * sample[k], r->err, sizeof r->err) == 0)
-            k++;
+        for (; k < sig->nin; k++) {
+            const void *there = g == 1 ? ts_request_in_place(sig, p, r->body, k) : NULL;
+            if (there) /* one request's binary tensor: the forward pass reads it where it is (from_blob) */
+                in[k].data = (void *)there;
+            else if (ts_request_fill(sig, p, r->body, k, (char *)m->buf[k] + (size_t)used * sample[k], r->err, sizeof r->err))
+                break;
+        }
         if (k < sig->nin) {
             r->status = 400;
             continue;

@@ -7,7 +7,8 @@
  *
  *   worker -> fork: joins a cgroup of its own (memory from the job's limit, pids, CPU when the
  *   controller is there), RLIMIT_AS (the memory limit + RP_AS_HEADROOM), RLIMIT_NOFILE 64, no core,
- *   a CFS quota of `threads` cores, an empty environment, fds 0-4 only -> bwrap: new pid, ipc, uts, cgroup and network
+ *   a CFS quota of `threads` cores, an empty environment, fds 0-4 only (and 5, the job's request
+ *   region, replica_shm.h) -> bwrap: new pid, ipc, uts, cgroup and network
  *   namespaces (loopback only, nothing listens: no network at all), no /proc, /usr and the
  *   loader's files read-only, the model file read-only at RP_MODEL_PATH, gantry-replica at
  *   RP_BIN_PATH, a 16 MiB /tmp, cwd "/", --die-with-parent -> gantry-rank-init: drops to the

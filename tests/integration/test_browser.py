@@ -187,3 +187,9 @@ def test_program_job_and_cluster_truth_in_chromium():
         print(r.stdout[-3000:], r.stderr[-3000:])
         assert r.returncode == 0, "program.mjs failed"
         assert os.path.exists(os.path.join(out, "program.png"))
+
+
+def test_plan_labels_never_overlap_in_chromium():
+    """the transformer plan of deploy/examples/placement.json: no two of the Gantt chart's labels overlap (op
+    names, markers, time axis), at full view, zoomed in and at a narrow width"""
+    run_page_test("plan_labels.mjs", "plan-labels.png")

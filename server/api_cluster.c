@@ -74,8 +74,9 @@ void api_workers(http_ctx *c)
     ask_workers(c, workers_done);
 }
 
-/* adds {"job_id","type","tenant","mine"} to each busy worker, from SQLite */
-static void annotate_workers(sqlite3 *db, const auth_info *a, json_t *workers)
+/* adds {"job_id","type","tenant","mine"} to each busy worker, from SQLite; counts the busy
+ * workers per tenant id into slots ({"<tenant id>": n}): a worker runs one task at a time */
+static void annotate_workers(sqlite3 *db, const auth_info *a, json_t *workers, json_t *slots)
 {
     size_t i;
     json_t *w;
@@ -91,21 +92,23 @@ static void annotate_workers(sqlite3 *db, const auth_info *a, json_t *workers)
             bool mine = is_admin(a) || strcmp(tenant, a->tenant_id) == 0;
             info = json_pack("{s:o, s:s, s:s, s:b}", "job_id", mine ? json_incref(running) : json_null(), "type", type, "tenant",
                              visible_tenant(a, tenant), "mine", strcmp(tenant, a->tenant_id) == 0);
+            json_object_set_new(slots, tenant, json_integer(json_integer_value(json_object_get(slots, tenant)) + 1));
         }
         json_object_set_new(w, "running", info);
     }
 }
 
-static json_t *tenant_row(const jobs_tenant_usage *u)
+static json_t *tenant_row(const jobs_tenant_usage *u, json_int_t used)
 {
-    json_t *row = json_pack("{s:s, s:s, s:I, s:I, s:I, s:f}", "id", u->id, "name", u->name, "slots_used", (json_int_t)u->slots_used,
-                            "queued", (json_int_t)u->queued, "running", (json_int_t)u->running, "weight", u->weight);
+    json_t *row = json_pack("{s:s, s:s, s:I, s:I, s:I, s:f}", "id", u->id, "name", u->name, "slots_used", used, "queued",
+                            (json_int_t)u->queued, "running", (json_int_t)u->running, "weight", u->weight);
     json_object_set_new(row, "max_slots", u->max_slots < 0 ? json_null() : json_integer(u->max_slots));
     return row;
 }
 
 typedef struct {
     const auth_info *a;
+    const json_t *slots; /* busy workers per tenant id (annotate_workers) */
     json_t *list;
     json_int_t other_used, other_queued, other_running;
 } tenants_acc;
@@ -113,18 +116,22 @@ typedef struct {
 static void tenant_usage(void *arg, const jobs_tenant_usage *u)
 {
     tenants_acc *acc = arg;
+    /* slots in use: the workers running the tenant's tasks now, as the registry says (what the
+     * scheduler counts against max_slots), so that the tenants' slots never add up to more
+     * than the cluster has */
+    json_int_t used = json_integer_value(json_object_get(acc->slots, u->id));
     if (is_admin(acc->a) || strcmp(u->id, acc->a->tenant_id) == 0) {
-        json_array_append_new(acc->list, tenant_row(u));
+        json_array_append_new(acc->list, tenant_row(u, used));
     } else {
-        acc->other_used += u->slots_used;
+        acc->other_used += used;
         acc->other_queued += u->queued;
         acc->other_running += u->running;
     }
 }
 
-static json_t *tenants_json(sqlite3 *db, const auth_info *a)
+static json_t *tenants_json(sqlite3 *db, const auth_info *a, const json_t *slots)
 {
-    tenants_acc acc = {a, json_array(), 0, 0, 0};
+    tenants_acc acc = {a, slots, json_array(), 0, 0, 0};
     jobs_usage_by_tenant(db, tenant_usage, &acc);
     if (!is_admin(a))
         json_array_append_new(acc.list, json_pack("{s:s, s:s, s:I, s:I, s:I, s:n, s:n}", "id", "other", "name", "other tenants",
@@ -147,13 +154,14 @@ static void cluster_done(void *arg, json_t *workers)
     if (c && !workers) {
         http_error(c, GERR_UNAVAILABLE, NULL, "the worker registry (Redis) is unreachable");
     } else if (c) {
-        json_t *list = json_object_get(workers, "workers");
-        annotate_workers(c->srv->db, &r->auth, list);
+        json_t *list = json_object_get(workers, "workers"), *slots = json_object();
+        annotate_workers(c->srv->db, &r->auth, list, slots);
         char now[32];
         clock_iso8601(clock_now_ms(), now, sizeof(now));
         http_reply_json(c, 200,
                         json_pack("{s:s, s:O, s:o, s:o}", "now", now, "workers", list, "tenants",
-                                  tenants_json(c->srv->db, &r->auth), "queue", queue_json(c->srv->db)));
+                                  tenants_json(c->srv->db, &r->auth, slots), "queue", queue_json(c->srv->db)));
+        json_decref(slots);
     }
     json_decref(workers);
     http_defer_end(r->defer);

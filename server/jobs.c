@@ -4,6 +4,7 @@
  * move (a model registered when it succeeded) is the caller's (bus.c). */
 #include "server/jobs.h"
 #include "server/db.h"
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/jobstate.h"
@@ -578,7 +579,6 @@ int jobs_type_and_tenant(sqlite3 *db, const char *job_id, char *type, size_t typ
 void jobs_usage_by_tenant(sqlite3 *db, void (*fn)(void *arg, const jobs_tenant_usage *u), void *arg)
 {
     sqlite3_stmt *st = db_stmt(db, "SELECT t.id, t.name, "
-                                   "coalesce(sum(CASE WHEN j.state IN ('scheduled', 'running', 'resizing') THEN j.slots END), 0), "
                                    "count(CASE WHEN j.state = 'queued' THEN 1 END), "
                                    "count(CASE WHEN j.state IN ('running', 'resizing') THEN 1 END), t.weight, t.max_slots "
                                    "FROM tenants t LEFT JOIN jobs j ON j.tenant_id = t.id AND j.state IN ('queued', 'scheduled', "
@@ -587,11 +587,10 @@ void jobs_usage_by_tenant(sqlite3 *db, void (*fn)(void *arg, const jobs_tenant_u
         jobs_tenant_usage u = {
             .id = (const char *)sqlite3_column_text(st, 0),
             .name = (const char *)sqlite3_column_text(st, 1),
-            .slots_used = sqlite3_column_int64(st, 2),
-            .queued = sqlite3_column_int64(st, 3),
-            .running = sqlite3_column_int64(st, 4),
-            .weight = sqlite3_column_double(st, 5),
-            .max_slots = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 6),
+            .queued = sqlite3_column_int64(st, 2),
+            .running = sqlite3_column_int64(st, 3),
+            .weight = sqlite3_column_double(st, 4),
+            .max_slots = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5),
         };
         fn(arg, &u);
     }
@@ -627,29 +626,71 @@ int jobs_queue_counts(sqlite3 *db, long long *queued, long long *scheduled, long
     return rc;
 }
 
+/* one worker's run of a job's task, copied out of the statement */
+typedef struct {
+    char *worker, *type, *tenant_id, *id;
+    int64_t started_at, finished_at;
+} run_row;
+
+static int by_worker_then_start(const void *a, const void *b)
+{
+    const run_row *x = a, *y = b;
+    int c = strcmp(x->worker, y->worker);
+    return c ? c : x->started_at < y->started_at ? -1 : x->started_at > y->started_at;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const run_row *x = a, *y = b;
+    return x->started_at < y->started_at ? -1 : x->started_at > y->started_at;
+}
+
 int jobs_each_interval(sqlite3 *db, int64_t from, void (*fn)(void *arg, const jobs_interval *iv), void *arg)
 {
-    /* finished within the window, plus whatever runs now */
-    sqlite3_stmt *st = db_stmt(db, "SELECT worker, started_at, finished_at, type, tenant_id, id FROM jobs "
-                                   "WHERE finished_at >= ?1 AND started_at IS NOT NULL AND worker IS NOT NULL "
-                                   "UNION ALL "
-                                   "SELECT worker, started_at, NULL, type, tenant_id, id FROM jobs "
-                                   "WHERE state IN ('running', 'resizing') AND worker IS NOT NULL "
-                                   "AND started_at IS NOT NULL ORDER BY 2 LIMIT 20000");
+    /* Every worker that ran a task of a job (each rank of a gang, each site of a federated job,
+     * each replica) says so with its own "running" event (source "worker:<id>"); its run lasts
+     * until the job next leaves running (requeued, resizing, finished), or until the job's end.
+     * The jobs are those finished within the window plus whatever runs now. */
+    sqlite3_stmt *st = db_stmt(db, "SELECT substr(e.source, 8), e.ts, coalesce((SELECT min(x.ts) FROM job_events x "
+                                   "WHERE x.job_id = j.id AND x.seq > e.seq AND x.state IN ('queued', 'resizing', "
+                                   "'succeeded', 'failed', 'cancelled')), j.finished_at), j.type, j.tenant_id, j.id "
+                                   "FROM jobs j JOIN job_events e ON e.job_id = j.id AND e.state = 'running' "
+                                   "AND e.source LIKE 'worker:_%' "
+                                   "WHERE j.finished_at >= ?1 OR j.state IN ('running', 'resizing') ORDER BY 2 LIMIT 20000");
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, from);
+    run_row *rows = NULL;
+    size_t n = 0, cap = 0;
     while (db_step(st) == SQLITE_ROW) {
-        jobs_interval iv = {
-            .worker = (const char *)sqlite3_column_text(st, 0),
+        if (n == cap) rows = xreallocarray(rows, cap = cap ? 2 * cap : 64, sizeof(*rows));
+        rows[n++] = (run_row){
+            .worker = xstrdup((const char *)sqlite3_column_text(st, 0)),
             .started_at = sqlite3_column_int64(st, 1),
             .finished_at = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2),
-            .type = (const char *)sqlite3_column_text(st, 3),
-            .tenant_id = (const char *)sqlite3_column_text(st, 4),
-            .id = (const char *)sqlite3_column_text(st, 5),
+            .type = xstrdup((const char *)sqlite3_column_text(st, 3)),
+            .tenant_id = xstrdup((const char *)sqlite3_column_text(st, 4)),
+            .id = xstrdup((const char *)sqlite3_column_text(st, 5)),
         };
-        fn(arg, &iv);
     }
     db_release(st);
+    /* a worker runs one task at a time: a run ends at the latest when the worker's next one
+     * starts (a replica scaled down, a gang member whose part ended before the job did) */
+    if (n) qsort(rows, n, sizeof(*rows), by_worker_then_start);
+    for (size_t i = 0; i + 1 < n; i++) {
+        run_row *r = &rows[i], *next = &rows[i + 1];
+        if (strcmp(r->worker, next->worker) != 0) continue;
+        if (r->finished_at < 0 || r->finished_at > next->started_at) r->finished_at = next->started_at;
+    }
+    if (n) qsort(rows, n, sizeof(*rows), by_start);
+    for (size_t i = 0; i < n; i++) {
+        run_row *r = &rows[i];
+        if (r->finished_at < 0 || r->finished_at >= from) {
+            jobs_interval iv = {r->worker, r->type, r->tenant_id, r->id, r->started_at, r->finished_at};
+            fn(arg, &iv);
+        }
+        free(r->worker), free(r->type), free(r->tenant_id), free(r->id);
+    }
+    free(rows);
     return 0;
 }
 

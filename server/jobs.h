@@ -99,11 +99,11 @@ int jobs_type_and_tenant(sqlite3 *db, const char *job_id, char *type, size_t typ
 /* how many jobs the tenant has (0 on a database error) */
 long long jobs_count_of_tenant(sqlite3 *db, const char *tenant_id);
 
-/* the cluster view (GET /v1/cluster): per tenant (by name), the slots its scheduled and running jobs
- * hold, its queued and running jobs, its weight and slot quota (-1: none) */
+/* the cluster view (GET /v1/cluster): per tenant (by name), its queued and running jobs, its weight
+ * and slot quota (-1: none); the slots it uses now come from the worker registry (api_cluster.c) */
 typedef struct {
     const char *id, *name;
-    long long slots_used, queued, running, max_slots;
+    long long queued, running, max_slots;
     double weight;
 } jobs_tenant_usage;
 void jobs_usage_by_tenant(sqlite3 *db, void (*fn)(void *arg, const jobs_tenant_usage *u), void *arg);

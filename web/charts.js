@@ -68,3 +68,23 @@ export function clockAxis(splits, incr) {
 // Time axis increments in seconds, never below one second (polls are 2 s
 // apart; sub-second ticks would only repeat the same label).
 export const CLOCK_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+
+// The share of [from, to] covered by intervals [[s, e], ...] (any order,
+// possibly overlapping: two jobs on one worker at once, a restarted run):
+// overlaps are merged first, so the answer is in [0, 1]; null for an empty
+// window.
+export function coveredFraction(intervals, from, to) {
+    if (!isNum(from) || !isNum(to) || !(to > from)) return null;
+    const parts = (Array.isArray(intervals) ? intervals : [])
+        .map(([s, e]) => [Math.max(s, from), Math.min(e, to)])
+        .filter(([s, e]) => isNum(s) && isNum(e) && e > s)
+        .sort((a, b) => a[0] - b[0]);
+    let covered = 0, cs = null, ce = null;
+    for (const [s, e] of parts) {
+        if (ce !== null && s <= ce) { ce = Math.max(ce, e); continue; }
+        if (ce !== null) covered += ce - cs;
+        cs = s; ce = e;
+    }
+    if (ce !== null) covered += ce - cs;
+    return Math.min(1, covered / (to - from));
+}

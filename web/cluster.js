@@ -18,7 +18,7 @@
 import { api, ApiError, serverNow } from './api.js';
 import { h, replace, notice } from './dom.js';
 import { badge, fmtTime, fmtSeconds, fmtPct, bar } from './format.js';
-import { loadUplot, widthOf, clockAxis, CLOCK_INCRS } from './charts.js';
+import { loadUplot, widthOf, clockAxis, CLOCK_INCRS, coveredFraction } from './charts.js';
 import { TYPE_COLORS, OTHER_TYPE_COLOR, typeColor, PATTERNS, makePattern, swatch } from './colors.js';
 
 const PERIOD_MS = 2000;
@@ -485,6 +485,7 @@ export function mount(root, { me, live, signal, navigate }) {
     function renderTenants() {
         const list = tenantList();
         const slots = rows.reduce((n, r) => n + (r.worker ? (num(r.worker.slots) && r.worker.slots > 0 ? r.worker.slots : 1) : 0), 0);
+        tenantsTable.dataset.clusterSlots = String(slots);
         replace(tenantsBody, list.length ? list.map((t) => {
             const used = num(t.slots_used) ? t.slots_used : null;
             const quota = num(t.max_slots) ? t.max_slots : null;
@@ -530,12 +531,8 @@ export function mount(root, { me, live, signal, navigate }) {
             const w = r.worker || {};
             const run = w.running && typeof w.running === 'object' ? w.running : null;
             const labels = w.labels && typeof w.labels === 'object' ? Object.entries(w.labels) : [];
-            let busy = null;
-            if (from !== null && to > from) {
-                busy = 0;
-                for (const iv of intervals) if (iv.row === i) busy += Math.max(0, Math.min(iv.e, to) - Math.max(iv.s, from));
-                busy /= to - from;
-            }
+            // overlapping intervals are merged: a worker is busy or not, never 142% busy
+            const busy = from !== null && to > from ? coveredFraction(intervals.filter((iv) => iv.row === i).map((iv) => [iv.s, iv.e]), from, to) : null;
             const state = r.worker ? w.state || '?' : 'gone';
             return h('tr', { 'data-testid': 'cluster-worker-row', dataset: { workerId: r.id, state, intervals: String(drawnPerWorker.get(r.id) || 0) } },
                 h('th', { scope: 'row', class: 'mono' }, r.id),
@@ -546,7 +543,8 @@ export function mount(root, { me, live, signal, navigate }) {
                 h('td', {}, run ? [swatch(typeColor(run.type), tenantPattern.get(run.tenant)), ' ', run.type || '?', ' · ',
                     run.job_id ? h('a', { href: `#/jobs/${encodeURIComponent(run.job_id)}`, class: 'mono' }, run.job_id) :
                         h('span', { class: 'muted' }, tenantName(run.tenant))] : h('span', { class: 'muted' }, '—')),
-                h('td', { class: 'num' }, busy === null ? '—' : bar(busy, fmtPct(busy))),
+                h('td', { class: 'num', 'data-testid': 'cluster-worker-busy', dataset: { busy: busy === null ? '' : String(busy) } },
+                    busy === null ? '—' : bar(busy, fmtPct(busy))),
                 h('td', { class: 'time', dataset: { heartbeat: w.last_heartbeat || '' } }));
         }));
         renderAges();

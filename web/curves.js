@@ -81,6 +81,73 @@ export function timeSplit(p) {
     return total > 0 ? parts.map((v) => (100 * v) / total) : null;
 }
 
+// --- a program job's own metrics lines (spec.program) ---------------------------
+// Its lines carry whatever the program writes: a step, an epoch, both or neither,
+// and any metric names. Curves are drawn against the step or the epoch, whichever
+// more of the points carry (the step on a tie), else against time.
+
+// Keys that say where a point is, not what was measured.
+const POSITION_KEYS = new Set(['ts', 'step', 'steps', 'epoch', 'epochs', 'progress', 'rank', 'config', 'round', 'generation']);
+const MAX_PROGRAM_CHARTS = 8;
+// Whole-number ticks for steps and epochs.
+const COUNT_INCRS = Array.from({ length: 30 }, (_, i) => [1, 2, 5][i % 3] * 10 ** Math.floor(i / 3));
+const PALETTE = ['#2356c2', '#c2410c', '#15803d', '#8a5a00', '#7c3aed', '#0e7490', '#be185d', '#4d7c0f'];
+
+// Rank 0's points: a point that names another rank is left out (the API's
+// default answer holds rank 0's only; a point without a rank is rank 0's).
+export function rankZero(points) {
+    return (Array.isArray(points) ? points : []).filter((p) => p && typeof p === 'object' && (!isNum(p.rank) || p.rank === 0));
+}
+
+// The x a program's points are drawn against: 'step', 'epoch' or 'ts'.
+export function programX(points) {
+    let steps = 0, epochs = 0;
+    for (const p of rankZero(points)) {
+        if (isNum(p.step)) steps++;
+        if (isNum(p.epoch)) epochs++;
+    }
+    if (!steps && !epochs) return 'ts';
+    return steps >= epochs ? 'step' : 'epoch';
+}
+
+// The charts for a program's points: its losses together, its accuracies
+// together, its rates (…_per_s, throughput) together, then one chart per other
+// numeric metric, in the order the points first name them.
+export function programCharts(points) {
+    const keys = [];
+    for (const p of rankZero(points))
+        for (const [k, v] of Object.entries(p)) if (isNum(v) && !POSITION_KEYS.has(k) && !keys.includes(k)) keys.push(k);
+    const groups = [
+        { id: 'loss', title: 'Loss', test: (k) => /loss/i.test(k) },
+        { id: 'accuracy', title: 'Accuracy', test: (k) => /acc(uracy)?($|_)|accuracy/i.test(k) },
+        { id: 'throughput', title: 'Throughput', test: (k) => /(_per_s|_per_sec|per_second|throughput)$/i.test(k) },
+    ];
+    const charts = [];
+    const used = new Set();
+    for (const g of groups) {
+        const ks = keys.filter((k) => !used.has(k) && g.test(k));
+        if (!ks.length) continue;
+        ks.forEach((k) => used.add(k));
+        charts.push({ id: g.id, title: g.title, keys: ks });
+    }
+    for (const k of keys) if (!used.has(k)) charts.push({ id: k, title: k, keys: [k] });
+    return charts.slice(0, MAX_PROGRAM_CHARTS).map((c) => ({
+        ...c, labels: c.keys, colors: c.keys.map((_, i) => PALETTE[i % PALETTE.length]),
+    }));
+}
+
+// Points merged by x (the later point's values win at the same x), so a line
+// for the training loss and one for the test accuracy at the same epoch make
+// one point; points without x are left out.
+export function mergeByX(points, xKey) {
+    const at = new Map();
+    for (const p of rankZero(points)) {
+        if (!isNum(p[xKey])) continue;
+        at.set(p[xKey], { ...(at.get(p[xKey]) || {}), ...p });
+    }
+    return [...at.values()];
+}
+
 const CHARTS = {
     training: {
         x: 'step', xLabel: 'step',
@@ -116,20 +183,23 @@ const CHARTS = {
 };
 
 
-export function mountCurves(root, { id, type, signal }) {
-    const conf = CHARTS[type];
-    if (!conf) return { update() {} };
+// A job's curves in root. A program job's (program: true) are laid out from
+// what its points carry (programX, programCharts), again whenever that changes;
+// the other types' are fixed (CHARTS). onPoints(points) hears every answer.
+export function mountCurves(root, { id, type, program = false, signal, onPoints }) {
+    const fixed = CHARTS[type];
+    if (!fixed) return { update() {} };
     const facts = h('dl', { class: 'summary', 'data-testid': 'curve-facts' });
     const split = h('div', { class: 'time-split', 'data-testid': 'time-split' });
-    const hosts = conf.charts.map((c) => h('div', { class: 'curve', 'data-testid': `curve-${c.keys[0]}` }));
     const status = h('div', {});
     const events = h('div', { 'data-testid': 'curve-events' });
     const selection = h('div', { 'data-testid': 'model-selection' });
-    const curvesBox = h('div', { class: 'curves' }, conf.charts.map((c, i) => h('figure', {}, h('figcaption', {}, c.title), hosts[i])));
+    const curvesBox = h('div', { class: 'curves' });
     let selectionPlot = null;
     replace(root, status, facts, type === 'training' ? split : '', type === 'training' ? events : '', type === 'training' ? selection : '',
         curvesBox);
-    let uPlot = null, plots = [], points = [], busy = false, again = false;
+    let uPlot = null, plots = [], hosts = [], points = [], busy = false, again = false;
+    let conf = null, confKey = '';
     loadUplot().then((u) => { uPlot = u; draw(); }, (e) => replace(status, notice('error', e.message, 'curves-error')));
     update();
     return { update };
@@ -142,6 +212,7 @@ export function mountCurves(root, { id, type, signal }) {
                 again = false;
                 const m = await api(`${jobPath(id)}/metrics`, { signal });
                 points = (m && m.points) || [];
+                if (onPoints) onPoints(points);
                 draw();
             } while (again && !signal.aborted);
         } catch (e) {
@@ -151,9 +222,37 @@ export function mountCurves(root, { id, type, signal }) {
         }
     }
 
+    // The layout for the points: fixed, or a program's from what its points carry.
+    function layout() {
+        if (!program) return { ...fixed, charts: fixed.charts.map((c) => ({ id: c.keys[0], ...c })) };
+        const x = programX(points);
+        const charts = programCharts(points);
+        const pts = rankZero(points);
+        const factKeys = [];
+        if (x !== 'ts') factKeys.push([x, x === 'step' ? 'Step' : 'Epoch']);
+        if (x !== 'epoch' && pts.some((p) => isNum(p.epoch))) factKeys.push(['epoch', 'Epoch']);
+        for (const c of charts) for (const k of c.keys) factKeys.push([k, k]);
+        return { x, xLabel: x === 'ts' ? 'time' : x, time: x === 'ts', charts, facts: factKeys };
+    }
+
+    // (Re)builds a figure per chart when the layout changed.
+    function arrange() {
+        const next = layout();
+        const key = JSON.stringify([next.x, next.charts.map((c) => [c.id, c.keys])]);
+        if (key === confKey) { conf = next; return; }
+        for (const p of plots) if (p) p.destroy();
+        plots = [];
+        conf = next;
+        confKey = key;
+        hosts = conf.charts.map((c) => h('div', { class: 'curve', 'data-testid': `curve-${c.id}`, dataset: { x: conf.x, keys: c.keys.join(' ') } }));
+        replace(curvesBox, conf.charts.map((c, i) => h('figure', {}, h('figcaption', {}, c.title), hosts[i])));
+    }
+
     function draw() {
-        const last = latest(points, conf.facts.map(([k]) => k));
+        arrange();
+        const last = latest(rankZero(points), conf.facts.map(([k]) => k));
         if (points.length === 0) replace(status, notice('info', 'No metrics yet.', 'curves-empty'));
+        else if (program && conf.charts.length === 0) replace(status, notice('info', 'Its metrics lines carry no numbers to chart yet.', 'curves-empty'));
         else replace(status);
         replace(facts, conf.facts.map(([k, label]) => h('div', {}, h('dt', {}, label), h('dd', { 'data-testid': `fact-${k}` }, fmtMetric(k, last[k])))));
         if (type === 'training') {
@@ -173,13 +272,20 @@ export function mountCurves(root, { id, type, signal }) {
             return;
         }
         if (!uPlot || points.length === 0) return;
+        const pts = program ? mergeByX(points, conf.x) : points;
         conf.charts.forEach((c, i) => {
-            const data = series(points, conf.x, c.keys, conf.time ? 1 / 1000 : 1);
+            const data = series(pts, conf.x, c.keys, conf.time ? 1 / 1000 : 1);
+            const ds = hosts[i].dataset;
+            ds.points = String(data[0].length);
+            if (data[0].length <= 2000) { // what is drawn, for tests and the curious: x values and each series
+                ds.xs = JSON.stringify(data[0]);
+                ds.series = JSON.stringify(Object.fromEntries(c.keys.map((k, j) => [k, data[j + 1]])));
+            }
             if (plots[i]) { plots[i].setData(data); return; }
             plots[i] = new uPlot({
                 width: widthOf(hosts[i], 300), height: 180,
                 scales: { x: { time: !!conf.time }, ...(c.log ? { y: { distr: 3 } } : {}) },
-                axes: [conf.time ? { space: 70, incrs: CLOCK_INCRS, values: (u, splits, ai, space, incr) => clockAxis(splits, incr) } : { label: conf.xLabel },
+                axes: [conf.time ? { space: 70, incrs: CLOCK_INCRS, values: (u, splits, ai, space, incr) => clockAxis(splits, incr) } : { label: conf.xLabel, ...(program ? { incrs: COUNT_INCRS } : {}) },
                     c.tick ? { size: 64, values: (u, splits) => splits.map((v) => (v === null ? '' : c.tick(v))) } : { size: 64 }],
                 series: [{ label: conf.xLabel }, ...c.keys.map((k, j) => ({ label: c.labels[j], stroke: c.colors[j], width: 2, spanGaps: true, points: { show: data[0].length < 60 },
                     value: (u, v) => fmtMetric(k, v) }))],

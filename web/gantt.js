@@ -329,17 +329,47 @@ export class Gantt {
             }
         }
 
-        // Op names inside wide bars.
+        // Text never overlaps text: every label drawn below is placed only where
+        // it fits (placed: boxes in CSS px); what does not fit is elided or hidden.
+        const placed = [];
+        let hidden = 0;
+        const fits = (b) => !placed.some((o) => b[0] < o[1] && o[0] < b[1] && b[2] < o[3] && o[2] < b[3]);
+
+        // The makespan and lower bound markers' labels (drawn further down, on
+        // top): the makespan's first, the lower bound's beside it or a line lower.
+        ctx.font = SMALL_FONT;
+        const markerLabels = [];
+        for (const [t, color, text, dash] of [[this.makespan, '#b3261e', 'makespan', []], [this.lowerBound, '#8a5a00', 'lower bound', [4, 3]]]) {
+            if (t === null || t === undefined || t < vs || t > ve) continue;
+            const x = Math.round(X(t)) + 0.5;
+            const tw = ctx.measureText(text).width;
+            const tx = x > W - 90 ? x - 4 - tw : x + 4;
+            let box = null;
+            for (const dy of [0, 13, 26]) {
+                const b = [tx - 2, tx + tw + 2, AXIS + 1 + dy, AXIS + 13 + dy, text];
+                if (fits(b)) { box = b; break; }
+            }
+            if (box) placed.push(box); else hidden++;
+            markerLabels.push({ x, color, text, dash, box });
+        }
+
+        // Op names inside wide bars, elided to the bar; one that would run into
+        // another label (overlapping bars) is left out.
         ctx.font = SMALL_FONT;
         ctx.textAlign = 'left';
         ctx.textBaseline = 'middle';
         ctx.fillStyle = '#ffffff';
         for (const [bx0, bx1, y, ref] of labelsToDraw) {
+            const text = clip(ctx, this.opName(ref), bx1 - bx0 - 6);
+            if (!text) continue;
+            const b = [bx0 + 3, Math.min(bx1, bx0 + 3 + ctx.measureText(text).width), y, y + this.opH, text];
+            if (!fits(b)) { hidden++; continue; }
+            placed.push(b);
             ctx.save();
             ctx.beginPath();
             ctx.rect(bx0, y, bx1 - bx0, this.opH);
             ctx.clip();
-            ctx.fillText(clip(ctx, this.opName(ref), bx1 - bx0 - 6), bx0 + 3, y + this.opH / 2);
+            ctx.fillText(text, bx0 + 3, y + this.opH / 2);
             ctx.restore();
         }
 
@@ -351,10 +381,8 @@ export class Gantt {
         }
         ctx.restore(); // plot clip
 
-        // Makespan and lower bound markers.
-        const marker = (t, color, text, dash) => {
-            if (t === null || t < vs || t > ve) return;
-            const x = Math.round(X(t)) + 0.5;
+        // Makespan and lower bound markers, their labels where placed above.
+        for (const { x, color, text, dash, box } of markerLabels) {
             ctx.save();
             ctx.strokeStyle = color;
             ctx.lineWidth = 1;
@@ -364,18 +392,15 @@ export class Gantt {
             ctx.lineTo(x, H);
             ctx.stroke();
             ctx.restore();
+            if (!box) continue;
             ctx.font = SMALL_FONT;
-            const right = x > W - 90;
-            const tw = ctx.measureText(text).width;
-            const tx = right ? x - 4 - tw : x + 4;
             ctx.fillStyle = 'rgba(255, 255, 255, 0.85)';
-            ctx.fillRect(tx - 2, AXIS + 1, tw + 4, 12);
+            ctx.fillRect(box[0], box[2], box[1] - box[0], 12);
             ctx.fillStyle = color;
             ctx.textAlign = 'left';
-            ctx.fillText(text, tx, AXIS + 7);
-        };
-        marker(this.lowerBound, '#8a5a00', 'lower bound', [4, 3]);
-        marker(this.makespan, '#b3261e', 'makespan', []);
+            ctx.textBaseline = 'middle';
+            ctx.fillText(text, box[0] + 2, box[2] + 6);
+        }
         ctx.restore(); // rows clip
 
         // Time axis, on top whatever the rows' scroll position.
@@ -391,8 +416,12 @@ export class Gantt {
             ctx.moveTo(x, AXIS - 4);
             ctx.lineTo(x, AXIS);
             ctx.stroke();
+            const cx = Math.min(Math.max(x, x0 + 24), W - 30), tw = ctx.measureText(labels[i]).width;
+            const b = [cx - tw / 2 - 2, cx + tw / 2 + 2, 0, AXIS - 4, labels[i]];
+            if (!fits(b)) { hidden++; return; } // a tick pushed in from the edge onto its neighbour's label
+            placed.push(b);
             ctx.fillStyle = '#5d6873';
-            ctx.fillText(labels[i], Math.min(Math.max(x, x0 + 24), W - 30), AXIS / 2);
+            ctx.fillText(labels[i], cx, AXIS / 2);
         });
         ctx.strokeStyle = '#b9c1ca';
         ctx.beginPath();
@@ -418,6 +447,9 @@ export class Gantt {
         ds.viewStart = String(vs);
         ds.viewEnd = String(ve);
         ds.renderMs = ms.toFixed(2);
+        // every label drawn in the plot, [x0, x1, y0, y1, text] in CSS px, and how many did not fit
+        ds.labels = placed.length <= 2000 ? JSON.stringify(placed.map((b) => [...b.slice(0, 4).map((v) => Math.round(v * 10) / 10), b[4]])) : '';
+        ds.labelsHidden = String(hidden);
         ds.frame = String(this.frame);
     }
 

@@ -26,6 +26,7 @@ export function mount(root, { me, live, params, signal }) {
     let resultKey = null;   // JSON of the rendered result, to re-render only on change
     let confirming = false; // cancel asked for confirmation
     let showProgress = false;
+    let points = [];        // the curves' last answer (an inference job's replicas and SLO)
 
     const title = h('h1', {}, id);
     const stateBadge = h('span', { 'data-testid': 'job-state-badge' });
@@ -99,11 +100,14 @@ export function mount(root, { me, live, params, signal }) {
     function render(j, events) {
         if (!curves && (j.type === 'training' || j.type === 'inference' || j.type === 'federated')) {
             curvesSec.hidden = false;
-            curves = mountCurves(curvesBox, { id, type: j.type, signal });
+            curves = mountCurves(curvesBox, {
+                id, type: j.type, program: isProgram(j.spec), signal,
+                onPoints: (pts) => { points = pts; if (job) renderSummary(job); },
+            });
         } else if (curves) {
             curves.update();
         }
-        if (!logs && j.spec && typeof j.spec.program === 'object' && j.spec.program !== null) {
+        if (!logs && isProgram(j.spec)) {
             logsSec.hidden = false;
             logs = mountLogs(logsBox, { id, ranks: specRanks(j.spec), signal });
         }
@@ -160,7 +164,8 @@ export function mount(root, { me, live, params, signal }) {
             ['Type', j.type],
             ['State', badge(j.state)],
             ['Priority', j.priority || '—'],
-            ['Progress', progressCell(j.progress)],
+            ...(j.type === 'inference' ? [['Replicas', replicasCell(j.spec, points)], ['SLO', sloCell(j.spec, points)]] :
+                [['Progress', progressOf(j)]]),
             ['Worker', j.worker ? h('span', { class: 'mono' }, j.worker) : '—'],
             ['Tenant', h('span', { class: 'mono' }, j.tenant || '—')],
             ['Created', timeEl(j.created_at)],
@@ -233,6 +238,47 @@ export function mount(root, { me, live, params, signal }) {
         parts.push(rawJson(r));
         replace(resultBox, parts);
     }
+}
+
+const isProgram = (spec) => !!spec && typeof spec.program === 'object' && spec.program !== null;
+const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+
+// A job's progress as the API says; "—" when it has none (a program that
+// declares no total in its metrics lines), never a made-up 0%.
+function progressOf(j) {
+    const why = isProgram(j.spec) ? 'this program reports no progress: a metrics line with epoch and epochs, step and steps, or progress (0 to 1) gives one' :
+        'no progress reported';
+    return h('span', { 'data-testid': 'job-progress', dataset: { progress: isNum(j.progress) ? String(j.progress) : '' },
+        title: isNum(j.progress) ? undefined : why }, progressCell(j.progress));
+}
+
+// The newest point that has key.
+function lastWith(points, key) {
+    for (let i = (points || []).length - 1; i >= 0; i--) if (points[i] && isNum(points[i][key])) return points[i];
+    return null;
+}
+
+// An inference job's replicas: the latest the autoscaler reported (and its
+// target), with the spec's bounds.
+function replicasCell(spec, points) {
+    const rs = spec ? spec.replicas : undefined;
+    const r = Number.isInteger(rs) ? { min: rs, max: rs } : rs && typeof rs === 'object' ? rs : {};
+    const p = lastWith(points, 'replicas');
+    const bounds = isNum(r.min) || isNum(r.max) ? `min ${isNum(r.min) ? r.min : '—'}, max ${isNum(r.max) ? r.max : '—'}` : '';
+    const parts = [p ? String(p.replicas) : '—'];
+    if (p && isNum(p.target) && p.target !== p.replicas) parts.push(` (target ${p.target})`);
+    return h('span', { 'data-testid': 'job-replicas', dataset: { replicas: p ? String(p.replicas) : '' } },
+        ...parts, bounds ? h('span', { class: 'muted' }, ` · ${bounds}`) : '');
+}
+
+// An inference job's SLO: "p99 ≤ 50 ms" (the spec's, else the defaults the
+// server applies: 100 ms at the 99th percentile), with the latest attainment.
+function sloCell(spec, points) {
+    const slo = spec && spec.slo && typeof spec.slo === 'object' ? spec.slo : {};
+    const p = lastWith(points, 'slo_attainment');
+    const target = `p${isNum(slo.percentile) ? slo.percentile : 99} ≤ ${fmtMetric('latency_ms', isNum(slo.latency_ms) ? slo.latency_ms : 100)}`;
+    return h('span', { 'data-testid': 'job-slo', dataset: { attainment: p ? String(p.slo_attainment) : '' } },
+        target, p ? h('span', { class: 'muted' }, ` · ${fmtMetric('slo_attainment', p.slo_attainment)} of requests within it`) : '');
 }
 
 // The model version an inference job serves (spec.resolved, set by the server

@@ -269,7 +269,9 @@ export function mount(root, { live, query, signal }) {
             replace(r.stateCell, badge(job.state));
             if (changed) flash(r.tr);
         }
-        replace(r.progressCell, progressCell(job.progress));
+        // an inference job serves (replicas and SLO on its page): no progress to show
+        replace(r.progressCell, job.type === 'inference' ? h('span', { class: 'muted', title: 'serving: replicas and SLO on its page' }, '—') :
+            progressCell(job.progress));
         const stale = !matches(job);
         r.tr.classList.toggle('stale', stale);
         r.tr.title = stale ? 'No longer matches the filter (kept until the list is refreshed)' : '';

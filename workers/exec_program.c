@@ -198,7 +198,7 @@ static int form_gang(prun *p, char *err, size_t errlen)
     snprintf(p->master_addr, sizeof(p->master_addr), "%s", host);
     if (p->gang) {
         rdv_members m;
-        ctx->progress(ctx, 0.0, "waiting for the other workers of the gang", NULL);
+        ctx->note(ctx, "waiting for the other workers of the gang");
         /* the elastic world (min != max) is the size the scheduler recorded at dispatch: 0 asks for it */
         int want = p->set.min_workers == p->set.max_workers ? p->set.min_workers : 0;
         if (ctx->rendezvous(ctx, want, host, rdv_ms, &m, err, errlen) != 0) return -1;
@@ -329,6 +329,22 @@ static void point_message(const json_t *pt, char *out, size_t outlen)
     if (n >= outlen) out[outlen - 1] = '\0';
 }
 
+/* how far a metrics line says the job is, from what it carries: "progress" (a fraction), else
+ * "epoch" of "epochs", else "step" of "steps"; -1 when it says nothing (the program declared no
+ * total: the job shows no progress rather than a false one) */
+static double point_fraction(const json_t *pt)
+{
+    static const char *const pairs[][2] = {{"epoch", "epochs"}, {"step", "steps"}};
+    json_t *pr = json_object_get(pt, "progress");
+    if (json_is_number(pr) && json_number_value(pr) >= 0) return json_number_value(pr);
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        json_t *n = json_object_get(pt, pairs[i][0]), *total = json_object_get(pt, pairs[i][1]);
+        if (json_is_number(n) && json_is_number(total) && json_number_value(total) > 0 && json_number_value(n) >= 0)
+            return json_number_value(n) / json_number_value(total);
+    }
+    return -1;
+}
+
 /* rank 0's new metrics lines: progress points, merged into result.metrics */
 static void read_metrics(prun *p)
 {
@@ -342,11 +358,8 @@ static void read_metrics(prun *p)
     json_t *pt;
     json_array_foreach(points, i, pt)
     {
-        json_t *epoch = json_object_get(pt, "epoch"), *epochs = json_object_get(pt, "epochs");
-        if (json_is_number(epoch) && json_is_number(epochs) && json_number_value(epochs) > 0) {
-            double f = json_number_value(epoch) / json_number_value(epochs);
-            p->fraction = f < 0 ? 0 : f > 1 ? 1 : f;
-        }
+        double f = point_fraction(pt);
+        if (f >= 0) p->fraction = f > 1 ? 1 : f;
         json_object_update(p->merged, pt);
         char msg[256];
         point_message(pt, msg, sizeof(msg));
@@ -752,7 +765,7 @@ int exec_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         snprintf(msg, sizeof(msg), "generation %d: %d rank%s, MASTER_ADDR %s:%d; network %s", p.generation, p.world,
                  p.world == 1 ? "" : "s", p.master_addr, p.master_port,
                  ctx->net_fenced ? "fenced to the job's peers" : "NOT fenced (--program-network open)");
-        ctx->progress(ctx, 0.0, msg, NULL);
+        ctx->note(ctx, msg);
     }
 
     /* run */

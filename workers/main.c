@@ -344,9 +344,11 @@ static void on_progress(exec_ctx *ctx, double fraction, const char *message, con
     publish_progress(ctx, fraction, message, metrics);
 }
 
+/* a note says what happens, not how far the job is: no progress (-1), so that a job's
+ * progress is never reset to a false 0% by one */
 static void on_note(exec_ctx *ctx, const char *message)
 {
-    publish_progress(ctx, 0.0, message, NULL);
+    publish_progress(ctx, -1, message, NULL);
 }
 
 /* SIGTERM: the task stops as a preempted one does and goes back to the queue (by

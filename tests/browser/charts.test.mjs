@@ -6,9 +6,11 @@
 // Prints "ok N checks" or the failing check and exits 1.
 import assert from 'node:assert/strict';
 import { buildLanes, firstReaching, barAt } from '../../web/gantt.js';
-import { alignSteps, clockAxis, BYTE_INCRS, CLOCK_INCRS } from '../../web/charts.js';
+import { alignSteps, clockAxis, coveredFraction, BYTE_INCRS, CLOCK_INCRS } from '../../web/charts.js';
 import { microsAxis, niceStep, fmtAccuracy, fmtLoss, fmtLatencyMs, fmtMetric } from '../../web/format.js';
-import { series, latest, timeSplit, eventRows, configRows, configSeries, designRows } from '../../web/curves.js';
+import {
+    series, latest, timeSplit, eventRows, configRows, configSeries, designRows, programX, programCharts, mergeByX, rankZero,
+} from '../../web/curves.js';
 
 let checks = 0;
 async function check(name, fn) {
@@ -191,6 +193,40 @@ await check('metrics people read: accuracy as a percentage, loss to 4 digits, la
     assert.equal(fmtMetric('rate', 13.456789), '13.46');
     assert.equal(fmtMetric('loss', null), '—');
     assert.equal(fmtMetric('loss', NaN), '—');
+});
+
+await check('busy: overlapping intervals merged, clipped to the window, never above 100%', () => {
+    assert.equal(coveredFraction([[0, 60], [30, 90], [10, 20]], 0, 100), 0.9);
+    assert.equal(coveredFraction([[-50, 50], [40, 200], [0, 100]], 0, 100), 1);
+    assert.equal(coveredFraction([[10, 20], [30, 40]], 0, 100), 0.2);
+    assert.equal(coveredFraction([[120, 130]], 0, 100), 0);
+    assert.equal(coveredFraction([], 0, 100), 0);
+    assert.equal(coveredFraction([[0, 1]], 5, 5), null);
+});
+
+await check("a program's curves: against steps or epochs, whichever the lines carry; its own names grouped", () => {
+    const epochs = [{ epoch: 1, loss: 0.5, test_accuracy: 0.8, samples_per_s: 900, ts: 1 }, { epoch: 2, loss: 0.4, test_accuracy: 0.85, samples_per_s: 950, ts: 2 }];
+    assert.equal(programX(epochs), 'epoch');
+    assert.deepEqual(programCharts(epochs).map((c) => [c.id, c.keys]), [['loss', ['loss']], ['accuracy', ['test_accuracy']], ['throughput', ['samples_per_s']]]);
+    assert.deepEqual(series(mergeByX(epochs, 'epoch'), 'epoch', ['loss']), [[1, 2], [0.5, 0.4]]);
+    const steps = [{ step: 100, loss: 1 }, { step: 200, loss: 0.9, lr: 0.01 }];
+    assert.equal(programX(steps), 'step');
+    assert.deepEqual(programCharts(steps).map((c) => [c.id, c.keys]), [['loss', ['loss']], ['lr', ['lr']]]);
+    // both: the step (on every point here); the epoch is a position, not a curve
+    const both = [{ step: 50, epoch: 1, loss: 1, val_loss: 1.2 }, { step: 100, epoch: 2, loss: 0.8, acc: 0.7 }];
+    assert.equal(programX(both), 'step');
+    assert.deepEqual(programCharts(both).map((c) => [c.id, c.keys]), [['loss', ['loss', 'val_loss']], ['accuracy', ['acc']]]);
+    // training lines by step, evaluation lines by epoch only: more points carry the step
+    assert.equal(programX([{ step: 1, loss: 1 }, { step: 2, loss: 1 }, { epoch: 1, test_accuracy: 0.5 }]), 'step');
+    assert.equal(programX([{ step: 1, loss: 1 }, { epoch: 1, loss: 1 }, { epoch: 2, loss: 1 }]), 'epoch');
+    // neither: against time
+    assert.equal(programX([{ loss: 1, ts: 5 }]), 'ts');
+    // the same x twice (a training line and an evaluation line): one point with both
+    assert.deepEqual(series(mergeByX([{ epoch: 1, loss: 0.5 }, { epoch: 1, test_accuracy: 0.9 }], 'epoch'), 'epoch', ['loss', 'test_accuracy']),
+        [[1], [0.5], [0.9]]);
+    // other ranks' points are not rank 0's curves
+    assert.deepEqual(rankZero([{ step: 1, rank: 0 }, { step: 1, rank: 1 }, { step: 2 }]).map((p) => p.step), [1, 2]);
+    assert.equal(programCharts([{ step: 1, note: 'text', rank: 0 }]).length, 0);
 });
 
 console.log(`ok ${checks} checks`);

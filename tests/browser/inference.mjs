@@ -6,7 +6,8 @@
 // As a member of a fresh tenant: trains a small model, serves it, sends
 // predictions for a few seconds, and checks that the job page shows the
 // request rate, p99 latency against the SLO and the replica count, filling
-// live. Saves inference.png.
+// live, and in its summary the replicas and the SLO (with its attainment) the
+// API's metrics report, and no progress. Saves inference.png.
 import { assert, check, http, launch, login, pageProblems, requireEnv, run, screenshot, tenantWithMember, waitJob } from './lib.mjs';
 
 requireEnv('inference.mjs');
@@ -63,6 +64,22 @@ async function main() {
         await page.waitForSelector('[data-testid="curve-rate"] canvas');
         await page.waitForSelector('[data-testid="curve-p99_ms"] canvas');
         await page.waitForFunction(() => /\d/.test(document.querySelector('[data-testid="fact-replicas"]')?.textContent || ''), null, { timeout: 30000 });
+    });
+    await check('the summary shows replicas and the SLO as the API says, no progress', async () => {
+        const terms = await page.$$eval('[data-testid="job-summary"] dt', (dts) => dts.map((d) => d.textContent));
+        assert(!terms.includes('Progress') && terms.includes('Replicas') && terms.includes('SLO'), `summary terms ${terms.join(', ')}`);
+        const end = Date.now() + 20000;
+        for (;;) {
+            const pts = (await http('GET', `/v1/jobs/${serve.id}/metrics`, member)).points;
+            const last = (k) => [...pts].reverse().find((p) => typeof p[k] === 'number');
+            const rep = last('replicas'), att = last('slo_attainment');
+            const shown = await page.$eval('[data-testid="job-replicas"]', (e) => e.dataset.replicas);
+            const slo = await page.$eval('[data-testid="job-slo"]', (e) => ({ text: e.textContent, attainment: e.dataset.attainment }));
+            const ok = rep && shown === String(rep.replicas) && slo.text.startsWith('p99 ≤ 50.0 ms') && att && slo.attainment === String(att.slo_attainment);
+            if (ok) break;
+            if (Date.now() > end) throw new Error(`page replicas ${shown}, SLO "${slo.text}" (${slo.attainment}); API replicas ${rep && rep.replicas}, attainment ${att && att.slo_attainment}`);
+            await new Promise((r) => setTimeout(r, 250));
+        }
     });
     await screenshot('inference.png');
     await check('cancel stops the job', async () => {

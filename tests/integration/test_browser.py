@@ -140,3 +140,56 @@ def test_torch_plan_view_in_chromium():
         print(r.stdout[-3000:], r.stderr[-3000:])
         assert r.returncode == 0, "torch_plan.mjs failed"
         assert os.path.exists(os.path.join(out, "torch-plan.png"))
+
+
+def pytorch_root(train=1200, test=500):
+    """a tenant root holding deploy/examples/pytorch as 'pytorch' (readable by the sandbox's uid) with
+    a small slice of Fashion-MNIST under pytorch/data (the first `train` and `test` images of Debian's
+    files, idx format as the script reads them), so that the example's 3 epochs take seconds"""
+    import gzip
+    import shutil
+    import tempfile
+    src = "/usr/share/datasets/fashion-mnist"
+    root = tempfile.mkdtemp(prefix="gantry-browser-pytorch-")
+    code = os.path.join(root, "pytorch")
+    shutil.copytree(os.path.join(ROOT, "deploy", "examples", "pytorch"), code)
+    os.mkdir(os.path.join(code, "data"))
+    for prefix, n in (("train", train), ("t10k", test)):
+        for kind, item in (("images-idx3-ubyte", 28 * 28), ("labels-idx1-ubyte", 1)):
+            with gzip.open(os.path.join(src, f"{prefix}-{kind}.gz"), "rb") as f:
+                raw = f.read()
+            dims = raw[3]
+            head = bytearray(raw[:4 + 4 * dims])
+            head[4:8] = n.to_bytes(4, "big")
+            with gzip.open(os.path.join(code, "data", f"{prefix}-{kind}.gz"), "wb") as f:
+                f.write(bytes(head) + raw[4 + 4 * dims:4 + 4 * dims + n * item])
+    for d, _, files in os.walk(root):
+        os.chmod(d, 0o755)
+        for name in files:
+            os.chmod(os.path.join(d, name), 0o644)
+    return root
+
+
+def test_program_job_and_cluster_truth_in_chromium():
+    """the PyTorch example (2 ranks, on a slice of Fashion-MNIST) as its page and the Cluster page show
+    it, each number against the API's: its curves draw the epoch points GET .../metrics returns, its
+    progress is the API's or "—"; the timeline has its interval on both workers; Busy is the merged
+    intervals' share (never above 100%); slots per tenant are the API's and add up to at most the
+    cluster's"""
+    root = pytorch_root()
+    out = os.path.join(ROOT, "tests", "out", "browser")
+    os.makedirs(out, exist_ok=True)
+    with Stack(workers=2) as s:
+        env = dict(os.environ, GANTRY_URL=f"http://127.0.0.1:{s.port}", GANTRY_ADMIN_TOKEN=ADMIN, GANTRY_TEST_OUT=out,
+                   GANTRY_PYTORCH_ROOT=root)
+        r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "program.mjs")], env=env, capture_output=True,
+                           text=True, timeout=300)
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        assert r.returncode == 0, "program.mjs failed"
+        assert os.path.exists(os.path.join(out, "program.png"))
+
+
+def test_plan_labels_never_overlap_in_chromium():
+    """the transformer plan of deploy/examples/placement.json: no two of the Gantt chart's labels overlap (op
+    names, markers, time axis), at full view, zoomed in and at a narrow width"""
+    run_page_test("plan_labels.mjs", "plan-labels.png")

@@ -89,3 +89,28 @@ def test_direct_path_refuses_strangers_and_retries_a_lost_replica():
                 s.resume("worker0")
         assert codes == [200] * 6, codes
         assert time.time() - t0 < 9, "the retried requests waited for their timeout"
+
+
+def test_a_tenants_program_cannot_reach_a_replica():
+    """the endpoint's token is one lock; the program sandbox's network fence is the other: a program
+    job of the very tenant whose model is served, on the other worker, given the replica's address,
+    connects to nothing (docs/security.md), while the gateway keeps being answered there"""
+    from test_program_fence import PROBE, output_lines
+    from test_program_jobs import program_job, program_root
+    with Stack(workers=2) as s:
+        tid, tok = s.tenant("direct-fence")
+        trained_model(s, tok, "fenced")
+        jid = s.submit(tok, serve_job("fenced", replicas=1, timeout_ms=10000))
+        s.wait_state(tok, jid, "running", timeout=60)
+        eps = wait_until("the endpoint", lambda: (e := endpoints(s, jid)) and e, 30)
+        host, port, _, _ = next(iter(eps.values())).split()
+        wait_until("ready", lambda: s.get("/v2/models/fenced/ready", tok).status == 200, 30)
+        data, _ = fmnist_samples(1)
+        assert s.post("/v2/models/fenced/infer", tok, infer_body(data, 1)).status == 200
+        program_root(s, tid, {"probe.py": PROBE})
+        b = s.submit(tok, program_job(["python3", "probe.py", "mark-direct", f"replica:{host}:{port}"], name="prober"))
+        s.wait_state(tok, b, "succeeded", timeout=90)
+        seen = {ln.split()[1]: ln.split()[2] for ln in output_lines(s, b) if ln.startswith("PROBE ")}
+        assert seen.get("own") == "CONNECTED", seen  # the probe's network works: its own listener
+        assert seen.get("replica") in ("TIMEOUT", "REFUSED"), seen
+        assert s.post("/v2/models/fenced/infer", tok, infer_body(data, 1)).status == 200

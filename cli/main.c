@@ -5,7 +5,8 @@
  *   gantry login [--url URL] [--token TOKEN | reads it from stdin]
  *   gantry submit FILE|-          gantry list [--state S] [--type T] [--limit N]
  *   gantry get ID                 gantry cancel ID
- *   gantry follow ID              (the job's state, why it waits, then live events over SSE until it ends)
+ *   gantry follow ID              (the job's state, why it waits, then live events over SSE until it ends;
+ *                                  the progress as one line in place on a terminal, a line per 10% elsewhere)
  *   gantry logs ID [-f] [--rank R] [--tail N]       gantry outputs ID [PATH [-o FILE]]   (program jobs)
  *   gantry workers                gantry models [show NAME]
  *   gantry models upload NAME FILE.pt --metadata META.json      (a TorchScript version; sha256 checked)
@@ -13,7 +14,8 @@
  *   gantry tenants                gantry tokens create TENANT_ID --role ROLE [--name NAME]   (admins)
  *   gantry help [COMMAND]         gantry COMMAND --help          gantry --version
  *
- * Tables for people; --json anywhere prints the API's JSON for scripts.  The
+ * Tables for people (each column as wide as its widest cell); durations as 850ms, 12.3s, 1m48s, 2h03m;
+ * --json anywhere prints the API's JSON for scripts.  The
  * server and token come from GANTRY_URL / GANTRY_TOKEN, else from the config
  * file ($GANTRY_CONFIG, default ~/.config/gantry/config: {"url", "token"}),
  * which login writes with mode 0600 and which is refused when others can read
@@ -263,7 +265,7 @@ static const command commands[] = {
      "example:\n"
      "  gantry list --state running\n",
      cmd_list},
-    {"get", "ID", "one job: name, type, state, times, worker, error, metrics",
+    {"get", "ID", "one job: name, type, state, times, duration, worker, error, metrics",
      "example:\n"
      "  gantry get j_0123456789abcdef\n"
      "  gantry get j_0123456789abcdef --json   (the whole job: spec and result too)\n",
@@ -276,8 +278,11 @@ static const command commands[] = {
     {"follow", "ID", "the job's state, why it waits, then its events until it ends",
      "Prints the job's current state first; while it is queued, why it waits (the scheduler's\n"
      "reason: no free worker, the tenant's quota, a gang not complete) and how many workers are free.\n"
-     "Then prints its events as they come (Server-Sent Events) until the job ends.  Exit status 0\n"
-     "when it succeeded, 1 when it failed or was cancelled (at once when it had already finished).\n"
+     "Then prints its events as they come (Server-Sent Events) until the job ends: each state change\n"
+     "and note on a line; the progress (a training job's steps, a serving job's requests/s and latency)\n"
+     "as one line updated in place on a terminal, else (a pipe, a file) a line per 10% (or after 30 s\n"
+     "without one); --json prints every event.  Exit status 0 when it succeeded, 1 when it failed or was\n"
+     "cancelled (at once when it had already finished).\n"
      "example:\n"
      "  gantry follow j_0123456789abcdef\n",
      cmd_follow},

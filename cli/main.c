@@ -873,10 +873,10 @@ static void show_job(follow_state *f, const json_t *j)
     } else {
         end_live(f);
         const char *when = f->done ? "finished" : "created", *at = str(j, f->done ? "finished_at" : "created_at");
-        char took[64] = "";
+        char took[64] = "", ran[48];
         if (f->done && json_is_string(json_object_get(j, "started_at"))) {
-            job_duration(j, took + 8, sizeof took - 8);
-            memcpy(took, ", after ", 8);
+            job_duration(j, ran, sizeof ran);
+            snprintf(took, sizeof took, ", after %s", ran);
         }
         printf("%-10s%s \"%s\" (%s, priority %s, %s %s%s)\n", esc(f->state), str(j, "id"), str(j, "name"), str(j, "type"),
                str(j, "priority"), when, at, took);

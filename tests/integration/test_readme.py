@@ -156,11 +156,12 @@ def output(answer, name):
 def test_readme_inference_with_the_request_file():
     """the README's inference example as written: deploy/examples/make_request.py writes real Fashion-MNIST
     test images (shape [N,1,28,28], pixels / 255) to fashion-request.json; posted with the README's curl
-    line, the served fashion-mlp labels them, most of them right (briefly trained: ~80%; chance is 10%)"""
+    line, the served fashion-mlp labels them, most of them right (briefly trained: ~80%; chance is 10%); gantry
+    follow of the serving job prints its window (requests/s, p50, p99, SLO) as a line"""
     with Stack(workers=1) as s:
         _, tok = s.tenant("vision")
         s.wait_state(tok, s.submit(tok, short_training("fashion-mlp", 400)), "succeeded", timeout=300)
-        s.submit(tok, example("inference"))
+        iid = s.submit(tok, example("inference"))
         wait_until("the model serves", lambda: s.get("/v2/models/fashion-mlp/ready", tok).status == 200, 60)
         d = tempfile.mkdtemp(prefix="gantry-readme-")
 
@@ -188,3 +189,24 @@ def test_readme_inference_with_the_request_file():
         assert len(got) == 32 and len(labels) == 32, (got, labels)
         right = sum(a == b for a, b in zip(got, labels))
         assert right >= 20, f"{right} of 32 right: {got} vs {labels}"
+
+        # gantry follow of the serving job (into a pipe): its serving window as a line for people
+        from test_cli import follow_lines
+        env = {"HOME": d, "PATH": os.environ.get("PATH", ""), "GANTRY_URL": f"http://127.0.0.1:{s.port}", "GANTRY_TOKEN": tok}
+        stop = threading.Event()
+
+        def load():
+            while not stop.is_set():
+                curl(path)
+                stop.wait(0.05)  # pacing: a light load
+
+        th = threading.Thread(target=load, daemon=True)
+        th.start()
+        try:
+            lines = follow_lines(env, iid, lambda ls: any(x.startswith("serving") for x in ls), timeout=30)
+        finally:
+            stop.set()
+            th.join(30)
+        window = next(x for x in lines if x.startswith("serving"))
+        assert re.fullmatch(r"serving +[\d.]+ req/s, p50 \S+, p99 \S+, SLO [\d.]+% within 100ms, \d+ dropped, \d+ timed out",
+                            window), window

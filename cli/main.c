@@ -5,7 +5,8 @@
  *   gantry login [--url URL] [--token TOKEN | reads it from stdin]
  *   gantry submit FILE|-          gantry list [--state S] [--type T] [--limit N]
  *   gantry get ID                 gantry cancel ID
- *   gantry follow ID              (the job's state, why it waits, then live events over SSE until it ends)
+ *   gantry follow ID              (the job's state, why it waits, then live events over SSE until it ends;
+ *                                  the progress as one line in place on a terminal, a line per 10% elsewhere)
  *   gantry logs ID [-f] [--rank R] [--tail N]       gantry outputs ID [PATH [-o FILE]]   (program jobs)
  *   gantry workers                gantry models [show NAME]
  *   gantry models upload NAME FILE.pt --metadata META.json      (a TorchScript version; sha256 checked)
@@ -13,7 +14,8 @@
  *   gantry tenants                gantry tokens create TENANT_ID --role ROLE [--name NAME]   (admins)
  *   gantry help [COMMAND]         gantry COMMAND --help          gantry --version
  *
- * Tables for people; --json anywhere prints the API's JSON for scripts.  The
+ * Tables for people (each column as wide as its widest cell); durations as 850ms, 12.3s, 1m48s, 2h03m;
+ * --json anywhere prints the API's JSON for scripts.  The
  * server and token come from GANTRY_URL / GANTRY_TOKEN, else from the config
  * file ($GANTRY_CONFIG, default ~/.config/gantry/config: {"url", "token"}),
  * which login writes with mode 0600 and which is refused when others can read
@@ -32,11 +34,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/jsonfmt.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/utf8.h"
 
 #define DEFAULT_URL "http://127.0.0.1:8080"
@@ -117,6 +122,87 @@ static const char *cell(const char *s, size_t width)
     return keep(out);
 }
 
+/* the columns s takes once escaped: an escape is ASCII, any other character one column (wide CJK
+ * characters take two on most terminals: such a row is off by their number) */
+static size_t shown_width(const char *s)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)esc(s); *p; p++)
+        n += (*p & 0xC0) != 0x80;
+    return n;
+}
+
+/* ---- tables: each column as wide as its widest cell ---- */
+
+#define TABLE_MAX_COLS 8
+
+typedef struct {
+    int ncols;
+    const char *head[TABLE_MAX_COLS];
+    bool right[TABLE_MAX_COLS];  /* right-aligned (numbers) */
+    size_t most[TABLE_MAX_COLS]; /* the widest a column may be (longer cells are cut), 0: no limit */
+    char **cells;                /* nrows * ncols strings as the server sent them (escaped when printed) */
+    size_t nrows;
+} table;
+
+/* a table with its headers, NULL-terminated; a header starting with '>' is right-aligned (the '>' not shown) */
+static void table_init(table *t, ...)
+{
+    memset(t, 0, sizeof *t);
+    va_list ap;
+    va_start(ap, t);
+    for (const char *h; t->ncols < TABLE_MAX_COLS && (h = va_arg(ap, const char *));) {
+        t->right[t->ncols] = h[0] == '>';
+        t->head[t->ncols++] = h + (h[0] == '>');
+    }
+    va_end(ap);
+}
+
+/* one row: ncols strings (NULL shows as "-") */
+static void table_row(table *t, ...)
+{
+    t->cells = xrealloc(t->cells, sizeof(char *) * (t->nrows + 1) * (size_t)t->ncols);
+    va_list ap;
+    va_start(ap, t);
+    for (int c = 0; c < t->ncols; c++) {
+        const char *v = va_arg(ap, const char *);
+        t->cells[t->nrows * (size_t)t->ncols + (size_t)c] = xstrdup(v && *v ? v : "-");
+    }
+    va_end(ap);
+    t->nrows++;
+}
+
+/* prints the table (two spaces between columns, the last one not padded) and frees it */
+static void table_print(table *t)
+{
+    size_t width[TABLE_MAX_COLS];
+    for (int c = 0; c < t->ncols; c++) {
+        width[c] = strlen(t->head[c]);
+        for (size_t r = 0; r < t->nrows; r++) {
+            size_t w = shown_width(t->cells[r * (size_t)t->ncols + (size_t)c]);
+            if (w > width[c]) width[c] = w;
+        }
+        if (t->most[c] && width[c] > t->most[c]) width[c] = t->most[c];
+    }
+    for (size_t r = 0; r <= t->nrows; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            const char *v = r ? t->cells[(r - 1) * (size_t)t->ncols + (size_t)c] : t->head[c];
+            bool last = c == t->ncols - 1;
+            size_t w = shown_width(v);
+            if (t->right[c])
+                printf("%*s%s", (int)(w < width[c] ? width[c] - w : 0), "", esc(v));
+            else
+                fputs(last && w <= width[c] ? esc(v) : cell(v, width[c]), stdout); /* no blanks after the last */
+            if (!last) fputs("  ", stdout);
+        }
+        putchar('\n');
+    }
+    for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    t->cells = NULL, t->nrows = 0;
+}
+
 /* JSON text as printed: jansson escapes C0 already; DEL and C1 (raw in UTF-8 text) become \u00XX, which
  * only strings can hold, so the text stays valid JSON with the same values */
 static void put_json_text(const char *text)
@@ -179,7 +265,7 @@ static const command commands[] = {
      "example:\n"
      "  gantry list --state running\n",
      cmd_list},
-    {"get", "ID", "one job: name, type, state, times, worker, error, metrics",
+    {"get", "ID", "one job: name, type, state, times, duration, worker, error, metrics",
      "example:\n"
      "  gantry get j_0123456789abcdef\n"
      "  gantry get j_0123456789abcdef --json   (the whole job: spec and result too)\n",
@@ -192,8 +278,11 @@ static const command commands[] = {
     {"follow", "ID", "the job's state, why it waits, then its events until it ends",
      "Prints the job's current state first; while it is queued, why it waits (the scheduler's\n"
      "reason: no free worker, the tenant's quota, a gang not complete) and how many workers are free.\n"
-     "Then prints its events as they come (Server-Sent Events) until the job ends.  Exit status 0\n"
-     "when it succeeded, 1 when it failed or was cancelled (at once when it had already finished).\n"
+     "Then prints its events as they come (Server-Sent Events) until the job ends: each state change\n"
+     "and note on a line; the progress (a training job's steps, a serving job's requests/s and latency)\n"
+     "as one line updated in place on a terminal, else (a pipe, a file) a line per 10% (or after 30 s\n"
+     "without one); --json prints every event.  Exit status 0 when it succeeded, 1 when it failed or was\n"
+     "cancelled (at once when it had already finished).\n"
      "example:\n"
      "  gantry follow j_0123456789abcdef\n",
      cmd_follow},
@@ -616,7 +705,9 @@ static int cmd_list(int argc, char **argv)
     if (as_json) {
         print_json(r);
     } else {
-        printf("%-24s %-20s %-10s %-10s %8s  %s\n", "ID", "NAME", "TYPE", "STATE", "PROGRESS", "CREATED");
+        table t;
+        table_init(&t, "ID", "NAME", "TYPE", "STATE", ">PROGRESS", "CREATED", NULL);
+        t.most[1] = 40; /* a longer name is cut (gantry get shows it whole) */
         size_t i;
         json_t *j;
         json_array_foreach(json_object_get(r, "jobs"), i, j)
@@ -624,9 +715,9 @@ static int cmd_list(int argc, char **argv)
             json_t *pr = json_object_get(j, "progress");
             char pct[16] = "-";
             if (json_is_number(pr)) snprintf(pct, sizeof pct, "%.0f%%", json_number_value(pr) * 100);
-            printf("%-24s %s %-10s %-10s %8s  %s\n", str(j, "id"), cell(raw(j, "name"), 20), str(j, "type"), str(j, "state"), pct,
-                   str(j, "created_at"));
+            table_row(&t, raw(j, "id"), raw(j, "name"), raw(j, "type"), raw(j, "state"), pct, raw(j, "created_at"));
         }
+        table_print(&t);
         if (json_is_string(json_object_get(r, "next_cursor"))) printf("(more: --limit, or the API's cursor)\n");
     }
     json_decref(r);
@@ -641,6 +732,19 @@ static void job_path(char *out, size_t len, const char *id, const char *suffix)
     curl_free(e);
 }
 
+/* how long the job ran (finished - started), or has run so far, for people: "1m48s", "12.3s (running)";
+ * "-" before it started, or when it never did */
+static void job_duration(const json_t *j, char *out, size_t len)
+{
+    int64_t started, finished;
+    snprintf(out, len, "-");
+    if (clock_parse_iso8601(raw(j, "started_at"), &started) != 0) return;
+    bool done = clock_parse_iso8601(raw(j, "finished_at"), &finished) == 0;
+    char took[24];
+    clock_duration((double)((done ? finished : clock_now_ms()) - started), took, sizeof took);
+    snprintf(out, len, "%s%s", took, done ? "" : " so far");
+}
+
 static int cmd_get(int argc, char **argv)
 {
     (void)argc; /* one word */
@@ -652,16 +756,27 @@ static int cmd_get(int argc, char **argv)
     if (as_json) {
         print_json(j);
     } else {
-        printf("id        %s\nname      %s\ntype      %s\nstate     %s\npriority  %s\ncreated   %s\nfinished  %s\nworker    %s\n",
+        char took[48];
+        job_duration(j, took, sizeof took);
+        printf("id        %s\nname      %s\ntype      %s\nstate     %s\npriority  %s\ncreated   %s\nstarted   %s\n"
+               "finished  %s\nduration  %s\nworker    %s\n",
                str(j, "id"), str(j, "name"), str(j, "type"), str(j, "state"), str(j, "priority"), str(j, "created_at"),
-               str(j, "finished_at"), str(j, "worker"));
+               str(j, "started_at"), str(j, "finished_at"), took, str(j, "worker"));
         if (json_is_string(json_object_get(j, "error"))) printf("error     %s\n", str(j, "error"));
+        /* the result's metrics under their whole names, the values in one column */
+        const json_t *metrics = json_object_get(json_object_get(j, "result"), "metrics");
         const char *k;
         json_t *v;
-        json_object_foreach(json_object_get(json_object_get(j, "result"), "metrics"), k, v)
+        size_t wide = 0;
+        json_object_foreach((json_t *)metrics, k, v)
+        {
+            if (shown_width(k) > wide) wide = shown_width(k);
+        }
+        if (json_object_size(metrics)) printf("metrics\n");
+        json_object_foreach((json_t *)metrics, k, v)
         {
             char *s = jsonfmt_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-            printf("%s %s\n", cell(k, 9), s ? esc(s) : "");
+            printf("  %s  %s\n", cell(k, wide), s ? esc(s) : "");
             free(s);
         }
     }
@@ -689,12 +804,53 @@ static int cmd_cancel(int argc, char **argv)
 }
 
 /* follow: the job's state first (and why it waits), then the SSE stream, lines parsed as they come;
- * ends when the job reaches a final state */
+ * ends when the job reaches a final state.  A state change, a note or an adaptation is a line of its
+ * own; progress points and serving windows (many: up to twenty a second) are one line rewritten in
+ * place on a terminal, and elsewhere (a pipe, a file, a CI log) a line per tenth of the progress, or
+ * after FOLLOW_QUIET_S without one (a job whose progress does not move, a serving job). */
+#define FOLLOW_QUIET_S 30
+
 typedef struct {
     const char *id;
     char state[32]; /* the job's last state shown */
     int done;
+    bool tty;             /* stdout is a terminal: the progress line is rewritten in place */
+    bool live;            /* that line is on the screen, not yet ended by a newline */
+    int tenth;            /* not a terminal: the last tenth of progress printed, -1 none */
+    int64_t last_live_us; /* not a terminal: when the last progress line was printed (monotonic) */
 } follow_state;
+
+/* the terminal's width in columns (80 when it does not say) */
+static size_t term_cols(void)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
+    return 80;
+}
+
+/* ends the progress line on the screen, so that what comes next has a line of its own */
+static void end_live(follow_state *f)
+{
+    if (f->live) putchar('\n');
+    f->live = false;
+}
+
+/* a progress line (as the server sent it: escaped here): in place on a terminal, cut to its width
+ * (a wrapped line could not be rewritten), else printed when it is worth a line */
+static void show_live(follow_state *f, const char *text, double fraction)
+{
+    if (f->tty) {
+        printf("\r%s", cell(text, term_cols() - 1)); /* padded: the longer line before is covered */
+        f->live = true;
+        return;
+    }
+    int tenth = fraction >= 0 ? (int)(fraction * 10 + 1e-9) : f->tenth;
+    int64_t now = clock_mono_us();
+    if (tenth <= f->tenth && now - f->last_live_us < (int64_t)FOLLOW_QUIET_S * 1000000) return;
+    if (tenth > f->tenth) f->tenth = tenth;
+    f->last_live_us = now;
+    printf("%s\n", esc(text));
+}
 
 static bool final_state(const char *s)
 {
@@ -715,9 +871,15 @@ static void show_job(follow_state *f, const json_t *j)
     if (as_json) {
         print_json_flags(j, JSON_COMPACT | JSON_SORT_KEYS);
     } else {
+        end_live(f);
         const char *when = f->done ? "finished" : "created", *at = str(j, f->done ? "finished_at" : "created_at");
-        printf("%-10s%s \"%s\" (%s, priority %s, %s %s)\n", esc(f->state), str(j, "id"), str(j, "name"), str(j, "type"),
-               str(j, "priority"), when, at);
+        char took[64] = "", ran[48];
+        if (f->done && json_is_string(json_object_get(j, "started_at"))) {
+            job_duration(j, ran, sizeof ran);
+            snprintf(took, sizeof took, ", after %s", ran);
+        }
+        printf("%-10s%s \"%s\" (%s, priority %s, %s %s%s)\n", esc(f->state), str(j, "id"), str(j, "name"), str(j, "type"),
+               str(j, "priority"), when, at, took);
         if (json_is_string(json_object_get(j, "error"))) printf("%-10s%s\n", "error", str(j, "error"));
     }
     fflush(stdout);
@@ -764,18 +926,41 @@ static void show_waiting(const char *id)
     json_decref(ws);
 }
 
+/* a serving window's figures (server/infer.c), for people: "serving   12.5 req/s, p50 1.2ms, p99 3.4ms, SLO 100.0%
+ * within 100ms, 0 dropped, 0 timed out" */
+static void serving_line(const json_t *m, char *out, size_t len)
+{
+    char p50[24], p99[24], slo[24];
+    clock_duration(json_number_value(json_object_get(m, "p50_ms")), p50, sizeof p50);
+    clock_duration(json_number_value(json_object_get(m, "p99_ms")), p99, sizeof p99);
+    clock_duration(json_number_value(json_object_get(m, "slo_ms")), slo, sizeof slo);
+    snprintf(out, len, "%-10s%.1f req/s, p50 %s, p99 %s, SLO %.1f%% within %s, %lld dropped, %lld timed out", "serving",
+             json_number_value(json_object_get(m, "rate")), p50, p99, json_number_value(json_object_get(m, "slo_attainment")) * 100,
+             slo, (long long)json_integer_value(json_object_get(m, "drops")),
+             (long long)json_integer_value(json_object_get(m, "timeouts")));
+}
+
 /* one event of the job: its new state (or waiting / progress / note), progress, reason */
 static void show_event(follow_state *f, const json_t *e)
 {
     const char *st = raw(e, "state");
-    json_t *pr = json_object_get(e, "progress");
+    json_t *pr = json_object_get(e, "progress"), *m = json_object_get(e, "metrics");
     if (as_json) {
         print_json_flags(e, JSON_COMPACT);
     } else {
-        char pct[16] = "";
+        char pct[16] = "", line[1200];
         if (json_is_number(pr)) snprintf(pct, sizeof pct, " %3.0f%%", json_number_value(pr) * 100);
-        const char *label = *st ? esc(st) : json_is_number(pr) ? "progress" : !strcmp(f->state, "queued") ? "waiting" : "note";
-        printf("%-10s%s %s\n", label, pct, esc(raw(e, "reason")));
+        const char *label = *st ? st : json_is_number(pr) ? "progress" : !strcmp(f->state, "queued") ? "waiting" : "note";
+        snprintf(line, sizeof line, "%-10s%s %s", label, pct, raw(e, "reason"));
+        /* a point of a curve (it has metrics, and is not an adaptation's sentence) or a serving window */
+        bool point = !*st && json_is_object(m) && !json_object_get(m, "event");
+        if (point && !json_is_number(pr) && json_object_get(m, "rate")) serving_line(m, line, sizeof line);
+        if (point) {
+            show_live(f, line, json_is_number(pr) ? json_number_value(pr) : -1);
+        } else {
+            end_live(f);
+            printf("%s\n", esc(line));
+        }
     }
     fflush(stdout);
     if (*st) snprintf(f->state, sizeof f->state, "%s", st);
@@ -816,7 +1001,7 @@ static int cmd_follow(int argc, char **argv)
     job_path(path, sizeof path, id, "");
     json_t *j;
     if (get(path, &j)) return 1; /* exists, and ours */
-    follow_state f = {id, "", 0};
+    follow_state f = {id, "", 0, isatty(STDOUT_FILENO) != 0, false, -1, 0};
     show_job(&f, j);
     json_decref(j);
     if (f.done) return final_status(f.state); /* it had already finished */
@@ -825,6 +1010,8 @@ static int cmd_follow(int argc, char **argv)
     bool cut;
     int rc = get_streamed("/v1/events", 0, on_sse, &r, &cut);
     sse_reader_free(&r);
+    end_live(&f);
+    fflush(stdout);
     if (f.done) return final_status(f.state);
     if (!rc) fprintf(stderr, "gantry: the event stream ended before the job did\n");
     return 1;
@@ -1021,12 +1208,15 @@ static int cmd_outputs(int argc, char **argv)
     if (!want && as_json) {
         print_json(r);
     } else if (!want) {
-        printf("%-12s %-64s %s\n", "BYTES", "SHA256", "PATH");
+        table t;
+        table_init(&t, ">BYTES", "SHA256", "PATH", NULL);
         json_array_foreach(json_object_get(r, "files"), i, f)
         {
-            printf("%-12lld %-64s %s\n", (long long)json_integer_value(json_object_get(f, "bytes")), str(f, "sha256"),
-                   str(f, "path"));
+            char bytes[24];
+            snprintf(bytes, sizeof bytes, "%lld", (long long)json_integer_value(json_object_get(f, "bytes")));
+            table_row(&t, bytes, raw(f, "sha256"), raw(f, "path"));
         }
+        table_print(&t);
     } else if (!listed) {
         fprintf(stderr, "gantry: job %s has no output file %s (gantry outputs %s lists them)\n", esc(id), esc(want), esc(id));
         rc = 1;
@@ -1046,14 +1236,14 @@ static int cmd_outputs(int argc, char **argv)
     return rc;
 }
 
-/* what a worker runs, for people: a job id, another tenant's work, or "-" */
+/* what a worker runs, for people: a job id, another tenant's work, or "-" (as sent: the table escapes it) */
 static const char *running_of(const json_t *w)
 {
     const json_t *r = json_object_get(w, "running");
-    if (json_is_string(r)) return esc(json_string_value(r));
+    if (json_is_string(r)) return json_string_value(r);
     if (!json_is_object(r)) return "-";
     const char *job = json_string_value(json_object_get(r, "job_id"));
-    return job ? esc(job) : "(other tenant)";
+    return job ? job : "(other tenant)";
 }
 
 /* workers, models, tenants: GET /v1/COMMAND, a table of its COMMAND array */
@@ -1072,30 +1262,33 @@ static int cmd_table(int argc, char **argv)
     }
     size_t i;
     json_t *x;
+    table t;
     if (!strcmp(key, "workers")) {
-        printf("%-16s %-6s %-6s %-24s %s\n", "ID", "KIND", "STATE", "RUNNING", "LABELS");
+        table_init(&t, "ID", "KIND", "STATE", "RUNNING", "LABELS", NULL);
         json_array_foreach(json_object_get(r, key), i, x)
         {
             char *labels = json_dumps(json_object_get(x, "labels"), JSON_COMPACT | JSON_ENCODE_ANY);
-            printf("%-16s %-6s %-6s %-24s %s\n", str(x, "id"), str(x, "kind"), str(x, "state"), running_of(x),
-                   labels ? esc(labels) : "-");
+            table_row(&t, raw(x, "id"), raw(x, "kind"), raw(x, "state"), running_of(x), labels);
             free(labels);
         }
     } else if (!strcmp(key, "models")) {
-        printf("%-24s %-8s %s\n", "NAME", "LATEST", "UPDATED");
+        table_init(&t, "NAME", ">LATEST", "UPDATED", NULL);
         json_array_foreach(json_object_get(r, key), i, x)
         {
-            printf("%-24s %-8lld %s\n", str(x, "name"), (long long)json_integer_value(json_object_get(x, "latest_version")),
-                   str(x, "updated_at"));
+            char latest[24];
+            snprintf(latest, sizeof latest, "%lld", (long long)json_integer_value(json_object_get(x, "latest_version")));
+            table_row(&t, raw(x, "name"), latest, raw(x, "updated_at"));
         }
     } else {
-        printf("%-24s %-20s %-8s %s\n", "ID", "NAME", "WEIGHT", "CREATED");
+        table_init(&t, "ID", "NAME", ">WEIGHT", "CREATED", NULL);
         json_array_foreach(json_object_get(r, key), i, x)
         {
-            printf("%-24s %-20s %-8g %s\n", str(x, "id"), str(x, "name"), json_number_value(json_object_get(x, "weight")),
-                   str(x, "created_at"));
+            char weight[32];
+            snprintf(weight, sizeof weight, "%g", json_number_value(json_object_get(x, "weight")));
+            table_row(&t, raw(x, "id"), raw(x, "name"), weight, raw(x, "created_at"));
         }
     }
+    table_print(&t);
     json_decref(r);
     return 0;
 }
@@ -1219,17 +1412,19 @@ static int model_show(const char *name)
     {
         printf("%s %s -> v%lld", i++ ? "," : "", esc(alias), (long long)json_integer_value(x));
     }
-    printf("%s\n\n%-8s %-12s %12s  %-12s %-20s %s\n", i ? "" : " -", "VERSION", "FORMAT", "SIZE", "SHA256", "CREATED",
-           "DESCRIPTION");
+    printf("%s\n\n", i ? "" : " -");
+    table t;
+    table_init(&t, ">VERSION", "FORMAT", ">SIZE", "SHA256", "CREATED", "DESCRIPTION", NULL);
+    t.most[3] = 12; /* a prefix: gantry --json models show NAME has the whole sha256 */
     json_array_foreach(json_object_get(r, "versions"), i, x)
     {
-        char size[24] = "-";
+        char version[24], size[24] = "-";
+        snprintf(version, sizeof version, "%lld", (long long)json_integer_value(json_object_get(x, "version")));
         if (json_is_integer(json_object_get(x, "size_bytes")))
             snprintf(size, sizeof size, "%lld", (long long)json_integer_value(json_object_get(x, "size_bytes")));
-        const char *sha = raw(x, "sha256"), *about = raw(x, "description");
-        printf("%-8lld %-12s %12s  %-12.12s %-20s %s\n", (long long)json_integer_value(json_object_get(x, "version")),
-               str(x, "format"), size, *sha ? esc(sha) : "-", str(x, "created_at"), *about ? esc(about) : "-");
+        table_row(&t, version, raw(x, "format"), size, raw(x, "sha256"), raw(x, "created_at"), raw(x, "description"));
     }
+    table_print(&t);
     json_decref(r);
     return 0;
 }

@@ -10,7 +10,7 @@ CREATE TABLE tenants (
     max_queued  INTEGER
 );
 
--- The operators' own tenant; the bootstrap admin token belongs to it.
+-- The operators' own tenant; the bootstrap admin token belongs to it.  created_at: set by 0008 (when this ran).
 INSERT INTO tenants (id, name, created_at) VALUES ('t_system', 'system', 0);
 
 CREATE TABLE tokens (

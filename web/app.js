@@ -159,5 +159,8 @@ async function resume() {
 
 setUnauthorizedHandler(() => { if (me) endSession('Your token is no longer accepted (401). Log in again.'); });
 el.logout.addEventListener('click', () => endSession(''));
-window.addEventListener('hashchange', route);
+// #token=... (login.js): kept as the form keeps it, out of the address bar before anything runs; pasted into an
+// open tab, the page starts again with it
+window.addEventListener('hashchange', () => (loginPage.tokenFromLink() ? location.reload() : route()));
+loginPage.tokenFromLink();
 resume();

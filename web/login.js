@@ -1,5 +1,5 @@
 // Login: a bearer token, checked with GET /v1/whoami before it is kept.
-import { api, ApiError } from './api.js';
+import { api, ApiError, session } from './api.js';
 import { h, replace, notice } from './dom.js';
 
 export function mount(root, { message, onLogin }) {
@@ -49,4 +49,23 @@ export function mount(root, { message, onLogin }) {
 
     replace(root, form);
     input.focus();
+}
+
+// A link that logs in: http://HOST:8080/#token=gty_...[&to=/jobs/j_...].  A fragment is never sent to the
+// server (nor in a Referer).  The token is kept as the login form keeps it (this tab's session storage;
+// app.js checks it with /v1/whoami as a saved one) and removed from the address bar and from this history
+// entry at once, before any page is drawn; `to` (a dashboard route) is where the page goes.  Whoever has
+// the link has the token: README.md, "The dashboard from a link", says which tokens to share this way.
+export function tokenFromLink() {
+    if (!location.hash.startsWith('#token=')) return false;
+    const decode = (text) => { try { return decodeURIComponent(text); } catch { return ''; } };
+    const fields = {};
+    for (const part of location.hash.slice(1).split('&')) {
+        const eq = part.indexOf('=');
+        if (eq > 0) fields[part.slice(0, eq)] = decode(part.slice(eq + 1));
+    }
+    const token = (fields.token || '').trim(), route = fields.to || '';
+    history.replaceState(null, '', `${location.pathname}${location.search}#${route.startsWith('/') ? route : '/jobs'}`);
+    if (token) session.set(token);
+    return Boolean(token);
 }

@@ -582,9 +582,11 @@ static bool run_task(rs_conn *r, const char *raw)
         msg_event_init(&e, t.job_id, source);
         snprintf(e.worker, sizeof(e.worker), "%s", worker_id);
         snprintf(e.state, sizeof(e.state), "%s", rc == 0 ? "succeeded" : "failed");
-        if (rc == 0)
-            snprintf(e.reason, sizeof(e.reason), "finished in %.1f ms", (double)(clock_mono_us() - t0) / 1000.0);
-        else
+        if (rc == 0) {
+            char took[24];
+            clock_duration((double)(clock_mono_us() - t0) / 1000.0, took, sizeof(took));
+            snprintf(e.reason, sizeof(e.reason), "finished in %s", took);
+        } else
             snprintf(e.reason, sizeof(e.reason), "%s", err);
         e.result = result;
         done = publish_ex(r, &e, raw);

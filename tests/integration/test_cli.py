@@ -6,16 +6,22 @@ usage errors (2).  Names with control characters are refused by the server, and 
 are printed escaped (a name must not rewrite the reader's terminal).  follow prints a queued job's
 state and why it waits at once, and ends at once for a finished job."""
 
+import calendar
+import fcntl
 import json
 import os
+import pty
 import re
 import selectors
 import sqlite3
+import struct
 import subprocess
 import tempfile
+import termios
 import time
+import tty
 
-from harness import ADMIN, BUILD, ROOT, Stack, placement_job, wait_until
+from harness import ADMIN, BUILD, ROOT, Stack, placement_job, timeout, wait_until
 
 CLI = os.path.join(BUILD, "cli", "gantry")
 
@@ -27,8 +33,27 @@ def run(args, env, stdin=None, check=True):
     return r
 
 
+def assert_aligned(lines):
+    """a table as people read it: every column starts (left-aligned) or ends (right-aligned, numbers) at
+    the same place on every line; cells are separated by two spaces or more and may hold single spaces"""
+    rows = [[m.span() for m in re.finditer(r"\S+(?: \S+)*", line)] for line in lines]
+    assert len({len(r) for r in rows}) == 1, ("a row with another number of cells", lines)
+    for c in range(len(rows[0])):
+        starts, ends = {r[c][0] for r in rows}, {r[c][1] for r in rows}
+        assert len(starts) == 1 or (len(ends) == 1 and c < len(rows[0]) - 1), (f"column {c} is not aligned", lines)
+
+
+DURATION = r"(\d+\.\dms|\d+ms|\d+\.\ds|\d+m\d\ds|\d+h\d\dm|\d+d\d\dh)"
+
+
+def iso_s(text):
+    """the API's time (2026-11-22T07:12:00.123Z) in seconds since the epoch"""
+    return calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")) + float("0" + text[19:-1])
+
+
 def test_cli_end_to_end():
     home = tempfile.mkdtemp(prefix="gantry-cli-")
+    started = time.time()
     with Stack(workers=1) as s:
         tid, tok = s.tenant("cli-team")
         env = {"HOME": home, "PATH": os.environ.get("PATH", "")}
@@ -53,12 +78,21 @@ def test_cli_end_to_end():
         table = run(["list"], env).stdout.splitlines()
         assert table[0].split()[:4] == ["ID", "NAME", "TYPE", "STATE"], table
         assert any(line.startswith(jid) and "succeeded" in line for line in table), table
+        assert_aligned(table)
         listed = json.loads(run(["list", "--json", "--state", "succeeded", "--limit", "5"], env).stdout)
         assert {jid, second} <= {j["id"] for j in listed["jobs"]}, listed
         got = run(["get", jid], env).stdout
         assert f"id        {jid}" in got and "state     succeeded" in got, got
+        assert re.search(r"^duration  " + DURATION + "$", got, re.M), got
+        # the result's metrics under their whole names (devices_used, makespan_us), values in one column
+        metrics = got.split("metrics\n", 1)[1].splitlines()
+        result = json.loads(run(["get", jid, "--json"], env).stdout)["result"]["metrics"]
+        assert sorted(m.split()[0] for m in metrics) == sorted(result) and "devices_used" in result, (metrics, result)
+        assert len({m.index(m.split()[1], len(m.split()[0]) + 2) for m in metrics}) == 1, metrics
         assert json.loads(run(["get", jid, "--json"], env).stdout)["result"], "no result"
-        assert "w_test0" in run(["workers"], env).stdout
+        workers = run(["workers"], env).stdout.splitlines()
+        assert "w_test0" in workers[1], workers
+        assert_aligned(workers)
         assert run(["models"], env).stdout.startswith("NAME")
         # errors: the API's message and field, exit status 1
         bad = run(["submit", "-"], env, stdin=json.dumps({"type": "training", "spec": {}}), check=False)
@@ -69,7 +103,12 @@ def test_cli_end_to_end():
         assert run(["tenants"], env, check=False).returncode == 1     # a member is not an admin
         # admin commands with the token from the environment (overrides the config)
         admin = dict(env, GANTRY_TOKEN=ADMIN)
-        assert "cli-team" in run(["tenants"], admin).stdout
+        tenants = run(["tenants"], admin).stdout.splitlines()
+        assert any("cli-team" in t for t in tenants), tenants
+        assert_aligned(tenants)
+        # the system tenant was created with this stack's database (migrations/0008), not in 1970
+        system = next(t.split() for t in tenants if t.split()[1] == "system")
+        assert started - 5 <= iso_s(system[3]) <= time.time() + 5, (system, started)
         created = run(["tokens", "create", tid, "--role", "viewer", "--name", "ro"], admin).stdout
         assert created.startswith("gnt_") or len(created.split()[0]) > 20, created
         # a config others can read is refused
@@ -262,6 +301,7 @@ def test_cli_logs_and_outputs():
         table = run(["outputs", made], env).stdout.splitlines()
         assert table[0].split() == ["BYTES", "SHA256", "PATH"] and table[1].split() == [str(len(model)), files[0]["sha256"],
                                                                                        "model.pt"], table
+        assert_aligned(table)
         assert json.loads(run(["--json", "outputs", made], env).stdout)["files"] == files
         piped = subprocess.run([CLI, "outputs", made, "model.pt"], env=env, capture_output=True, timeout=60)
         assert piped.returncode == 0 and piped.stdout == model, (piped.returncode, piped.stderr)
@@ -313,6 +353,7 @@ def test_cli_models_upload_show_alias():
         row = show[4].split(None, 5)
         assert row[:4] == ["2", "torchscript", str(os.path.getsize(files[1])), sha[1][:12]], row
         assert row[5].endswith("a 4-8-3 MLP") and show[5].split()[0] == "1", show
+        assert_aligned(show[3:])  # CREATED (24 characters) no longer pushes DESCRIPTION out of its column
 
         assert run(["models", "alias", "mlp", "production", "1"], env).stdout == \
             "mlp@production: (unset) -> v1\nrolled: no serving job uses the alias\n"
@@ -392,3 +433,95 @@ def test_cli_models_upload_checks_the_servers_sha256():
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def short_training(name, steps):
+    """the README's training example (deploy/examples/training.json) with fewer steps"""
+    with open(os.path.join(ROOT, "deploy", "examples", "training.json")) as f:
+        job = json.load(f)
+    job["name"] = name
+    del job["spec"]["epochs"]
+    job["spec"]["steps"] = steps
+    job["spec"]["schedule"]["warmup_steps"] = steps // 4
+    return job
+
+
+def follow_on_a_terminal(env, jid, cols, timeout):
+    """gantry follow JID with its stdout on a pseudo-terminal COLS wide (raw: no \\n -> \\r\\n); what it wrote
+    and its exit status"""
+    master, slave = pty.openpty()
+    tty.setraw(slave)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    p = subprocess.Popen([CLI, "follow", jid], env=env, stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + timeout
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(master, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                    continue
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the follow ended and closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        rc = p.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+        p.stderr.close()
+        os.close(master)
+    return out.decode(), rc
+
+
+@timeout(420)
+def test_cli_follow_progress_and_durations():
+    """follow of the README's training example (fewer steps): state changes and notes on lines of their own;
+    its progress points (up to twenty a second) as one line per tenth when stdout is not a terminal, and as
+    one line rewritten in place (\\r, cut to the terminal's width) on a terminal; durations for people
+    (1m48s, 12.3s, 850ms), never "119079.1 ms"; get prints the metrics' whole names"""
+    home = tempfile.mkdtemp(prefix="gantry-cli-follow-")
+    with Stack(workers=1) as s:
+        _, tok = s.tenant("cli-follow")
+        env = {"HOME": home, "PATH": os.environ.get("PATH", ""), "GANTRY_URL": f"http://127.0.0.1:{s.port}",
+               "GANTRY_TOKEN": tok}
+        jid = s.submit(tok, short_training("follow-pipe", 1500))
+        r = run(["follow", jid], env)
+        lines = r.stdout.splitlines()
+        points = [line for line in lines if re.match(r"progress +\d+% epoch \S+ step \d+ loss", line)]
+        sent = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+        assert len(sent) >= 20, len(sent)  # stored points (the stream carried more): a follow printed a line for each
+        tenths = [int(re.match(r"progress +(\d+)%", line).group(1)) // 10 for line in points]
+        assert 3 <= len(points) <= 12 and tenths == sorted(set(tenths)), lines  # at most a line per tenth
+        assert tenths[-1] == 10, lines  # the last point (100%) is printed
+        assert len(lines) <= 20, lines
+        assert re.fullmatch(r"succeeded +finished in " + DURATION, lines[-1]), lines  # the worker's event
+        assert not re.search(r"\d ms\b", r.stdout), r.stdout
+        assert "\r" not in r.stdout, repr(r.stdout)
+        again = run(["follow", jid], env).stdout  # a finished job: its state, and how long it ran
+        assert again.startswith("succeeded") and re.search(r", after " + DURATION + r"\)$", again.strip()), again
+
+        got = run(["get", jid], env).stdout
+        assert re.search(r"^duration  " + DURATION + "$", got, re.M), got
+        metrics = got.split("metrics\n", 1)[1].splitlines()
+        names = [m.split()[0] for m in metrics]
+        assert "test_accuracy" in names and "samples_per_s" in names, metrics  # whole names, not "test_accu"
+        assert len({len(m) - len(m.lstrip()) for m in metrics}) == 1, metrics
+        assert len({m.index(m.split()[1], len(m.split()[0]) + 2) for m in metrics}) == 1, metrics  # one column of values
+
+        # on a terminal: the progress line rewritten in place, never wider than the terminal
+        jid = s.submit(tok, short_training("follow-tty", 1500))
+        out, rc = follow_on_a_terminal(env, jid, 60, timeout=300)
+        assert rc == 0, out
+        rows = out.split("\n")
+        assert rows[-1] == "", repr(out[-300:])  # ends with a newline
+        live = [row for row in rows if "\rprogress" in row]
+        assert len(live) == 1 and live[0].count("\r") >= 10, repr(out)  # one line, many updates
+        pieces = live[0].split("\r")[1:]
+        assert all(len(piece) == 59 for piece in pieces), pieces  # cut (or padded) to the terminal's width - 1
+        assert re.match(r"progress +100% epoch", pieces[-1]), repr(pieces[-1])
+        assert re.fullmatch(r"succeeded +finished in " + DURATION, rows[-2]), repr(out[-300:])

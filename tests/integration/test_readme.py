@@ -9,6 +9,9 @@ The shipped examples are submitted as they are, except training, which runs copi
 
 import json
 import os
+import re
+import subprocess
+import tempfile
 import threading
 
 from harness import ROOT, Stack, timeout, wait_until
@@ -47,9 +50,10 @@ def test_readme_examples_in_order():
         iid = s.submit(tok, example("inference"))
         s.wait_state(tok, iid, "running", timeout=60)
         wait_until("the model serves", lambda: s.get("/v2/models/fashion-mlp/ready", tok).status == 200, 60)
-        r = s.post("/v2/models/fashion-mlp/infer", tok,
-                   {"inputs": [{"name": "input", "shape": [1, 1, 28, 28], "datatype": "FP32", "data": [0.5] * 784}]})
-        assert r.status == 200, r
+        request, labels = make_request(tempfile.mkdtemp(prefix="gantry-readme-"))  # the README's request file
+        with open(request) as f:
+            r = s.post("/v2/models/fashion-mlp/infer", tok, json.load(f))
+        assert r.status == 200 and output(r.json, "label") is not None, r
 
         # "data parallel: add "workers": 2": the inference job keeps one of the two workers at its
         # minimum replica, so the gang cannot start; it says so, names the job and what unblocks it,
@@ -132,3 +136,77 @@ def test_inference_gives_a_replica_back_to_a_waiting_gang():
         assert gave, reasons(s, tok, iid)
         assert s.job(tok, iid)["state"] == "running"
         assert answered and set(answered) <= {200}, sorted(set(answered))
+
+
+def make_request(directory, *args):
+    """runs deploy/examples/make_request.py ARGS in directory as the README does; the request file it wrote
+    and the true labels of its images (which it prints on stderr)"""
+    r = subprocess.run([os.path.join(EXAMPLES, "make_request.py"), *args], cwd=directory, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    return os.path.join(directory, "fashion-request.json"), [int(x) for x in re.findall(r"label (\d+) \(", r.stderr)]
+
+
+def output(answer, name):
+    """an OIP v2 answer's output NAME's data"""
+    return next((o["data"] for o in (answer or {}).get("outputs", []) if o["name"] == name), None)
+
+
+@timeout(420)
+def test_readme_inference_with_the_request_file():
+    """the README's inference example as written: deploy/examples/make_request.py writes real Fashion-MNIST
+    test images (shape [N,1,28,28], pixels / 255) to fashion-request.json; posted with the README's curl
+    line, the served fashion-mlp labels them, most of them right (briefly trained: ~80%; chance is 10%); gantry
+    follow of the serving job prints its window (requests/s, p50, p99, SLO) as a line"""
+    with Stack(workers=1) as s:
+        _, tok = s.tenant("vision")
+        s.wait_state(tok, s.submit(tok, short_training("fashion-mlp", 400)), "succeeded", timeout=300)
+        iid = s.submit(tok, example("inference"))
+        wait_until("the model serves", lambda: s.get("/v2/models/fashion-mlp/ready", tok).status == 200, 60)
+        d = tempfile.mkdtemp(prefix="gantry-readme-")
+
+        def curl(path):
+            r = subprocess.run(["curl", "-s", "-H", f"Authorization: Bearer {tok}", "-H", "Content-Type: application/json",
+                                "--data", f"@{path}", f"http://127.0.0.1:{s.port}/v2/models/fashion-mlp/infer"],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            return json.loads(r.stdout)
+
+        # as the README runs it: no arguments, test image 0 (an ankle boot, label 9)
+        path, labels = make_request(d)
+        with open(path) as f:
+            body = json.load(f)
+        x = body["inputs"][0]
+        assert x["name"] == "input" and x["shape"] == [1, 1, 28, 28] and x["datatype"] == "FP32", x["shape"]
+        assert len(x["data"]) == 784 and all(0 <= v <= 1 for v in x["data"]) and max(x["data"]) == 1.0, "not pixels / 255"
+        assert labels == [9], labels
+        answer = curl(path)
+        assert len(output(answer, "label")) == 1 and len(output(answer, "probabilities")) == 10, answer
+
+        # a batch of 32 test images: the model's labels against the dataset's
+        path, labels = make_request(d, "--index", "100", "--count", "32")
+        got = output(curl(path), "label")
+        assert len(got) == 32 and len(labels) == 32, (got, labels)
+        right = sum(a == b for a, b in zip(got, labels))
+        assert right >= 20, f"{right} of 32 right: {got} vs {labels}"
+
+        # gantry follow of the serving job (into a pipe): its serving window as a line for people
+        from test_cli import follow_lines
+        env = {"HOME": d, "PATH": os.environ.get("PATH", ""), "GANTRY_URL": f"http://127.0.0.1:{s.port}", "GANTRY_TOKEN": tok}
+        stop = threading.Event()
+
+        def load():
+            while not stop.is_set():
+                curl(path)
+                stop.wait(0.05)  # pacing: a light load
+
+        th = threading.Thread(target=load, daemon=True)
+        th.start()
+        try:
+            lines = follow_lines(env, iid, lambda ls: any(x.startswith("serving") for x in ls), timeout=30)
+        finally:
+            stop.set()
+            th.join(30)
+        window = next(x for x in lines if x.startswith("serving"))
+        assert re.fullmatch(r"serving +[\d.]+ req/s, p50 \S+, p99 \S+, SLO [\d.]+% within 100ms, \d+ dropped, \d+ timed out",
+                            window), window

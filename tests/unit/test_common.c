@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,53 @@ static void test_clock_iso8601_negative(void **state)
     assert_string_equal(buf, "1969-12-31T23:59:59.999Z");
     clock_iso8601(-1500, buf, sizeof(buf));
     assert_string_equal(buf, "1969-12-31T23:59:58.500Z");
+}
+
+static void test_clock_parse_iso8601(void **state)
+{
+    (void)state;
+    char buf[32];
+    int64_t ms = 0;
+    const int64_t times[] = {INT64_C(1795331520123), 0, INT64_C(951782400007), -1500};
+    for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) { /* what clock_iso8601 writes reads back */
+        clock_iso8601(times[i], buf, sizeof(buf));
+        assert_int_equal(clock_parse_iso8601(buf, &ms), 0);
+        assert_int_equal(ms, times[i]);
+    }
+    assert_int_equal(clock_parse_iso8601("2026-11-22T07:12:00Z", &ms), 0);
+    assert_int_equal(ms, INT64_C(1795331520000));
+    assert_int_equal(clock_parse_iso8601("2026-11-22T07:12:00.5Z", &ms), 0);
+    assert_int_equal(ms, INT64_C(1795331520500));
+    const char *bad[] = {"",
+                         "2026-11-22",
+                         "2026-11-22T07:12:00",
+                         "2026-11-22T07:12:00.Z",
+                         "2026-13-22T07:12:00Z",
+                         "2026-11-22T07:12:00Zjunk",
+                         "yesterday",
+                         NULL};
+    for (const char **b = bad; *b; b++)
+        assert_int_equal(clock_parse_iso8601(*b, &ms), -1);
+    assert_int_equal(clock_parse_iso8601(NULL, &ms), -1);
+}
+
+static void test_clock_duration(void **state)
+{
+    (void)state;
+    const struct {
+        double ms;
+        const char *text;
+    } cases[] = {{0, "0.0ms"},         {0.42, "0.4ms"},     {9.9, "9.9ms"},       {9.96, "10ms"},     {850, "850ms"},
+                 {999.4, "999ms"},     {999.6, "1.0s"},     {12345, "12.3s"},     {59949, "59.9s"},   {59951, "1m00s"},
+                 {108000, "1m48s"},    {119079.1, "1m59s"}, {3599400, "59m59s"},  {3599600, "1h00m"}, {7380000, "2h03m"},
+                 {86369000, "23h59m"}, {86371000, "1d00h"}, {273600000, "3d04h"}, {-5, "0.0ms"},      {NAN, "0.0ms"}};
+    char buf[24];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        clock_duration(cases[i].ms, buf, sizeof(buf));
+        assert_string_equal(buf, cases[i].text);
+    }
+    clock_duration(1e300, buf, sizeof(buf)); /* no overflow, still a duration */
+    assert_non_null(strstr(buf, "d"));
 }
 
 /* ---- ids ---- */
@@ -809,6 +857,8 @@ int main(void)
         cmocka_unit_test(test_config_config_without_value),
         cmocka_unit_test(test_clock_iso8601_negative),
         cmocka_unit_test(test_clock_iso8601),
+        cmocka_unit_test(test_clock_parse_iso8601),
+        cmocka_unit_test(test_clock_duration),
         cmocka_unit_test(test_clock_now),
         cmocka_unit_test(test_id_random),
         cmocka_unit_test(test_id_random_unique),

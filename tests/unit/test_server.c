@@ -336,6 +336,11 @@ static void test_db_migrate_repo(void **state)
     assert_true(table_exists(f->db, "tokens"));
     assert_true(table_exists(f->db, "idempotency_keys"));
     assert_int_equal(count_where(f->db, "tenants", "id = 't_system'"), 1);
+    /* the system tenant was created when 0001 ran, not in 1970 (0008) */
+    assert_int_equal(count_where(f->db, "tenants",
+                                 "id = 't_system' AND created_at > 0 AND "
+                                 "created_at = (SELECT applied_at FROM schema_migrations WHERE version = 1)"),
+                     1);
 
     /* a second run applies nothing */
     assert_int_equal(db_migrate(f->db, migrations_dir(), err, sizeof(err)), 0);
@@ -385,6 +390,38 @@ static void test_db_migrate_bad_sql_rolls_back(void **state)
     assert_int_equal(count_where(f->db, "schema_migrations", "1"), 3);
 
     assert_int_equal(db_migrate(f->db, "/nonexistent/migrations", err, sizeof(err)), -1);
+}
+
+/* A database made before 0008 (the system tenant created "in 1970"): the migration gives it the time 0001
+ * ran; a system tenant with a real time already is left alone. */
+static void test_db_migrate_system_tenant_created(void **state)
+{
+    fixture *f = *state;
+    char dir[256], err[256] = "", path[4400];
+    snprintf(dir, sizeof(dir), "%s/migrations", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    DIR *d = opendir(migrations_dir());
+    assert_non_null(d);
+    struct dirent *ent;
+    while ((ent = readdir(d))) { /* the repository's migrations before 0008 */
+        if (ent->d_name[0] < '0' || ent->d_name[0] > '9' || strtol(ent->d_name, NULL, 10) >= 8) continue;
+        snprintf(path, sizeof(path), "%s/%s", migrations_dir(), ent->d_name);
+        FILE *in = fopen(path, "r");
+        assert_non_null(in);
+        char sql[65536];
+        size_t n = fread(sql, 1, sizeof(sql) - 1, in);
+        fclose(in);
+        sql[n] = '\0';
+        write_text(dir, ent->d_name, sql);
+    }
+    closedir(d);
+    assert_true(db_migrate(f->db, dir, err, sizeof(err)) >= 7);
+    assert_int_equal(count_where(f->db, "tenants", "id = 't_system' AND created_at = 0"), 1); /* as it was */
+    assert_int_equal(db_exec(f->db, "UPDATE schema_migrations SET applied_at = 1795331520123 WHERE version = 1"), 0);
+    assert_int_equal(tenant(f->db, "t_a", "acme"), 0);
+    assert_true(db_migrate(f->db, migrations_dir(), err, sizeof(err)) >= 1);
+    assert_int_equal(count_where(f->db, "tenants", "id = 't_system' AND created_at = 1795331520123"), 1);
+    assert_int_equal(count_where(f->db, "tenants", "id = 't_a' AND created_at = 1"), 1); /* other tenants untouched */
 }
 
 /* Regression: two migrations with one version number: the second was skipped silently. */
@@ -1383,6 +1420,7 @@ int main(void)
         cmocka_unit_test(test_db_open_fails),
         cmocka_unit_test_setup_teardown(test_db_migrate_repo, open_only, close_db),
         cmocka_unit_test_setup_teardown(test_db_migrate_bad_sql_rolls_back, open_only, close_db),
+        cmocka_unit_test_setup_teardown(test_db_migrate_system_tenant_created, open_only, close_db),
         cmocka_unit_test_setup_teardown(test_db_migrate_duplicate_version, open_only, close_db),
         cmocka_unit_test_setup_teardown(test_store_group_commit, open_only, close_db),
         cmocka_unit_test_setup_teardown(test_store_begin_failure_fails_all, open_only, close_db),

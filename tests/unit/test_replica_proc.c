@@ -196,7 +196,6 @@ static void test_shared_region(void **state)
     rs_free(shm);
 }
 
-
 /* the wire format both ways, and a batch that is never answered: killed at its deadline */
 static void test_echo_and_deadline(void **state)
 {
@@ -226,6 +225,28 @@ static void test_echo_and_deadline(void **state)
     rp_free(p);
 }
 
+/* the region's pages: allocated as written, given back once it empties after a burst */
+static void test_region_trim(void **state)
+{
+    (void)state;
+    char err[200];
+    replica_shm *shm = rs_create(64 << 20, err, sizeof(err));
+    assert_non_null(shm);
+    struct stat st;
+    char *big = rs_alloc(shm, RS_TRIM + (1 << 20), 0), *small = rs_alloc(shm, 100, 0);
+    assert_non_null(big);
+    memset(big, 1, RS_TRIM + (1 << 20));
+    assert_int_equal(fstat(shm->fd, &st), 0);
+    assert_true((size_t)st.st_blocks * 512 >= RS_TRIM);
+    rs_release(shm, big);
+    assert_int_equal(fstat(shm->fd, &st), 0);
+    assert_true((size_t)st.st_blocks * 512 >= RS_TRIM); /* not yet empty */
+    rs_release(shm, small);
+    assert_int_equal(fstat(shm->fd, &st), 0);
+    assert_true((size_t)st.st_blocks * 512 < (1 << 20));
+    rs_free(shm);
+}
+
 /* a crash while loading says so; a replica that lies on the wire is ended */
 static void test_crash_and_garbage(void **state)
 {
@@ -249,10 +270,8 @@ static void test_crash_and_garbage(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_boundary),
-        cmocka_unit_test(test_echo_and_deadline),
-        cmocka_unit_test(test_shared_region),
-        cmocka_unit_test(test_crash_and_garbage),
+        cmocka_unit_test(test_boundary),    cmocka_unit_test(test_echo_and_deadline), cmocka_unit_test(test_shared_region),
+        cmocka_unit_test(test_region_trim), cmocka_unit_test(test_crash_and_garbage),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

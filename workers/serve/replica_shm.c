@@ -3,6 +3,7 @@
 #include "common/alloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,9 @@ void rs_free(replica_shm *s)
 char *rs_alloc(replica_shm *s, size_t len, size_t skew)
 {
     size_t off = s ? sa_alloc(&s->arena, len, RS_ALIGN, skew) : SA_NONE;
-    return off == SA_NONE ? NULL : s->base + off;
+    if (off == SA_NONE) return NULL;
+    if (off + len > s->touched) s->touched = off + len;
+    return s->base + off;
 }
 
 bool rs_owns(const replica_shm *s, const void *p)
@@ -53,10 +56,15 @@ bool rs_owns(const replica_shm *s, const void *p)
 
 void rs_release(replica_shm *s, void *p)
 {
-    if (rs_owns(s, p))
-        sa_free(&s->arena, (size_t)((char *)p - s->base));
-    else
+    if (!rs_owns(s, p)) {
         free(p);
+        return;
+    }
+    sa_free(&s->arena, (size_t)((char *)p - s->base));
+    if (s->arena.n == 0 && s->touched > RS_TRIM) { /* empty after a burst: its pages back to the system */
+        fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)s->touched);
+        s->touched = 0;
+    }
 }
 
 int rs_attach(int fd, char **base, size_t *size)

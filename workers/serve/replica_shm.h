@@ -18,12 +18,14 @@
 
 #define RS_SIZE ((size_t)256 << 20) /* bigger batches go through the pipe, as before */
 #define RS_ALIGN 64                 /* binary tensors start on a cache line */
+#define RS_TRIM ((size_t)16 << 20)  /* pages kept while idle at most (a few ResNet batches' worth) */
 
 typedef struct {
     int fd;
     char *base;
     size_t size;
     shm_arena arena; /* the worker's side only */
+    size_t touched;  /* the end of the furthest block since the region was last emptied */
 } replica_shm;
 
 /* the worker's: a new region of size bytes; NULL (with err) when the system has no memfd or map */
@@ -35,7 +37,8 @@ char *rs_alloc(replica_shm *s, size_t len, size_t skew);
 /* whether p is in the region */
 bool rs_owns(const replica_shm *s, const void *p);
 /* gives p back: to the region when it is there, else to free() (a body read before the region had
- * room); NULL does nothing */
+ * room); NULL does nothing.  When the region empties after a burst (more than RS_TRIM bytes touched),
+ * its pages go back to the system. */
 void rs_release(replica_shm *s, void *p);
 
 /* the replica's: maps the region whose descriptor it inherited (and closes it); 0, or -1 */

@@ -218,6 +218,8 @@ def test_models_that_read_files_or_leak_memory_are_refused():
 
 @timeout(300)
 def test_alias_rolls_replicas_under_load():
+    """8 clients (JSON and binary bodies) for 10 s or more; the alias moves in the middle: no request
+    fails, every answer is one version's whole"""
     d = models()
     with Stack(workers=3) as s:
         _, tok = s.tenant("roll")
@@ -239,17 +241,24 @@ def test_alias_rolls_replicas_under_load():
         assert max(abs(a - b) for a, b in zip(want[1], want[2])) > 1e-3  # the versions answer differently
 
         results, stop = [], threading.Event()
+        raw = struct.pack("<4f", *x[0]["data"])
+        head = json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4],
+                                       "parameters": {"binary_data_size": len(raw)}}]}).encode()
+        hb = {"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(len(head))}
 
-        def load():
+        def load(binary):  # JSON or binary bodies (the latter run in place: from_blob on the request region)
             while not stop.is_set():
-                r = infer(s, tok, "clf", x)
+                r = (s.request("POST", "/v2/models/clf/infer", tok, raw=head + raw, headers=hb) if binary
+                     else infer(s, tok, "clf", x))
                 results.append((time.monotonic(), r.status, r.json and r.json.get("model_version"),
                                 r.json and r.json.get("outputs", [{}])[0].get("data")))
 
-        threads = [threading.Thread(target=load) for _ in range(4)]
+        # 8 clients for 10 s or more, the alias moved in the middle
+        threads = [threading.Thread(target=load, args=(i % 2 == 1,)) for i in range(8)]
+        started = time.monotonic()
         for t in threads:
             t.start()
-        wait_until("load on version 1", lambda: len(results) > 50, 30)
+        wait_until("load on version 1", lambda: len(results) > 50 and time.monotonic() - started > 5, 30)
         moved = time.monotonic()
         r = s.request("PUT", "/v1/models/clf/aliases/prod", tok, {"version": 2})
         assert r.status == 200 and r.json["previous"] == 1 and r.json["rolled"] == [jid], r
@@ -257,7 +266,8 @@ def test_alias_rolls_replicas_under_load():
                    lambda: sum("replica switched" in e["reason"] and "1 -> 2" in e["reason"] for e in s.events(tok, jid)) >= 2,
                    30)
         switched = time.monotonic()
-        wait_until("answers after the switch", lambda: sum(1 for t, _, _, _ in results if t > switched + 0.2) >= 30, 30)
+        wait_until("answers after the switch", lambda: sum(1 for t, _, _, _ in results if t > switched + 0.2) >= 30 and
+                   time.monotonic() - started > 10, 30)
         stop.set()
         for t in threads:
             t.join()

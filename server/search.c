@@ -496,15 +496,15 @@ int search_on_cancel(sqlite3 *db, const char *job_id, search_after *a)
 static json_t *rungs_of(sqlite3 *db, const char *sid, int idx)
 {
     json_t *out = json_array();
-    sqlite3_stmt *st = db_stmt(db, "SELECT rung, resource, value, continued FROM trial_rungs WHERE search_id = ? AND idx = ? "
-                                   "ORDER BY rung");
+    sqlite3_stmt *st = db_stmt(db, "SELECT rung, resource, value, continued, rowid FROM trial_rungs WHERE search_id = ? AND "
+                                   "idx = ? ORDER BY rung");
     if (!st) return out;
     sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 2, idx);
     while (db_step(st) == SQLITE_ROW)
-        json_array_append_new(out, json_pack("{s:i, s:f, s:f, s:b}", "rung", sqlite3_column_int(st, 0), "resource",
+        json_array_append_new(out, json_pack("{s:i, s:f, s:f, s:b, s:I}", "rung", sqlite3_column_int(st, 0), "resource",
                                              sqlite3_column_double(st, 1), "value", sqlite3_column_double(st, 2), "continued",
-                                             sqlite3_column_int(st, 3)));
+                                             sqlite3_column_int(st, 3), "order", (json_int_t)sqlite3_column_int64(st, 4)));
     db_release(st);
     return out;
 }

@@ -43,7 +43,8 @@ int search_on_cancel(sqlite3 *db, const char *job_id, search_after *after);
 
 /* GET /v1/jobs/{id}/trials: {"job_id","algorithm","metric","mode","resource","rungs":[..],"best":i|null,
  * "trials":[{"trial","job_id","jobs","params","state","failures","reason","last":{"value","resource"}|null,
- * "rungs":[{"rung","resource","value","continued"}]}]}; NULL when job_id is not a search */
+ * "rungs":[{"rung","resource","value","continued","order"}]}]} ("order": the decisions' order across the
+ * search, for checking asha's rule); NULL when job_id is not a search */
 json_t *search_trials_json(sqlite3 *db, const char *job_id);
 
 #endif

@@ -230,7 +230,7 @@ void api_job_get(http_ctx *c)
         http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
         return;
     }
-    models_public_job(job); /* no server paths */
+    models_public_job(job);                                            /* no server paths */
     json_t *trials = search_trials_json(c->srv->db, http_param(c, 0)); /* a search: its trials */
     if (trials) json_object_set(job, "trials", json_object_get(trials, "trials"));
     json_decref(trials);

@@ -41,8 +41,8 @@ bool search_spec_is(const json_t *spec)
 
 static void after_event(search_after *a, const char *tenant, const char *job_id, const char *state, const char *reason)
 {
-    json_array_append_new(a->events, json_pack("{s:s, s:s, s:s?, s:s}", "tenant", tenant, "job_id", job_id, "state", state,
-                                               "reason", reason));
+    json_array_append_new(a->events,
+                          json_pack("{s:s, s:s, s:s?, s:s}", "tenant", tenant, "job_id", job_id, "state", state, "reason", reason));
 }
 
 /* a note on the search (an event without a state change), for the API and the live stream */
@@ -195,9 +195,8 @@ static int start_trial(sqlite3 *db, search_ctx *c, int idx, bool retry, search_a
     char *ptext = json_dumps(params, JSON_COMPACT);
     if (rc == 0) rc = jobs_insert(db, &j);
     if (rc == 0 && !retry)
-        rc = exec_bind(db,
-                       "INSERT INTO trials (search_id, idx, job_id, jobs, params) VALUES (?, ?, ?, json_array(?3), ?)",
-                       "siss", row_str(c->row, "id"), idx, j.id, ptext ? ptext : "{}");
+        rc = exec_bind(db, "INSERT INTO trials (search_id, idx, job_id, jobs, params) VALUES (?, ?, ?, json_array(?3), ?)", "siss",
+                       row_str(c->row, "id"), idx, j.id, ptext ? ptext : "{}");
     else if (rc == 0)
         rc = exec_bind(db,
                        "UPDATE trials SET job_id = ?3, jobs = json_insert(jobs, '$[#]', ?3), state = 'running' "
@@ -231,8 +230,8 @@ static int finish(sqlite3 *db, search_ctx *c, search_after *a)
     if (db_step(st) == SQLITE_ROW) {
         json_t *params = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
         best = json_pack("{s:i, s:s, s:o, s:{s:f}, s:s}", "trial", sqlite3_column_int(st, 0), "job_id",
-                         (const char *)sqlite3_column_text(st, 1), "params", params ? params : json_object(), "metrics",
-                         s->metric, sqlite3_column_double(st, 3), "state", (const char *)sqlite3_column_text(st, 5));
+                         (const char *)sqlite3_column_text(st, 1), "params", params ? params : json_object(), "metrics", s->metric,
+                         sqlite3_column_double(st, 3), "state", (const char *)sqlite3_column_text(st, 5));
         if (sqlite3_column_type(st, 4) != SQLITE_NULL)
             json_object_set_new(json_object_get(best, "metrics"), s->resource, json_real(sqlite3_column_double(st, 4)));
     }
@@ -256,9 +255,9 @@ static int finish(sqlite3 *db, search_ctx *c, search_after *a)
         double v = json_number_value(json_object_get(json_object_get(best, "metrics"), s->metric));
         snprintf(why, sizeof why, "search done: the best trial is %d (%s %.6g; %s)",
                  (int)json_integer_value(json_object_get(best, "trial")), s->metric, v, ptxt);
-        json_t *result = json_pack("{s:{s:f}, s:O, s:o, s:s, s:s, s:s}", "metrics", s->metric, v, "best", best, "trials", counts,
-                                   "algorithm", search_algorithm_name(s->algorithm), "metric", s->metric, "mode",
-                                   s->maximize ? "max" : "min");
+        json_t *result =
+            json_pack("{s:{s:f}, s:O, s:o, s:s, s:s, s:s}", "metrics", s->metric, v, "best", best, "trials", counts, "algorithm",
+                      search_algorithm_name(s->algorithm), "metric", s->metric, "mode", s->maximize ? "max" : "min");
         rc = move(db, c->row, "succeeded", why, result, a);
         json_decref(result);
         json_decref(best);
@@ -311,8 +310,7 @@ int search_begin(sqlite3 *db, const char *job_id, search_after *a)
 }
 
 /* asha at the rungs point crossed: 1 when the trial was stopped */
-static int asha(sqlite3 *db, search_ctx *c, const trial_ref *t, const char *job_id, double value, double resource,
-                search_after *a)
+static int asha(sqlite3 *db, search_ctx *c, const trial_ref *t, const char *job_id, double value, double resource, search_after *a)
 {
     const search_settings *s = &c->s;
     const char *sid = row_str(c->row, "id");
@@ -344,8 +342,8 @@ static int asha(sqlite3 *db, search_ctx *c, const trial_ref *t, const char *job_
             return -1;
         char why[700];
         if (!v.stop) {
-            snprintf(why, sizeof why, "trial %d continues past rung %d (%s %g): %s %.6g within the top %d of %d (cut %.6g)",
-                     t->idx, k, s->resource, rungs[k], s->metric, value, v.keep, v.n, v.cut);
+            snprintf(why, sizeof why, "trial %d continues past rung %d (%s %g): %s %.6g within the top %d of %d (cut %.6g)", t->idx,
+                     k, s->resource, rungs[k], s->metric, value, v.keep, v.n, v.cut);
             if (note(db, c->row, a, why) != 0) return -1;
             continue;
         }
@@ -385,8 +383,9 @@ static int trial_ended(sqlite3 *db, search_ctx *c, const trial_ref *t, const eve
     json_t *m = json_object_get(e->result, "metrics");
     if (metric_of(m, s->metric, &v) == 0) {
         if (metric_of(m, s->resource, &r) != 0) r = NAN;
-        if (exec_bind(db, "UPDATE trials SET last_value = ?3, last_resource = coalesce(?4, last_resource) WHERE search_id = ?1 AND "
-                          "idx = ?2",
+        if (exec_bind(db,
+                      "UPDATE trials SET last_value = ?3, last_resource = coalesce(?4, last_resource) WHERE search_id = ?1 AND "
+                      "idx = ?2",
                       "sidd", sid, t->idx, v, r) != 0)
             return -1;
     }
@@ -454,8 +453,8 @@ int search_on_cancel(sqlite3 *db, const char *job_id, search_after *a)
         sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
         json_t *live = json_array();
         while (db_step(st) == SQLITE_ROW)
-            json_array_append_new(live, json_pack("{s:i, s:s}", "idx", sqlite3_column_int(st, 0), "job",
-                                                  (const char *)sqlite3_column_text(st, 1)));
+            json_array_append_new(
+                live, json_pack("{s:i, s:s}", "idx", sqlite3_column_int(st, 0), "job", (const char *)sqlite3_column_text(st, 1)));
         db_release(st);
         size_t i;
         json_t *x;
@@ -480,8 +479,9 @@ int search_on_cancel(sqlite3 *db, const char *job_id, search_after *a)
     if (strcmp(t.state, "running") != 0) return 0;
     search_ctx c;
     if (load(db, t.search_id, &c) != 0) return -1;
-    int rc = exec_bind(db, "UPDATE trials SET state = 'cancelled', reason = 'its job was cancelled' WHERE search_id = ?1 AND "
-                           "idx = ?2",
+    int rc = exec_bind(db,
+                       "UPDATE trials SET state = 'cancelled', reason = 'its job was cancelled' WHERE search_id = ?1 AND "
+                       "idx = ?2",
                        "si", t.search_id, t.idx);
     char why[200];
     snprintf(why, sizeof why, "trial %d cancelled (its job %s was cancelled)", t.idx, job_id);
@@ -525,10 +525,10 @@ json_t *search_trials_json(sqlite3 *db, const char *job_id)
         int idx = sqlite3_column_int(st, 0);
         json_t *jobs = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
         json_t *params = json_loads((const char *)sqlite3_column_text(st, 3), 0, NULL);
-        json_t *t = json_pack("{s:i, s:s, s:o, s:o, s:s, s:i, s:s}", "trial", idx, "job_id", (const char *)sqlite3_column_text(st, 1),
-                              "jobs", jobs ? jobs : json_array(), "params", params ? params : json_object(), "state",
-                              (const char *)sqlite3_column_text(st, 4), "failures", sqlite3_column_int(st, 5), "reason",
-                              (const char *)sqlite3_column_text(st, 6));
+        json_t *t = json_pack("{s:i, s:s, s:o, s:o, s:s, s:i, s:s}", "trial", idx, "job_id",
+                              (const char *)sqlite3_column_text(st, 1), "jobs", jobs ? jobs : json_array(), "params",
+                              params ? params : json_object(), "state", (const char *)sqlite3_column_text(st, 4), "failures",
+                              sqlite3_column_int(st, 5), "reason", (const char *)sqlite3_column_text(st, 6));
         if (sqlite3_column_type(st, 7) == SQLITE_NULL) {
             json_object_set_new(t, "last", json_null());
         } else {

@@ -81,12 +81,11 @@ static const sch register_s = {SCH_OBJECT, .members = register_m,
                                        "job's name) in the tenant's registry, with result.metrics"};
 static const sch model_name_s = {SCH_STR, SCH_IN(1, 200),
                                  .desc = "the registered model's name (with register_model); default: the job's name"};
-static const sch_member spec_m[] = {{"program", &program_shape, 1},   {"workers", &workers_s, 0},
-                                    {"max_runtime_s", &runtime_s, 0}, {"grace_s", &grace_s, 0},
-                                    {"max_restarts", &restarts_s, 0}, {"rendezvous_timeout_s", &rendezvous_s, 0},
-                                    {"resources", &resources_s, 0},   {"register_model", &register_s, 0},
-                                    {"model_name", &model_name_s, 0}, {"search", &search_shape, 0},
-                                    {"trial", &search_trial_shape, 0},  {0}};
+static const sch_member spec_m[] = {
+    {"program", &program_shape, 1}, {"workers", &workers_s, 0},         {"max_runtime_s", &runtime_s, 0},
+    {"grace_s", &grace_s, 0},       {"max_restarts", &restarts_s, 0},   {"rendezvous_timeout_s", &rendezvous_s, 0},
+    {"resources", &resources_s, 0}, {"register_model", &register_s, 0}, {"model_name", &model_name_s, 0},
+    {"search", &search_shape, 0},   {"trial", &search_trial_shape, 0},  {0}};
 const sch program_spec_shape = {SCH_OBJECT, .members = spec_m,
                                 .desc = "A training job running the team's own program (a PyTorch script) as every rank, "
                                         "sandboxed (docs/programs.md).  Rules beyond the schema: command[0] non-empty, env "
@@ -171,8 +170,10 @@ int program_spec_validate(const json_t *spec, char *field, size_t fl, char *msg,
         var[i] = '\0';
         if (program_env_refusal(var)) {
             snprintf(field, fl, "spec.search.space.%s", pname);
-            snprintf(msg, ml, "becomes the trial's variable %s, which gantry sets (RANK, WORLD_SIZE, MASTER_*, LOCAL_*, "
-                              "GANTRY_*, CUDA_VISIBLE_DEVICES, PWD): choose another name", var);
+            snprintf(msg, ml,
+                     "becomes the trial's variable %s, which gantry sets (RANK, WORLD_SIZE, MASTER_*, LOCAL_*, "
+                     "GANTRY_*, CUDA_VISIBLE_DEVICES, PWD): choose another name",
+                     var);
             return -1;
         }
     }

@@ -61,8 +61,8 @@ static const sch seed_s = {SCH_INT, SCH_IN(0, SCH_MAX_SAFE_INT), .dflt = "1",
                            .desc = "the draws: trial i's parameters follow from (seed, i) alone"};
 static const sch failures_s = {SCH_INT, SCH_IN(0, 100), .dflt = "2",
                                .desc = "times a failed trial is run again before it is marked failed (the search goes on)"};
-static const sch_member search_m[] = {{"space", &space_s, 1},         {"algorithm", &algorithm_s, 0},
-                                      {"metric", &metric_s, 1},        {"mode", &mode_s, 0},
+static const sch_member search_m[] = {{"space", &space_s, 1},           {"algorithm", &algorithm_s, 0},
+                                      {"metric", &metric_s, 1},         {"mode", &mode_s, 0},
                                       {"max_trials", &max_trials_s, 0}, {"parallel", &parallel_s, 0},
                                       {"budget", &budget_s, 0},         {"seed", &seed_s, 0},
                                       {"max_failures", &failures_s, 0}, {0}};
@@ -77,8 +77,12 @@ const sch search_shape = {SCH_OBJECT, .members = search_m,
 static const sch trial_id_s = {SCH_STR, SCH_IN(1, 64), .desc = "the search job's id"};
 static const sch trial_index_s = {SCH_INT, SCH_IN(0, SEARCH_MAX_TRIALS), .desc = "the trial's number in the search, from 0"};
 static const sch trial_params_s = {SCH_OBJECT, .flags = SCH_OPEN, .desc = "the trial's parameters {name: value}"};
-static const sch_member trial_m[] = {{"search", &trial_id_s, 1},     {"index", &trial_index_s, 1},   {"params", &trial_params_s, 1},
-                                     {"metric", &metric_s, 0},       {"resource", &resource_s, 0}, {"max_resource", &rmax_s, 0},
+static const sch_member trial_m[] = {{"search", &trial_id_s, 1},
+                                     {"index", &trial_index_s, 1},
+                                     {"params", &trial_params_s, 1},
+                                     {"metric", &metric_s, 0},
+                                     {"resource", &resource_s, 0},
+                                     {"max_resource", &rmax_s, 0},
                                      {0}};
 const sch search_trial_shape = {SCH_OBJECT, .members = trial_m,
                                 .desc = "set by gantry on a search's trials (refused in a submission): the search, the trial's "
@@ -155,7 +159,8 @@ int search_spec_validate(const json_t *search, char *field, size_t fl, char *msg
     {
         const char *s = json_string_value(strcmp(name, "metric") == 0 ? p : json_object_get(p, "resource"));
         if (s && !variable_name(s))
-            return field_fail(field, fl, msg, ml, strcmp(name, "metric") == 0 ? "spec.search.metric" : "spec.search.budget.resource",
+            return field_fail(field, fl, msg, ml,
+                              strcmp(name, "metric") == 0 ? "spec.search.metric" : "spec.search.budget.resource",
                               "must be a metrics field's name: letters, digits and _, not starting with a digit");
     }
     json_object_foreach(json_object_get(search, "space"), name, p)
@@ -208,7 +213,7 @@ void search_settings_get(const json_t *search, search_settings *s)
         snprintf(q->name, sizeof q->name, "%s", name);
         const char *kind = json_object_iter_key(json_object_iter(p));
         json_t *v = json_object_iter_value(json_object_iter(p));
-        q->kind = !kind                            ? PARAM_CHOICE
+        q->kind = !kind                             ? PARAM_CHOICE
                   : strcmp(kind, "loguniform") == 0 ? PARAM_LOGUNIFORM
                   : strcmp(kind, "uniform") == 0    ? PARAM_UNIFORM
                   : strcmp(kind, "int") == 0        ? PARAM_INT

@@ -202,9 +202,5 @@ static int admit(const json_t *spec, char *field, size_t fl, char *msg, size_t m
     return 0;
 }
 
-const job_spec train_job_spec = {.shape = &train_job_shape,
-                                 .validate = train_spec_validate,
-                                 .admit = admit,
-                                 .slots = slots,
-                                 .paths = paths,
-                                 .cost = cost};
+const job_spec train_job_spec = {
+    .shape = &train_job_shape, .validate = train_spec_validate, .admit = admit, .slots = slots, .paths = paths, .cost = cost};

@@ -32,6 +32,7 @@ void api_job_get(http_ctx *c);
 void api_job_cancel(http_ctx *c);
 void api_job_events(http_ctx *c);
 void api_job_metrics(http_ctx *c);
+void api_job_trials(http_ctx *c);
 void api_job_logs(http_ctx *c);       /* server/logs.c */
 void api_job_outputs(http_ctx *c);    /* server/outputs.c */
 void api_job_output_get(http_ctx *c); /* server/outputs.c */

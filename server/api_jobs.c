@@ -15,6 +15,7 @@
 #include "server/limits.h"
 #include "server/tenants.h"
 #include "server/models.h"
+#include "server/search.h"
 #include "server/spec.h"
 #include "server/sse.h"
 
@@ -37,17 +38,23 @@ typedef struct {
     char idem[IDEM_MAX_LEN + 1];
     tenant_limits limits; /* the tenant's, at submission: runtime and memory go with the task */
     json_t *roots;        /* the tenant's roots, at submission: they go with the task too */
+    bool search;          /* a search (server/search.h): the server runs it, its trials are published */
+    search_after after;
 } submit_op;
 
 static void submit_op_free(submit_op *op)
 {
     json_decref(op->roots);
+    search_after_clear(&op->after);
     free(op);
 }
 
 static int apply_submit(sqlite3 *db, void *arg)
 {
-    return jobs_insert(db, &((submit_op *)arg)->job);
+    submit_op *op = arg;
+    if (jobs_insert(db, &op->job) != 0) return -1;
+    if (!op->search || op->job.existing[0] || op->job.over_quota) return 0;
+    return search_begin(db, op->job.id, &op->after); /* never published itself: its first trials are */
 }
 
 static void submit_done(void *arg, int ok)
@@ -56,7 +63,9 @@ static void submit_done(void *arg, int ok)
     http_ctx *c = http_defer_ctx(op->defer);
     const char *id = op->job.existing[0] ? op->job.existing : op->job.id;
     bool inserted = ok && !op->job.existing[0] && !op->job.over_quota;
-    if (inserted) {
+    if (inserted && op->search) {
+        bus_search_after(op->srv->bus, &op->after);
+    } else if (inserted) {
         task_msg t = {.priority = op->job.priority,
                       .slots = op->job.slots,
                       .attempt = 0,
@@ -166,6 +175,8 @@ void api_job_submit(http_ctx *c)
     snprintf(op->job.tenant_id, sizeof(op->job.tenant_id), "%s", c->auth.tenant_id);
     op->spec = json_incref(op->job.spec);
     op->job.spec = op->spec;
+    op->search = search_spec_is(op->spec);
+    search_after_init(&op->after);
     op->srv = c->srv;
     op->defer = http_defer_begin(c);
     store_submit(c->srv->store, apply_submit, submit_done, op);
@@ -219,7 +230,10 @@ void api_job_get(http_ctx *c)
         http_error(c, GERR_NOT_FOUND, "id", "no job with this id");
         return;
     }
-    models_public_job(job); /* no server paths */
+    models_public_job(job);                                            /* no server paths */
+    json_t *trials = search_trials_json(c->srv->db, http_param(c, 0)); /* a search: its trials */
+    if (trials) json_object_set(job, "trials", json_object_get(trials, "trials"));
+    json_decref(trials);
     http_reply_json(c, 200, job);
 }
 
@@ -245,6 +259,18 @@ void api_job_events(http_ctx *c)
     if (id) http_reply_json(c, 200, jobs_events_json(c->srv->db, id));
 }
 
+void api_job_trials(http_ctx *c)
+{
+    const char *id = visible_job(c);
+    if (!id) return;
+    json_t *trials = search_trials_json(c->srv->db, id);
+    if (!trials) {
+        http_error(c, GERR_NOT_FOUND, "id", "this job is not a search (a training job with spec.search has trials)");
+        return;
+    }
+    http_reply_json(c, 200, trials);
+}
+
 #define METRICS_MAX_POINTS 5000
 
 void api_job_metrics(http_ctx *c)
@@ -265,6 +291,7 @@ typedef struct {
     char id[64], tenant[48], who[200], event_id[48], token_id[48];
     int scoped;
     int rc;
+    search_after after;
 } cancel_op;
 
 static int apply_cancel(sqlite3 *db, void *arg)
@@ -272,6 +299,7 @@ static int apply_cancel(sqlite3 *db, void *arg)
     cancel_op *op = arg;
     op->rc = jobs_cancel(db, op->id, op->scoped ? op->tenant : NULL, op->who, op->event_id);
     if (op->rc == 0) audit_record(db, op->token_id, "job.cancel", op->id);
+    if (op->rc == 0 && search_on_cancel(db, op->id, &op->after) != 0) return -1; /* a search's trials stop with it */
     return op->rc < 0 ? -1 : 0;
 }
 
@@ -281,6 +309,7 @@ static void cancel_done(void *arg, int ok)
     http_ctx *c = http_defer_ctx(op->defer);
     if (ok && op->rc == 0) {
         bus_cancel(op->srv->bus, op->id);
+        bus_search_after(op->srv->bus, &op->after);
         char ev[256];
         snprintf(ev, sizeof(ev), "{\"job_id\":\"%s\",\"state\":\"cancelled\",\"reason\":\"cancelled\",\"source\":\"server\"}",
                  op->id);
@@ -303,6 +332,7 @@ static void cancel_done(void *arg, int ok)
         }
     }
     http_defer_end(op->defer);
+    search_after_clear(&op->after);
     free(op);
 }
 
@@ -315,6 +345,7 @@ void api_job_cancel(http_ctx *c)
     snprintf(op->who, sizeof(op->who), "token %s (%s)", c->auth.token_id, c->auth.token_name);
     op->scoped = scope(c) != NULL;
     op->srv = c->srv;
+    search_after_init(&op->after);
     op->defer = http_defer_begin(c);
     store_submit(c->srv->store, apply_cancel, cancel_done, op);
 }

@@ -11,6 +11,7 @@
 #include "server/db.h"
 #include "server/jobs.h"
 #include "server/models.h"
+#include "server/search.h"
 #include "server/server.h"
 #include "server/sse.h"
 #include "server/tenants.h"
@@ -243,6 +244,32 @@ void bus_cancel(bus *b, const char *job_id)
     redis_link_cmd(b->cmd, NULL, NULL, "SET cancel", "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id); /* down: not set (logged) */
 }
 
+static void publish_now(void *arg, const task_msg *t)
+{
+    publish(arg, t, false);
+}
+
+void bus_search_after(bus *b, search_after *a)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a->publish, i, v) jobs_task_of(b->srv->db, json_string_value(v), publish_now, b);
+    json_array_foreach(a->cancel, i, v) bus_cancel(b, json_string_value(v));
+    json_array_foreach(a->events, i, v)
+    {
+        json_t *o = json_pack("{s:O, s:O, s:O, s:s}", "job_id", json_object_get(v, "job_id"), "state",
+                              json_object_get(v, "state") ? json_object_get(v, "state") : json_null(), "reason",
+                              json_object_get(v, "reason"), "source", "server");
+        char *s = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (s) sse_publish(b->srv->sse, json_string_value(json_object_get(v, "tenant")), "job", s);
+        free(s);
+    }
+    json_array_clear(a->publish);
+    json_array_clear(a->cancel);
+    json_array_clear(a->events);
+}
+
 void bus_set_model(bus *b, const char *job_id, const char *resolved_json)
 {
     /* a week: replicas read it every half second; a job's key outlives any wait for a replica */
@@ -258,6 +285,7 @@ typedef struct {
     event_msg *events;
     apply_result *results;
     char (*tenants)[48];
+    search_after after; /* what the search controller decided in the batch's transaction */
 } event_batch;
 
 static void batch_free(event_batch *batch)
@@ -268,6 +296,7 @@ static void batch_free(event_batch *batch)
     free(batch->events);
     free(batch->results);
     free(batch->tenants);
+    search_after_clear(&batch->after);
     free(batch);
 }
 
@@ -285,6 +314,8 @@ static int apply_batch(sqlite3 *db, void *arg)
         if (batch->results[i] == APPLY_MOVED && e->result && job_state_parse(e->state) == JS_SUCCEEDED &&
             models_register(db, e->job_id, e->result) != 0)
             return -1;
+        /* a search's trial: asha's rule at its rungs, its end (server/search.h) */
+        if (search_on_event(db, e, batch->results[i], &batch->after) != 0) return -1;
     }
     return 0;
 }
@@ -334,6 +365,7 @@ static void on_batch_done(void *arg, int ok)
             bus_cancel(b, batch->events[i].job_id);
     }
     b->consumed += (unsigned long long)batch->n;
+    bus_search_after(b, &batch->after);
     batch_free(batch);
     read_next(b);
 }
@@ -347,6 +379,7 @@ static event_batch *batch_from_reply(bus *b, redisReply *entries)
     batch->events = xcalloc(n, sizeof(*batch->events));
     batch->results = xcalloc(n, sizeof(*batch->results));
     batch->tenants = xcalloc(n, sizeof(*batch->tenants));
+    search_after_init(&batch->after);
     for (size_t i = 0; i < n; i++) {
         redisReply *entry = entries->element[i];
         if (entry->type != REDIS_REPLY_ARRAY || entry->elements < 2 || entry->element[0]->type != REDIS_REPLY_STRING) continue;

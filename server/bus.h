@@ -24,6 +24,10 @@ typedef struct bus bus;
 bus *bus_create(struct server *srv, const char *host, int port, const redis_auth *auth, const char *consumer);
 void bus_publish_job(bus *b, const task_msg *t);
 void bus_cancel(bus *b, const char *job_id);
+/* what a search decided, once its transaction committed (server/search.h): its new trials
+ * published, the trials it stopped given their cancel keys, its events pushed to SSE; a is cleared */
+struct search_after;
+void bus_search_after(bus *b, struct search_after *a);
 /* writes every tenant's weight and quota to gantry:tenants (the scheduler reads them) */
 void bus_sync_tenants(bus *b);
 /* the model version a serving job's replicas switch to (a moved alias: server/models.h):

@@ -87,7 +87,7 @@ int jobs_insert(sqlite3 *db, job_new *j)
     j->existing[0] = '\0';
     j->over_quota = j->idem_mismatch = 0;
     if (j->idem && (find_idem(db, j) != 0 || j->existing[0])) return j->existing[0] ? 0 : -1;
-    if (over_queued_quota(db, j->tenant_id, &j->over_quota) != 0) return -1;
+    if (!j->no_queued_quota && over_queued_quota(db, j->tenant_id, &j->over_quota) != 0) return -1;
     if (j->over_quota) return 0;
     char *spec = json_dumps(j->spec, JSON_COMPACT);
     sqlite3_stmt *st;
@@ -415,20 +415,59 @@ int jobs_note(sqlite3 *db, const char *job_id, const char *source, const char *r
     return insert_event(db, e.id, job_id, e.ts, NULL, reason, e.source, -1) < 0 ? -1 : 0;
 }
 
+/* moves a live job to cancelled with reason; 0, 1 when terminal, -1 on error */
+static int cancel_with(sqlite3 *db, const char *id, job_state cur, const char *reason, char *event_id_out)
+{
+    if (job_state_terminal(cur)) return 1;
+    event_msg e;
+    msg_event_init(&e, id, "server");
+    snprintf(e.state, sizeof(e.state), "cancelled");
+    snprintf(e.reason, sizeof(e.reason), "%s", reason);
+    if (event_id_out) snprintf(event_id_out, 48, "%s", e.id);
+    if (insert_event(db, e.id, id, e.ts, e.state, e.reason, e.source, -1) != 1) return -1;
+    return move_job(db, &e, JS_CANCELLED);
+}
+
 int jobs_cancel(sqlite3 *db, const char *id, const char *tenant_id, const char *who, char *event_id_out)
 {
     job_state cur;
     char tenant[48];
     int found = job_state_of(db, id, &cur, tenant);
     if (found != 0 || (tenant_id && strcmp(tenant, tenant_id) != 0)) return found < 0 ? -1 : 2;
-    if (job_state_terminal(cur)) return 1;
-    event_msg e;
-    msg_event_init(&e, id, "server");
-    snprintf(e.state, sizeof(e.state), "cancelled");
-    snprintf(e.reason, sizeof(e.reason), "cancelled by %s", who);
-    snprintf(event_id_out, 48, "%s", e.id);
-    if (insert_event(db, e.id, id, e.ts, e.state, e.reason, e.source, -1) != 1) return -1;
-    return move_job(db, &e, JS_CANCELLED);
+    char reason[300];
+    snprintf(reason, sizeof(reason), "cancelled by %s", who);
+    return cancel_with(db, id, cur, reason, event_id_out);
+}
+
+int jobs_stop(sqlite3 *db, const char *id, const char *reason)
+{
+    job_state cur;
+    char tenant[48];
+    int found = job_state_of(db, id, &cur, tenant);
+    if (found != 0) return found < 0 ? -1 : 1;
+    return cancel_with(db, id, cur, reason, NULL);
+}
+
+json_t *jobs_row(sqlite3 *db, const char *id)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT id, tenant_id, name, priority, preemptible, state, spec, result FROM jobs WHERE id = ?", &st) != 0)
+        return NULL;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    json_t *o = NULL;
+    if (db_step(st) == SQLITE_ROW) {
+        o = json_object();
+        json_object_set_new(o, "id", text_or_null(st, 0));
+        json_object_set_new(o, "tenant", text_or_null(st, 1));
+        json_object_set_new(o, "name", text_or_null(st, 2));
+        json_object_set_new(o, "priority", json_integer(sqlite3_column_int(st, 3)));
+        json_object_set_new(o, "preemptible", json_boolean(sqlite3_column_int(st, 4)));
+        json_object_set_new(o, "state", text_or_null(st, 5));
+        json_object_set_new(o, "spec", parsed_or_null(st, 6));
+        json_object_set_new(o, "result", parsed_or_null(st, 7));
+    }
+    db_release(st);
+    return o;
 }
 
 int jobs_mark_all_unpublished(sqlite3 *db)
@@ -450,42 +489,69 @@ int jobs_mark_published(sqlite3 *db, const char *id)
     return rc;
 }
 
+#define TASK_COLS                                                                                                                  \
+    "seq, id, tenant_id, type, priority, slots, attempts, spec, preemptible, (SELECT coalesce(max_runtime_s, 0) "                  \
+    "FROM tenants t WHERE t.id = jobs.tenant_id), (SELECT coalesce(max_memory_bytes, 0) FROM tenants t WHERE t.id = "              \
+    "jobs.tenant_id), (SELECT roots FROM tenants t WHERE t.id = jobs.tenant_id) "
+
+/* one row of TASK_COLS to fn as a task */
+static void row_task(sqlite3_stmt *st, jobs_task_fn fn, void *arg)
+{
+    task_msg t;
+    memset(&t, 0, sizeof(t));
+    snprintf(t.job_id, sizeof(t.job_id), "%s", (const char *)sqlite3_column_text(st, 1));
+    snprintf(t.tenant, sizeof(t.tenant), "%s", (const char *)sqlite3_column_text(st, 2));
+    snprintf(t.type, sizeof(t.type), "%s", (const char *)sqlite3_column_text(st, 3));
+    t.priority = sqlite3_column_int(st, 4);
+    t.slots = sqlite3_column_int(st, 5);
+    t.attempt = sqlite3_column_int(st, 6);
+    t.spec = json_loads((const char *)sqlite3_column_text(st, 7), 0, NULL);
+    t.preemptible = sqlite3_column_int(st, 8);
+    t.max_runtime_s = sqlite3_column_int64(st, 9); /* the tenant's limits now (server/limits.h); 0: none */
+    t.max_memory_bytes = sqlite3_column_int64(st, 10);
+    const char *roots = (const char *)sqlite3_column_text(st, 11); /* and its roots (wire/msg.h) */
+    t.roots = roots ? json_loads(roots, 0, NULL) : NULL;
+    fn(arg, &t);
+    json_decref(t.roots);
+    json_decref(t.spec);
+}
+
 int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int max, jobs_task_fn fn, void *arg)
 {
     sqlite3_stmt *st;
+    /* a search (server/search.h) runs in the server: never published */
     if (prep(db,
-             "SELECT seq, id, tenant_id, type, priority, slots, attempts, spec, preemptible, (SELECT coalesce(max_runtime_s, 0) "
-             "FROM tenants t WHERE t.id = jobs.tenant_id), (SELECT coalesce(max_memory_bytes, 0) FROM tenants t WHERE t.id = "
-             "jobs.tenant_id), (SELECT roots FROM tenants t WHERE t.id = jobs.tenant_id) "
-             "FROM jobs WHERE published = 0 AND seq > ? AND created_at < ? AND state NOT IN ('succeeded', 'failed', 'cancelled') "
-             "ORDER BY seq LIMIT ?",
+             "SELECT " TASK_COLS "FROM jobs WHERE published = 0 AND seq > ? AND created_at < ? AND state NOT IN ('succeeded', "
+             "'failed', 'cancelled') AND NOT EXISTS (SELECT 1 FROM searches s WHERE s.job_id = jobs.id) ORDER BY seq LIMIT ?",
              &st) != 0)
         return after;
     sqlite3_bind_int64(st, 1, after);
     sqlite3_bind_int64(st, 2, before_ms);
     sqlite3_bind_int(st, 3, max);
     while (db_step(st) == SQLITE_ROW) {
-        task_msg t;
-        memset(&t, 0, sizeof(t));
         after = sqlite3_column_int64(st, 0);
-        snprintf(t.job_id, sizeof(t.job_id), "%s", (const char *)sqlite3_column_text(st, 1));
-        snprintf(t.tenant, sizeof(t.tenant), "%s", (const char *)sqlite3_column_text(st, 2));
-        snprintf(t.type, sizeof(t.type), "%s", (const char *)sqlite3_column_text(st, 3));
-        t.priority = sqlite3_column_int(st, 4);
-        t.slots = sqlite3_column_int(st, 5);
-        t.attempt = sqlite3_column_int(st, 6);
-        t.spec = json_loads((const char *)sqlite3_column_text(st, 7), 0, NULL);
-        t.preemptible = sqlite3_column_int(st, 8);
-        t.max_runtime_s = sqlite3_column_int64(st, 9); /* the tenant's limits now (server/limits.h); 0: none */
-        t.max_memory_bytes = sqlite3_column_int64(st, 10);
-        const char *roots = (const char *)sqlite3_column_text(st, 11); /* and its roots (wire/msg.h) */
-        t.roots = roots ? json_loads(roots, 0, NULL) : NULL;
-        fn(arg, &t);
-        json_decref(t.roots);
-        json_decref(t.spec);
+        row_task(st, fn, arg);
     }
     db_release(st);
     return after;
+}
+
+int jobs_task_of(sqlite3 *db, const char *id, jobs_task_fn fn, void *arg)
+{
+    sqlite3_stmt *st;
+    if (prep(db,
+             "SELECT " TASK_COLS "FROM jobs WHERE id = ? AND state NOT IN ('succeeded', 'failed', 'cancelled') AND NOT EXISTS "
+             "(SELECT 1 FROM searches s WHERE s.job_id = jobs.id)",
+             &st) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int rc = 1;
+    if (db_step(st) == SQLITE_ROW) {
+        row_task(st, fn, arg);
+        rc = 0;
+    }
+    db_release(st);
+    return rc;
 }
 
 void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, const char *state, long n), void *arg)

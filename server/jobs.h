@@ -27,6 +27,7 @@ typedef struct {
     char existing[48];             /* out: set when the key was already used (the earlier job's id) */
     int idem_mismatch;             /* out: the key was used with another body (nothing inserted) */
     int over_quota;                /* out: max_queued + 1 when the tenant is at it (nothing inserted) */
+    bool no_queued_quota;          /* a search's trial: max_queued counts the search, not its trials */
 } job_new;
 
 /* inserts the job (state queued, unpublished) and its first event; 0 or -1 */
@@ -67,6 +68,14 @@ int jobs_apply_event(sqlite3 *db, const event_msg *e, apply_result *res, char *t
  * moved under a serving job.  0, or -1 on a database error. */
 int jobs_note(sqlite3 *db, const char *job_id, const char *source, const char *reason);
 
+/* A job's row for the search controller (server/search.c): {"id","tenant","name","priority":N,
+ * "preemptible":bool,"state","spec":{..},"result"}; NULL when unknown or on a database error */
+json_t *jobs_row(sqlite3 *db, const char *id);
+
+/* Stops a live job as cancel does, with reason as its event (a search's trial stopped early): 0, 1
+ * when it is already terminal or unknown, -1 on error.  The caller sets the Redis cancel key. */
+int jobs_stop(sqlite3 *db, const char *id, const char *reason);
+
 /* Cancels a live job: 0, 1 when it is already terminal, 2 when unknown/not owned, -1 on error. */
 int jobs_cancel(sqlite3 *db, const char *id, const char *tenant_id, const char *who, char *event_id_out);
 
@@ -78,6 +87,10 @@ int jobs_mark_all_unpublished(sqlite3 *db);
  * seen (== after when there were none). */
 typedef void (*jobs_task_fn)(void *arg, const task_msg *t);
 int64_t jobs_each_unpublished(sqlite3 *db, int64_t after, int64_t before_ms, int max, jobs_task_fn fn, void *arg);
+/* Calls fn with the task of job id as the outbox publishes it, whatever its published mark (a
+ * search's new trial, published after its transaction); 0, 1 when it is unknown or finished.  A
+ * search itself (server/search.h) is never published: it is neither here nor in the sweep. */
+int jobs_task_of(sqlite3 *db, const char *id, jobs_task_fn fn, void *arg);
 
 /* counts by type and state for /metrics: calls fn(type, state, n) */
 void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, const char *state, long n), void *arg);

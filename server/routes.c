@@ -24,6 +24,10 @@ const route routes[] = {
     {"GET", "/v1/jobs/{id}/events", ROLE_VIEWER, BODY_NONE, api_job_events, "a job's events, oldest first", LIMIT_API},
     {"GET", "/v1/jobs/{id}/metrics", ROLE_VIEWER, BODY_NONE, api_job_metrics,
      "a training job's progress points (step, loss, accuracy, samples/s), oldest first, at most 5000", LIMIT_API},
+    {"GET", "/v1/jobs/{id}/trials", ROLE_VIEWER, BODY_NONE, api_job_trials,
+     "a search's trials: parameters, state, the metric at each rung and the last, the best (404 when the job is not a "
+     "search)",
+     LIMIT_API},
     {"GET", "/v1/jobs/{id}/logs", ROLE_VIEWER, BODY_NONE, api_job_logs,
      "a program job's output: the last lines as text (rank, tail; 404 when the job is not a program job), or followed "
      "live as Server-Sent Events (follow=1)",

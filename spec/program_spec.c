@@ -9,6 +9,7 @@
 
 #include "common/jobtypes.h"
 #include "common/utf8.h"
+#include "spec/search_spec.h"
 #include "spec/serve_signature.h"
 
 #define MIB (1024LL * 1024LL)
@@ -80,17 +81,19 @@ static const sch register_s = {SCH_OBJECT, .members = register_m,
                                        "job's name) in the tenant's registry, with result.metrics"};
 static const sch model_name_s = {SCH_STR, SCH_IN(1, 200),
                                  .desc = "the registered model's name (with register_model); default: the job's name"};
-static const sch_member spec_m[] = {{"program", &program_shape, 1},   {"workers", &workers_s, 0},
-                                    {"max_runtime_s", &runtime_s, 0}, {"grace_s", &grace_s, 0},
-                                    {"max_restarts", &restarts_s, 0}, {"rendezvous_timeout_s", &rendezvous_s, 0},
-                                    {"resources", &resources_s, 0},   {"register_model", &register_s, 0},
-                                    {"model_name", &model_name_s, 0}, {0}};
+static const sch_member spec_m[] = {
+    {"program", &program_shape, 1}, {"workers", &workers_s, 0},         {"max_runtime_s", &runtime_s, 0},
+    {"grace_s", &grace_s, 0},       {"max_restarts", &restarts_s, 0},   {"rendezvous_timeout_s", &rendezvous_s, 0},
+    {"resources", &resources_s, 0}, {"register_model", &register_s, 0}, {"model_name", &model_name_s, 0},
+    {"search", &search_shape, 0},   {"trial", &search_trial_shape, 0},  {0}};
 const sch program_spec_shape = {SCH_OBJECT, .members = spec_m,
                                 .desc = "A training job running the team's own program (a PyTorch script) as every rank, "
                                         "sandboxed (docs/programs.md).  Rules beyond the schema: command[0] non-empty, env "
                                         "names not gantry's, workers.max >= workers.min, register_model.output relative "
                                         "without '..', model_name only with register_model; workdir a directory under the "
-                                        "tenant's roots, memory_mb within the tenant's max_memory_bytes."};
+                                        "tenant's roots, memory_mb within the tenant's max_memory_bytes; with search, each "
+                                        "parameter's upper-cased name not one gantry sets, and no register_model; trial is "
+                                        "gantry's (a search's trials)."};
 
 /* ---- the rules between fields ---- */
 
@@ -155,6 +158,29 @@ int program_spec_validate(const json_t *spec, char *field, size_t fl, char *msg,
         snprintf(field, fl, "spec.register_model.%s", sfield);
         return -1;
     }
+    json_t *search = json_object_get(spec, "search");
+    if (search && search_spec_validate(search, field, fl, msg, ml)) return -1;
+    const char *pname;
+    json_object_foreach(json_object_get(search, "space"), pname, value)
+    {
+        char var[SEARCH_NAME_MAX + 1];
+        size_t i = 0;
+        for (; pname[i] && i < SEARCH_NAME_MAX; i++)
+            var[i] = (char)(pname[i] >= 'a' && pname[i] <= 'z' ? pname[i] - 'a' + 'A' : pname[i]);
+        var[i] = '\0';
+        if (program_env_refusal(var)) {
+            snprintf(field, fl, "spec.search.space.%s", pname);
+            snprintf(msg, ml,
+                     "becomes the trial's variable %s, which gantry sets (RANK, WORLD_SIZE, MASTER_*, LOCAL_*, "
+                     "GANTRY_*, CUDA_VISIBLE_DEVICES, PWD): choose another name",
+                     var);
+            return -1;
+        }
+    }
+    if (search && reg)
+        return field_fail(field, fl, msg, ml, "spec.register_model",
+                          "is not supported with a search yet: the result names the best trial, whose job's outputs hold "
+                          "its model");
     json_t *model_name = json_object_get(spec, "model_name");
     if (model_name && !reg)
         return field_fail(field, fl, msg, ml, "spec.model_name", "names the registered model: give register_model too");

@@ -193,5 +193,14 @@ static void cost(const json_t *spec, job_cost *out)
     out->steps = (job_cost_item){json_is_integer(st) ? (long long)json_integer_value(st) : -1, "spec.steps", "steps"};
 }
 
+/* the server's own checks of a submission: spec.trial is written by the server on a search's trials */
+static int admit(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
+{
+    if (json_object_get(spec, "trial"))
+        return field_fail(field, fl, msg, ml, "spec.trial",
+                          "is set by gantry on a search's trials: give spec.search to run a search (docs/search.md)");
+    return 0;
+}
+
 const job_spec train_job_spec = {
-    .shape = &train_job_shape, .validate = train_spec_validate, .slots = slots, .paths = paths, .cost = cost};
+    .shape = &train_job_shape, .validate = train_spec_validate, .admit = admit, .slots = slots, .paths = paths, .cost = cost};

@@ -38,6 +38,7 @@
 #include "workers/program/prog_metrics.h"
 #include "workers/program/prog_netfence.h"
 #include "workers/program/prog_rank.h"
+#include "workers/program/prog_sandbox.h"
 #include "spec/program_spec.h"
 #include "workers/program_io.h"
 
@@ -148,6 +149,22 @@ static int find_init(char *out, size_t outlen)
     return access(out, X_OK);
 }
 
+/* a search's trial (spec.trial, server/search.h): its parameters also as a file, GANTRY_TRIAL_FILE
+ * (<run>/trial.json, the sandbox's /gantry/run/trial.json), readable by the rank */
+#define TRIAL_FILE "trial.json"
+static int write_trial_file(prun *p, char *err, size_t errlen)
+{
+    const json_t *trial = json_object_get(p->ctx->task->spec, "trial");
+    if (!trial) return 0;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/" TRIAL_FILE, p->run);
+    if (json_dump_file(trial, path, JSON_COMPACT) != 0 || chmod(path, 0644) != 0) {
+        snprintf(err, errlen, "cannot write the trial's parameters to %.300s", path);
+        return -1;
+    }
+    return 0;
+}
+
 /* the job's directories on this worker: <state>/jobs/<job>/{checkpoint,output,logs,run-R} */
 static int make_dirs(prun *p, char *err, size_t errlen)
 {
@@ -169,7 +186,7 @@ static int make_dirs(prun *p, char *err, size_t errlen)
         snprintf(err, errlen, "cannot remove the last generation's metrics file %.300s: %s", metrics, strerror(errno));
         return -1;
     }
-    return 0;
+    return write_trial_file(p, err, errlen);
 }
 
 /* the task's roots (the tenant's, as the server published them) into roots[] (existing directories,
@@ -239,12 +256,70 @@ static int form_gang(prun *p, char *err, size_t errlen)
 
 extern char **environ;
 
+/* NAME upper-cased: a trial parameter's variable */
+static char *upper(const char *name)
+{
+    char *u = xstrdup(name);
+    for (char *c = u; *c; c++)
+        if (*c >= 'a' && *c <= 'z') *c = (char)(*c - 'a' + 'A');
+    return u;
+}
+
+/* whether the trial's parameters set variable name (it then replaces the spec's env of that name) */
+static bool trial_sets(const json_t *trial, const char *name)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(trial, "params"), k, v)
+    {
+        char *u = upper(k);
+        bool same = strcmp(u, name) == 0;
+        free(u);
+        if (same) return true;
+    }
+    return false;
+}
+
+/* a search's trial: GANTRY_SEARCH_ID, GANTRY_TRIAL_ID, GANTRY_TRIAL_PARAMS (JSON), GANTRY_TRIAL_FILE, the
+ * budget (GANTRY_TRIAL_RESOURCE, GANTRY_TRIAL_MAX_RESOURCE, and GANTRY_TRIAL_MAX_EPOCHS when it counts
+ * epochs), and each parameter as its name upper-cased (lr -> LR; strings as they are, numbers as JSON) */
+static void trial_env(const json_t *trial, strv *env)
+{
+    if (!trial) return;
+    strv_add(env, xasprintf("GANTRY_SEARCH_ID=%s", json_string_value(json_object_get(trial, "search"))));
+    strv_add(env, xasprintf("GANTRY_TRIAL_ID=%lld", (long long)json_integer_value(json_object_get(trial, "index"))));
+    char *params = json_dumps(json_object_get(trial, "params"), JSON_COMPACT);
+    strv_add(env, xasprintf("GANTRY_TRIAL_PARAMS=%s", params ? params : "{}"));
+    free(params);
+    strv_add(env, xasprintf("GANTRY_TRIAL_FILE=%s/" TRIAL_FILE, PROG_SANDBOX_RUN_DIR));
+    const char *resource = json_string_value(json_object_get(trial, "resource"));
+    json_t *max = json_object_get(trial, "max_resource");
+    if (resource) strv_add(env, xasprintf("GANTRY_TRIAL_RESOURCE=%s", resource));
+    if (json_is_number(max)) {
+        strv_add(env, xasprintf("GANTRY_TRIAL_MAX_RESOURCE=%g", json_number_value(max)));
+        if (resource && strcmp(resource, "epoch") == 0)
+            strv_add(env, xasprintf("GANTRY_TRIAL_MAX_EPOCHS=%g", json_number_value(max)));
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(trial, "params"), k, v)
+    {
+        char *u = upper(k), *text = json_is_string(v) ? xstrdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
+        strv_add(env, xasprintf("%s=%s", u, text ? text : ""));
+        free(u);
+        free(text);
+    }
+}
+
 static void build_env(const prun *p, strv *env)
 {
     const exec_ctx *ctx = p->ctx;
+    const json_t *trial = json_object_get(ctx->task->spec, "trial");
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)p->set.env, k, v) strv_add(env, xasprintf("%s=%s", k, json_string_value(v)));
+    json_object_foreach((json_t *)p->set.env, k, v) if (!trial_sets(trial, k))
+        strv_add(env, xasprintf("%s=%s", k, json_string_value(v)));
+    trial_env(trial, env);
     strv_add(env, xasprintf("RANK=%d", p->rank));
     strv_add(env, xasprintf("WORLD_SIZE=%d", p->world));
     strv_add(env, xasprintf("LOCAL_RANK=%d", p->local_rank));

@@ -338,7 +338,10 @@ static void on_progress(exec_ctx *ctx, double fraction, const char *message, con
 {
     run_state *st = ctx->opaque;
     int64_t now = clock_mono_us();
-    bool must = fraction >= 1.0 || (metrics && (json_object_get(metrics, "test_accuracy") || json_object_get(metrics, "event")));
+    /* a search's trial: a point with the search's metric always passes (server/search.c decides on it) */
+    const char *trial_metric = json_string_value(json_object_get(json_object_get(ctx->task->spec, "trial"), "metric"));
+    bool must = fraction >= 1.0 || (metrics && (json_object_get(metrics, "test_accuracy") || json_object_get(metrics, "event") ||
+                                                (trial_metric && json_object_get(metrics, trial_metric))));
     if (!must && now - st->last_progress_us < (metrics ? 50000 : 500000)) return;
     st->last_progress_us = now;
     publish_progress(ctx, fraction, message, metrics);

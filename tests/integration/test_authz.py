@@ -18,7 +18,8 @@ SUCCESS = {
     ("POST", "/v1/jobs/{id}/cancel"): 200, ("GET", "/v1/jobs/{id}/events"): 200,
     ("GET", "/v1/jobs/{id}/metrics"): 200,
     # placement jobs: no logs, no outputs (a program job's: test_program_logs.py, tenants included)
-    ("GET", "/v1/jobs/{id}/logs"): 404, ("GET", "/v1/jobs/{id}/outputs"): 404, ("GET", "/v1/jobs/{id}/outputs/{path}"): 404,
+    ("GET", "/v1/jobs/{id}/logs"): 404, ("GET", "/v1/jobs/{id}/trials"): 404,  # not a search (test_search.py)
+    ("GET", "/v1/jobs/{id}/outputs"): 404, ("GET", "/v1/jobs/{id}/outputs/{path}"): 404,
     ("GET", "/v1/events"): 200, ("GET", "/v1/workers"): 200, ("GET", "/v1/models"): 200, ("GET", "/v1/models/{name}"): 404,
     # a JSON body where an upload is multipart: 415; "{alias}" is not an alias: 400 (tested for real, tenants
     # included: test_torchscript.py)

@@ -53,12 +53,12 @@ def load(data_dir, split):
 
 
 class Net(nn.Module):
-    def __init__(self):
+    def __init__(self, width=128):
         super().__init__()
         self.conv1 = nn.Conv2d(1, 32, 3, padding=1)
         self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
-        self.fc1 = nn.Linear(64 * 7 * 7, 128)
-        self.fc2 = nn.Linear(128, 10)
+        self.fc1 = nn.Linear(64 * 7 * 7, width)
+        self.fc2 = nn.Linear(width, 10)
 
     def forward(self, x):
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)
@@ -85,8 +85,11 @@ def save_checkpoint(path, model, opt, epoch, batch):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--batch", type=int, default=64, help="per rank")
+    # a search's trial (docs/search.md) gets its parameters as variables: LR, BATCH, WIDTH, and its budget
+    env = os.environ.get
+    ap.add_argument("--epochs", type=int, default=int(float(env("GANTRY_TRIAL_MAX_EPOCHS", "3"))))
+    ap.add_argument("--batch", type=int, default=int(env("BATCH", "64")), help="per rank")
+    ap.add_argument("--width", type=int, default=int(env("WIDTH", "128")), help="hidden units")
     ap.add_argument("--lr", type=float, default=float(os.environ.get("LR", "0.001")))
     ap.add_argument("--data", default=os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
     args = ap.parse_args()
@@ -107,7 +110,7 @@ def main():
 
     x, y = load(args.data, "train")
     tx, ty = load(args.data, "test")
-    model = Net()
+    model = Net(args.width)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     start_epoch, skip = 0, 0
     if os.path.exists(ckpt):

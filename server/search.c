@@ -1,0 +1,557 @@
+/* search.c - the search controller (search.h) and its tables (searches, trials, trial_rungs:
+ * migrations/0008_search.sql): every SQL statement about a search's trials is here; the jobs
+ * themselves go through jobs.h.  Each function runs inside the caller's store transaction, so a
+ * decision and what it changes commit together. */
+#include "server/search.h"
+#include "server/db.h"
+#include "server/spec.h"
+#include "common/alloc.h"
+#include "common/ids.h"
+#include "common/jobstate.h"
+#include "spec/search_algo.h"
+#include "spec/search_spec.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RESOURCE_EPS 1e-9
+
+void search_after_init(search_after *a)
+{
+    a->publish = json_array();
+    a->cancel = json_array();
+    a->events = json_array();
+}
+
+void search_after_clear(search_after *a)
+{
+    json_decref(a->publish);
+    json_decref(a->cancel);
+    json_decref(a->events);
+    a->publish = a->cancel = a->events = NULL;
+}
+
+bool search_spec_is(const json_t *spec)
+{
+    return json_is_object(json_object_get(spec, "program")) && json_is_object(json_object_get(spec, "search"));
+}
+
+static void after_event(search_after *a, const char *tenant, const char *job_id, const char *state, const char *reason)
+{
+    json_array_append_new(a->events,
+                          json_pack("{s:s, s:s, s:s?, s:s}", "tenant", tenant, "job_id", job_id, "state", state, "reason", reason));
+}
+
+/* a note on the search (an event without a state change), for the API and the live stream */
+static int note(sqlite3 *db, const json_t *search, search_after *a, const char *reason)
+{
+    const char *id = json_string_value(json_object_get(search, "id"));
+    after_event(a, json_string_value(json_object_get(search, "tenant")), id, NULL, reason);
+    return jobs_note(db, id, "server", reason);
+}
+
+/* moves the search (or a trial) by an event of the server's, as a worker's would */
+static int move(sqlite3 *db, const json_t *job, const char *state, const char *reason, json_t *result, search_after *a)
+{
+    event_msg e;
+    const char *id = json_string_value(json_object_get(job, "id"));
+    msg_event_init(&e, id, "server");
+    snprintf(e.state, sizeof(e.state), "%s", state);
+    snprintf(e.reason, sizeof(e.reason), "%s", reason);
+    e.result = result;
+    apply_result res;
+    char tenant[48];
+    int rc = jobs_apply_event(db, &e, &res, tenant);
+    e.result = NULL;
+    if (rc == 0 && res == APPLY_MOVED) after_event(a, tenant, id, state, reason);
+    return rc;
+}
+
+/* "lr=0.0031 width=32" */
+static void params_text(const json_t *params, char *out, size_t len)
+{
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    out[0] = '\0';
+    json_object_foreach((json_t *)params, k, v)
+    {
+        char *val = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
+        if (n < len) n += (size_t)snprintf(out + n, len - n, "%s%s=%s", n ? " " : "", k, val ? val : "?");
+        free(val);
+    }
+}
+
+/* ---- the tables ---- */
+
+/* runs sql with arguments by fmt: s text, i int, d double (NAN: null) */
+static int exec_bind(sqlite3 *db, const char *sql, const char *fmt, ...)
+{
+    sqlite3_stmt *st = db_stmt(db, sql);
+    if (!st) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    for (int i = 0; fmt[i]; i++) {
+        if (fmt[i] == 's') {
+            const char *s = va_arg(ap, const char *);
+            sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT);
+        } else if (fmt[i] == 'i') {
+            sqlite3_bind_int(st, i + 1, va_arg(ap, int));
+        } else {
+            double d = va_arg(ap, double);
+            if (isnan(d))
+                sqlite3_bind_null(st, i + 1);
+            else
+                sqlite3_bind_double(st, i + 1, d);
+        }
+    }
+    va_end(ap);
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
+    db_release(st);
+    return rc;
+}
+
+/* the trial whose current job is job_id: 0 (found), 1 (none), -1 */
+typedef struct {
+    char search_id[48];
+    int idx, failures;
+    char state[16];
+} trial_ref;
+
+static int trial_of_job(sqlite3 *db, const char *job_id, trial_ref *t)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT search_id, idx, failures, state FROM trials WHERE job_id = ?");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    int rc = 1;
+    if (db_step(st) == SQLITE_ROW) {
+        snprintf(t->search_id, sizeof t->search_id, "%s", (const char *)sqlite3_column_text(st, 0));
+        t->idx = sqlite3_column_int(st, 1);
+        t->failures = sqlite3_column_int(st, 2);
+        snprintf(t->state, sizeof t->state, "%s", (const char *)sqlite3_column_text(st, 3));
+        rc = 0;
+    }
+    db_release(st);
+    return rc;
+}
+
+/* an integer from a one-row query with one text argument (-1 on error) */
+static long long query_int(sqlite3 *db, const char *sql, const char *arg)
+{
+    sqlite3_stmt *st = db_stmt(db, sql);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+    long long v = db_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    db_release(st);
+    return v;
+}
+
+/* ---- trials ---- */
+
+/* the search's row with its settings; NULL when it is not a live search */
+typedef struct {
+    json_t *row; /* jobs_row */
+    search_settings s;
+} search_ctx;
+
+static int load(sqlite3 *db, const char *search_id, search_ctx *c)
+{
+    c->row = jobs_row(db, search_id);
+    if (!c->row) return -1;
+    search_settings_get(json_object_get(json_object_get(c->row, "spec"), "search"), &c->s);
+    return 0;
+}
+
+static const char *row_str(const json_t *row, const char *key)
+{
+    return json_string_value(json_object_get(row, key));
+}
+
+/* starts trial idx as a new job (a retry when retry is set: the trial's row is updated) */
+static int start_trial(sqlite3 *db, search_ctx *c, int idx, bool retry, search_after *a)
+{
+    const search_settings *s = &c->s;
+    json_t *params = search_trial_params(s, idx);
+    json_t *spec = json_deep_copy(json_object_get(c->row, "spec"));
+    json_object_del(spec, "search");
+    json_t *trial = json_pack("{s:s, s:i, s:O, s:s, s:s}", "search", row_str(c->row, "id"), "index", idx, "params", params,
+                              "metric", s->metric, "resource", s->resource);
+    if (s->has_budget) json_object_set_new(trial, "max_resource", json_real(s->max_r));
+    json_object_set_new(spec, "trial", trial);
+    job_new j;
+    memset(&j, 0, sizeof j);
+    int rc = id_sequential("j", j.id, sizeof j.id);
+    snprintf(j.tenant_id, sizeof j.tenant_id, "%s", row_str(c->row, "tenant"));
+    snprintf(j.type, sizeof j.type, "training");
+    snprintf(j.name, sizeof j.name, "%.180s trial %d", row_str(c->row, "name"), idx);
+    j.priority = (int)json_integer_value(json_object_get(c->row, "priority"));
+    j.preemptible = json_is_true(json_object_get(c->row, "preemptible"));
+    j.spec = spec;
+    j.slots = spec_module("training")->slots(spec);
+    j.no_queued_quota = true;
+    char *ptext = json_dumps(params, JSON_COMPACT);
+    if (rc == 0) rc = jobs_insert(db, &j);
+    if (rc == 0 && !retry)
+        rc = exec_bind(db, "INSERT INTO trials (search_id, idx, job_id, jobs, params) VALUES (?, ?, ?, json_array(?3), ?)", "siss",
+                       row_str(c->row, "id"), idx, j.id, ptext ? ptext : "{}");
+    else if (rc == 0)
+        rc = exec_bind(db,
+                       "UPDATE trials SET job_id = ?3, jobs = json_insert(jobs, '$[#]', ?3), state = 'running' "
+                       "WHERE search_id = ?1 AND idx = ?2",
+                       "sis", row_str(c->row, "id"), idx, j.id);
+    if (rc == 0) {
+        json_array_append_new(a->publish, json_string(j.id));
+        char ptxt[600], why[900];
+        params_text(params, ptxt, sizeof ptxt);
+        snprintf(why, sizeof why, "trial %d %s as job %s: %s", idx, retry ? "runs again" : "started", j.id, ptxt);
+        rc = note(db, c->row, a, why);
+    }
+    free(ptext);
+    json_decref(spec);
+    json_decref(params);
+    return rc;
+}
+
+/* the search's end: the best trial by its last reported metric */
+static int finish(sqlite3 *db, search_ctx *c, search_after *a)
+{
+    const char *sid = row_str(c->row, "id");
+    const search_settings *s = &c->s;
+    sqlite3_stmt *st = db_stmt(db, s->maximize ? "SELECT idx, job_id, params, last_value, last_resource, state FROM trials WHERE "
+                                                 "search_id = ? AND last_value IS NOT NULL ORDER BY last_value DESC, idx LIMIT 1"
+                                               : "SELECT idx, job_id, params, last_value, last_resource, state FROM trials WHERE "
+                                                 "search_id = ? AND last_value IS NOT NULL ORDER BY last_value ASC, idx LIMIT 1");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    json_t *best = NULL;
+    if (db_step(st) == SQLITE_ROW) {
+        json_t *params = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
+        best = json_pack("{s:i, s:s, s:o, s:{s:f}, s:s}", "trial", sqlite3_column_int(st, 0), "job_id",
+                         (const char *)sqlite3_column_text(st, 1), "params", params ? params : json_object(), "metrics", s->metric,
+                         sqlite3_column_double(st, 3), "state", (const char *)sqlite3_column_text(st, 5));
+        if (sqlite3_column_type(st, 4) != SQLITE_NULL)
+            json_object_set_new(json_object_get(best, "metrics"), s->resource, json_real(sqlite3_column_double(st, 4)));
+    }
+    db_release(st);
+    json_t *counts = json_object();
+    st = db_stmt(db, "SELECT state, count(*) FROM trials WHERE search_id = ? GROUP BY state");
+    if (!st) {
+        json_decref(best);
+        json_decref(counts);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    while (db_step(st) == SQLITE_ROW)
+        json_object_set_new(counts, (const char *)sqlite3_column_text(st, 0), json_integer(sqlite3_column_int(st, 1)));
+    db_release(st);
+    char why[600];
+    int rc;
+    if (best) {
+        char ptxt[400];
+        params_text(json_object_get(best, "params"), ptxt, sizeof ptxt);
+        double v = json_number_value(json_object_get(json_object_get(best, "metrics"), s->metric));
+        snprintf(why, sizeof why, "search done: the best trial is %d (%s %.6g; %s)",
+                 (int)json_integer_value(json_object_get(best, "trial")), s->metric, v, ptxt);
+        json_t *result =
+            json_pack("{s:{s:f}, s:O, s:o, s:s, s:s, s:s}", "metrics", s->metric, v, "best", best, "trials", counts, "algorithm",
+                      search_algorithm_name(s->algorithm), "metric", s->metric, "mode", s->maximize ? "max" : "min");
+        rc = move(db, c->row, "succeeded", why, result, a);
+        json_decref(result);
+        json_decref(best);
+    } else {
+        snprintf(why, sizeof why, "search failed: no trial reported %s", s->metric);
+        json_t *result = json_pack("{s:o}", "trials", counts);
+        rc = move(db, c->row, "failed", why, result, a);
+        json_decref(result);
+    }
+    return rc;
+}
+
+/* starts what may start; ends the search when nothing runs and nothing is left to start */
+static int fill(sqlite3 *db, search_ctx *c, search_after *a)
+{
+    const char *sid = row_str(c->row, "id");
+    long long started = query_int(db, "SELECT started FROM searches WHERE job_id = ?", sid);
+    long long live = query_int(db, "SELECT count(*) FROM trials WHERE search_id = ? AND state = 'running'", sid);
+    if (started < 0 || live < 0) return -1;
+    int n = search_to_start(&c->s, (int)started, (int)live);
+    for (int i = 0; i < n; i++)
+        if (start_trial(db, c, (int)started + i, false, a) != 0) return -1;
+    if (n && exec_bind(db, "UPDATE searches SET started = started + ?2 WHERE job_id = ?1", "si", sid, n) != 0) return -1;
+    if (live + n == 0) return finish(db, c, a);
+    return 0;
+}
+
+int search_begin(sqlite3 *db, const char *job_id, search_after *a)
+{
+    search_ctx c;
+    if (load(db, job_id, &c) != 0) return -1;
+    int rc = exec_bind(db, "INSERT INTO searches (job_id) VALUES (?)", "s", job_id);
+    if (rc == 0) rc = jobs_mark_published(db, job_id); /* never: the outbox leaves it alone */
+    double rungs[SEARCH_MAX_RUNGS];
+    int nr = search_rungs(&c.s, rungs, SEARCH_MAX_RUNGS);
+    char why[700], rtxt[300] = "";
+    size_t n = 0;
+    for (int i = 0; i < nr && n < sizeof rtxt; i++)
+        n += (size_t)snprintf(rtxt + n, sizeof rtxt - n, "%s%g", i ? ", " : "", rungs[i]);
+    if (nr)
+        snprintf(why, sizeof why, "search: %s over %d parameters, %d trials, %d at a time; rungs at %s %s (max %g)",
+                 search_algorithm_name(c.s.algorithm), c.s.nparams, c.s.max_trials, c.s.parallel, c.s.resource, rtxt, c.s.max_r);
+    else
+        snprintf(why, sizeof why, "search: %s over %d parameters, %d trials, %d at a time", search_algorithm_name(c.s.algorithm),
+                 c.s.nparams, c.s.max_trials, c.s.parallel);
+    if (rc == 0) rc = move(db, c.row, "running", why, NULL, a);
+    if (rc == 0) rc = fill(db, &c, a);
+    json_decref(c.row);
+    return rc;
+}
+
+/* asha at the rungs point crossed: 1 when the trial was stopped */
+static int asha(sqlite3 *db, search_ctx *c, const trial_ref *t, const char *job_id, double value, double resource, search_after *a)
+{
+    const search_settings *s = &c->s;
+    const char *sid = row_str(c->row, "id");
+    double rungs[SEARCH_MAX_RUNGS];
+    int nr = search_rungs(s, rungs, SEARCH_MAX_RUNGS);
+    for (int k = 0; k < nr; k++) {
+        if (resource < rungs[k] - RESOURCE_EPS) break;
+        sqlite3_stmt *st = db_stmt(db, "SELECT idx, value FROM trial_rungs WHERE search_id = ? AND rung = ?");
+        if (!st) return -1;
+        sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, k);
+        double *rec = NULL;
+        int nrec = 0, cap = 0;
+        bool mine = false;
+        while (db_step(st) == SQLITE_ROW) {
+            if (sqlite3_column_int(st, 0) == t->idx) mine = true;
+            if (nrec == cap) rec = xreallocarray(rec, (size_t)(cap = cap ? 2 * cap : 16), sizeof(double));
+            rec[nrec++] = sqlite3_column_double(st, 1);
+        }
+        db_release(st);
+        if (mine) { /* decided at this rung already (a point seen again after a requeue) */
+            free(rec);
+            continue;
+        }
+        asha_verdict v = search_asha_rule(rec, nrec, value, s->maximize, s->reduction);
+        free(rec);
+        if (exec_bind(db, "INSERT INTO trial_rungs (search_id, rung, idx, resource, value, continued) VALUES (?,?,?,?,?,?)",
+                      "siiddi", sid, k, t->idx, rungs[k], value, v.stop ? 0 : 1) != 0)
+            return -1;
+        char why[700];
+        if (!v.stop) {
+            snprintf(why, sizeof why, "trial %d continues past rung %d (%s %g): %s %.6g within the top %d of %d (cut %.6g)", t->idx,
+                     k, s->resource, rungs[k], s->metric, value, v.keep, v.n, v.cut);
+            if (note(db, c->row, a, why) != 0) return -1;
+            continue;
+        }
+        snprintf(why, sizeof why, "trial %d stopped at rung %d (%s %g): %s %.6g below the rung's cut %.6g (top %d of %d continue)",
+                 t->idx, k, s->resource, rungs[k], s->metric, value, v.cut, v.keep, v.n);
+        char jwhy[800];
+        snprintf(jwhy, sizeof jwhy, "stopped by its search %s (asha): %s", sid, why);
+        if (jobs_stop(db, job_id, jwhy) < 0) return -1;
+        json_array_append_new(a->cancel, json_string(job_id));
+        after_event(a, row_str(c->row, "tenant"), job_id, "cancelled", jwhy);
+        if (exec_bind(db, "UPDATE trials SET state = 'stopped', reason = ?3 WHERE search_id = ?1 AND idx = ?2", "sis", sid, t->idx,
+                      why) != 0 ||
+            note(db, c->row, a, why) != 0)
+            return -1;
+        return 1;
+    }
+    return 0;
+}
+
+/* the metric in a metrics object: 0 with *v finite, else -1 */
+static int metric_of(const json_t *m, const char *name, double *v)
+{
+    json_t *x = json_object_get(m, name);
+    if (!json_is_number(x) || !isfinite(json_number_value(x))) return -1;
+    *v = json_number_value(x);
+    return 0;
+}
+
+/* a trial's job ended (moved to a terminal state by its worker) */
+static int trial_ended(sqlite3 *db, search_ctx *c, const trial_ref *t, const event_msg *e, search_after *a)
+{
+    const search_settings *s = &c->s;
+    const char *sid = row_str(c->row, "id");
+    char why[900];
+    job_state to = job_state_parse(e->state);
+    double v, r = NAN;
+    json_t *m = json_object_get(e->result, "metrics");
+    if (metric_of(m, s->metric, &v) == 0) {
+        if (metric_of(m, s->resource, &r) != 0) r = NAN;
+        if (exec_bind(db,
+                      "UPDATE trials SET last_value = ?3, last_resource = coalesce(?4, last_resource) WHERE search_id = ?1 AND "
+                      "idx = ?2",
+                      "sidd", sid, t->idx, v, r) != 0)
+            return -1;
+    }
+    if (to == JS_SUCCEEDED) {
+        snprintf(why, sizeof why, "trial %d finished", t->idx);
+        if (exec_bind(db, "UPDATE trials SET state = 'succeeded', reason = 'finished' WHERE search_id = ?1 AND idx = ?2", "si", sid,
+                      t->idx) != 0)
+            return -1;
+    } else if (to == JS_FAILED && t->failures < s->max_failures) {
+        snprintf(why, sizeof why, "trial %d failed (%.300s); running it again (retry %d of %d)", t->idx, e->reason, t->failures + 1,
+                 s->max_failures);
+        if (exec_bind(db, "UPDATE trials SET failures = failures + 1, reason = ?3 WHERE search_id = ?1 AND idx = ?2", "sis", sid,
+                      t->idx, why) != 0 ||
+            note(db, c->row, a, why) != 0)
+            return -1;
+        return start_trial(db, c, t->idx, true, a);
+    } else {
+        const char *state = to == JS_FAILED ? "failed" : "cancelled";
+        snprintf(why, sizeof why, "trial %d %s: %.500s", t->idx, state, e->reason);
+        if (exec_bind(db, "UPDATE trials SET state = ?3, reason = ?4 WHERE search_id = ?1 AND idx = ?2", "siss", sid, t->idx, state,
+                      why) != 0)
+            return -1;
+    }
+    if (note(db, c->row, a, why) != 0) return -1;
+    return fill(db, c, a);
+}
+
+int search_on_event(sqlite3 *db, const event_msg *e, apply_result res, search_after *a)
+{
+    if (res != APPLY_RECORDED && res != APPLY_MOVED) return 0;
+    trial_ref t;
+    int found = trial_of_job(db, e->job_id, &t);
+    if (found != 0) return found < 0 ? -1 : 0;
+    if (strcmp(t.state, "running") != 0) return 0;
+    search_ctx c;
+    if (load(db, t.search_id, &c) != 0) return -1;
+    int rc = 0;
+    if (job_state_terminal(job_state_parse(row_str(c.row, "state")))) goto out; /* a cancelled search decides nothing */
+    double v, r;
+    if (e->metrics && metric_of(e->metrics, c.s.metric, &v) == 0) {
+        bool has_r = metric_of(e->metrics, c.s.resource, &r) == 0;
+        rc = exec_bind(db, "UPDATE trials SET last_value = ?3, last_resource = ?4 WHERE search_id = ?1 AND idx = ?2", "sidd",
+                       t.search_id, t.idx, v, has_r ? r : NAN);
+        if (rc == 0 && has_r && c.s.algorithm == SEARCH_ASHA) {
+            int stopped = asha(db, &c, &t, e->job_id, v, r, a);
+            if (stopped < 0) rc = -1;
+            if (stopped > 0) {
+                rc = fill(db, &c, a);
+                goto out;
+            }
+        }
+    }
+    if (rc == 0 && res == APPLY_MOVED && job_state_terminal(job_state_parse(e->state))) rc = trial_ended(db, &c, &t, e, a);
+out:
+    json_decref(c.row);
+    return rc;
+}
+
+int search_on_cancel(sqlite3 *db, const char *job_id, search_after *a)
+{
+    if (query_int(db, "SELECT count(*) FROM searches WHERE job_id = ?", job_id) > 0) {
+        /* the search: every live trial stops with it */
+        sqlite3_stmt *st = db_stmt(db, "SELECT idx, job_id FROM trials WHERE search_id = ? AND state = 'running'");
+        if (!st) return -1;
+        sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+        json_t *live = json_array();
+        while (db_step(st) == SQLITE_ROW)
+            json_array_append_new(
+                live, json_pack("{s:i, s:s}", "idx", sqlite3_column_int(st, 0), "job", (const char *)sqlite3_column_text(st, 1)));
+        db_release(st);
+        size_t i;
+        json_t *x;
+        int rc = 0;
+        char why[200];
+        snprintf(why, sizeof why, "cancelled with its search %s", job_id);
+        json_array_foreach(live, i, x)
+        {
+            const char *jid = json_string_value(json_object_get(x, "job"));
+            if (rc == 0 && jobs_stop(db, jid, why) < 0) rc = -1;
+            json_array_append_new(a->cancel, json_string(jid));
+            if (rc == 0)
+                rc = exec_bind(db, "UPDATE trials SET state = 'cancelled', reason = ?3 WHERE search_id = ?1 AND idx = ?2", "sis",
+                               job_id, (int)json_integer_value(json_object_get(x, "idx")), why);
+        }
+        json_decref(live);
+        return rc;
+    }
+    trial_ref t;
+    int found = trial_of_job(db, job_id, &t);
+    if (found != 0) return found < 0 ? -1 : 0;
+    if (strcmp(t.state, "running") != 0) return 0;
+    search_ctx c;
+    if (load(db, t.search_id, &c) != 0) return -1;
+    int rc = exec_bind(db,
+                       "UPDATE trials SET state = 'cancelled', reason = 'its job was cancelled' WHERE search_id = ?1 AND "
+                       "idx = ?2",
+                       "si", t.search_id, t.idx);
+    char why[200];
+    snprintf(why, sizeof why, "trial %d cancelled (its job %s was cancelled)", t.idx, job_id);
+    if (rc == 0) rc = note(db, c.row, a, why);
+    if (rc == 0 && !job_state_terminal(job_state_parse(row_str(c.row, "state")))) rc = fill(db, &c, a);
+    json_decref(c.row);
+    return rc;
+}
+
+/* ---- the API ---- */
+
+static json_t *rungs_of(sqlite3 *db, const char *sid, int idx)
+{
+    json_t *out = json_array();
+    sqlite3_stmt *st = db_stmt(db, "SELECT rung, resource, value, continued, rowid FROM trial_rungs WHERE search_id = ? AND "
+                                   "idx = ? ORDER BY rung");
+    if (!st) return out;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, idx);
+    while (db_step(st) == SQLITE_ROW)
+        json_array_append_new(out, json_pack("{s:i, s:f, s:f, s:b, s:I}", "rung", sqlite3_column_int(st, 0), "resource",
+                                             sqlite3_column_double(st, 1), "value", sqlite3_column_double(st, 2), "continued",
+                                             sqlite3_column_int(st, 3), "order", (json_int_t)sqlite3_column_int64(st, 4)));
+    db_release(st);
+    return out;
+}
+
+json_t *search_trials_json(sqlite3 *db, const char *job_id)
+{
+    if (query_int(db, "SELECT count(*) FROM searches WHERE job_id = ?", job_id) <= 0) return NULL;
+    search_ctx c;
+    if (load(db, job_id, &c) != 0) return NULL;
+    const search_settings *s = &c.s;
+    sqlite3_stmt *st = db_stmt(db, "SELECT idx, job_id, jobs, params, state, failures, reason, last_value, last_resource "
+                                   "FROM trials WHERE search_id = ? ORDER BY idx");
+    json_t *trials = json_array();
+    int best = -1;
+    double best_v = 0;
+    if (st) sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    while (st && db_step(st) == SQLITE_ROW) {
+        int idx = sqlite3_column_int(st, 0);
+        json_t *jobs = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
+        json_t *params = json_loads((const char *)sqlite3_column_text(st, 3), 0, NULL);
+        json_t *t = json_pack("{s:i, s:s, s:o, s:o, s:s, s:i, s:s}", "trial", idx, "job_id",
+                              (const char *)sqlite3_column_text(st, 1), "jobs", jobs ? jobs : json_array(), "params",
+                              params ? params : json_object(), "state", (const char *)sqlite3_column_text(st, 4), "failures",
+                              sqlite3_column_int(st, 5), "reason", (const char *)sqlite3_column_text(st, 6));
+        if (sqlite3_column_type(st, 7) == SQLITE_NULL) {
+            json_object_set_new(t, "last", json_null());
+        } else {
+            double v = sqlite3_column_double(st, 7);
+            json_t *last = json_pack("{s:f}", "value", v);
+            json_object_set_new(last, "resource",
+                                sqlite3_column_type(st, 8) == SQLITE_NULL ? json_null() : json_real(sqlite3_column_double(st, 8)));
+            json_object_set_new(t, "last", last);
+            if (best < 0 || search_better(v, best_v, s->maximize)) best = idx, best_v = v;
+        }
+        json_object_set_new(t, "rungs", rungs_of(db, job_id, idx));
+        json_array_append_new(trials, t);
+    }
+    db_release(st);
+    double rungs[SEARCH_MAX_RUNGS];
+    int nr = search_rungs(s, rungs, SEARCH_MAX_RUNGS);
+    json_t *rj = json_array();
+    for (int i = 0; i < nr; i++)
+        json_array_append_new(rj, json_real(rungs[i]));
+    json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:i, s:i, s:o, s:o}", "job_id", job_id, "algorithm",
+                            search_algorithm_name(s->algorithm), "metric", s->metric, "mode", s->maximize ? "max" : "min",
+                            "resource", s->resource, "rungs", rj, "max_trials", s->max_trials, "parallel", s->parallel, "best",
+                            best < 0 ? json_null() : json_integer(best), "trials", trials);
+    json_decref(c.row);
+    return out;
+}

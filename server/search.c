@@ -1,5 +1,5 @@
 /* search.c - the search controller (search.h) and its tables (searches, trials, trial_rungs:
- * migrations/0008_search.sql): every SQL statement about a search's trials is here; the jobs
+ * migrations/0009_search.sql): every SQL statement about a search's trials is here; the jobs
  * themselves go through jobs.h.  Each function runs inside the caller's store transaction, so a
  * decision and what it changes commit together. */
 #include "server/search.h"

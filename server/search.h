@@ -4,7 +4,7 @@
  * like any job), each with spec.trial (its parameters: the worker puts them in the trial's
  * environment).  The controller reacts, inside the transaction that records them, to the search's
  * submission, every event of a trial's job (metrics points: asha's rule at the rungs; its end) and
- * cancels; what it decided is in SQLite (migrations/0008_search.sql), so a restarted server goes on
+ * cancels; what it decided is in SQLite (migrations/0009_search.sql), so a restarted server goes on
  * where it was.  What must follow the commit (publishing new trials, the Redis cancel keys of the
  * trials it stopped, the live events) is handed back in search_after, which the bus runs
  * (bus_search_after).  The algorithms are spec/search_algo.h. */

@@ -139,7 +139,7 @@ class Client:
     # ---- who, what runs ----
 
     def whoami(self):
-        """The token's tenant and role: ``{"tenant", "role", "token_id", ...}``."""
+        """The token's tenant and role: ``{"role", "token_id", "tenant": {"id", "name"}}``."""
         return self._send("GET", "/v1/whoami")
 
     def workers(self):
@@ -435,7 +435,7 @@ class Client:
     def place(self, graph, algorithms=None, name="placement", timeout=600.0, **spec):
         """Submits a placement job for ``graph`` (a dict in docs/placement.md's format, or the path of a JSON
         file holding one), waits for it and returns its result: ``best``, each candidate's figures and the
-        plan (``placement``: op -> device).  ``algorithms`` (e.g. ``["m-etf", "m-sct"]``) and the other
+        plan (``plan``: ``{"placement": {op: device}, ...}``).  ``algorithms`` (e.g. ``["m-etf", "m-sct"]``) and the other
         members of a placement spec (``**spec``) go into the spec.  A failed job raises :class:`GantryError`
         with its error; :meth:`submit_placement` and :meth:`plan` split the two steps."""
         job = self.submit_placement(graph, algorithms=algorithms, name=name, **spec)

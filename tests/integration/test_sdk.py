@@ -203,10 +203,12 @@ def test_program_helpers_every_rank_logs_and_outputs():
         g = client(s, tok)
         j = g.submit(program_job([TORCH_PY, "helpers.py", "steps"], name="steps", workers=2))
         # follow the logs while it runs, until it ends
-        lines = list(g.logs(j["id"], follow=True))
+        stream = list(g.follow_logs(j["id"]))
+        lines = [v for k, v in stream if k == "log"]
         assert "[rank 0] rank 0 step 3" in lines and "[rank 1] rank 1 step 3" in lines, lines
-        ends = [v for k, v in g.follow_logs(j["id"]) if k != "log"]
+        ends = [v for k, v in stream if k != "log"]
         assert ends[-1] == {"state": "succeeded"} and {e["rank"] for e in ends[:-1]} == {0, 1}, ends
+        assert list(g.logs(j["id"], follow=True))[-1] == "[rank 1] rank 1 step 3"  # after the end: the tail, then done
         done = g.wait(j["id"], timeout=30)
         assert done["state"] == "succeeded" and done["progress"] == 1.0, done
         assert g.logs(j["id"], rank=1, tail=1).strip() == "rank 1 step 3"

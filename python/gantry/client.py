@@ -24,7 +24,7 @@ _RETRYABLE = (ConnectionRefusedError, ConnectionResetError, ConnectionAbortedErr
 
 
 def _quote(s):
-    return urllib.parse.quote(str(s), safe="")
+    return urllib.parse.quote(str(s), safe="@")
 
 
 class Client:
@@ -385,7 +385,8 @@ class Client:
         return self._send("GET", f"/v2/models/{_quote(model)}")
 
     def ready(self, model):
-        """True when an inference job serves ``model`` (``name``, ``name@alias`` or ``name@N``), False while it starts."""
+        """True when an inference job serves model ``model`` (its name: the job may serve ``name@alias`` or
+        ``name@N``), False while it starts; :class:`NotFound` when no job serves it."""
         try:
             self._send("GET", f"/v2/models/{_quote(model)}/ready", retry=False)
             return True
@@ -403,8 +404,9 @@ class Client:
             time.sleep(interval)
 
     def predict(self, model, inputs, binary=None, raw=False, parameters=None):
-        """Runs ``model`` (``name``, ``name@alias`` or ``name@N``) on ``inputs`` and returns its outputs as
-        ``{name: array}``.
+        """Runs model ``model`` on ``inputs`` through the inference job that serves it and returns its outputs
+        as ``{output name: array}``.  ``model`` is the model's name (``/v2/models/{name}``), whichever version
+        or alias the job serves (``name@alias``, ``name@N``: its ``model_version`` says which).
 
         ``inputs``: one array (a model with one input), or ``{input name: array}``; an array is a numpy
         array, a torch tensor, or (nested) lists, whose datatype is then the model's.  numpy arrays and

@@ -353,7 +353,7 @@ def test_models_aliases_and_predict():
         e = raises(gantry.BadRequest, g._upload, "mlp", data, MLP_META, "not-hex")
         assert e.field == "sha256", e
         e = raises(gantry.BadRequest, g.upload_model, "mlp", os.path.join(d, "mlp_v1.pt"), inputs=[{"name": "x"}])
-        assert e.field and e.field.startswith("inputs[0]"), e
+        assert e.field == "metadata.inputs[0].datatype", e
         assert [v["version"] for v in g.versions("mlp")] == [2, 1]
         assert [m["name"] for m in g.models()] == ["mlp"]
 
@@ -371,7 +371,7 @@ def test_models_aliases_and_predict():
         raises(gantry.WaitTimeout, g.wait_ready, "mlp", timeout=0.01) if not g.ready("mlp") else None
         g.wait_ready("mlp", timeout=60)
         assert g.model_metadata("mlp")["platform"] == "pytorch_torchscript"
-        r = subprocess.run([TORCH_PY, "-c", PREDICT_TORCH, g.url, tok, os.path.join(d, "mlp_v1.pt"), "mlp@prod"],
+        r = subprocess.run([TORCH_PY, "-c", PREDICT_TORCH, g.url, tok, os.path.join(d, "mlp_v1.pt"), "mlp"],
                            env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), capture_output=True, text=True,
                            timeout=180)
         assert r.returncode == 0, r.stderr

@@ -411,6 +411,8 @@ def test_readme_python_block_runs_as_written():
         r = subprocess.run([TORCH_PY, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
         assert r.returncode == 0, (r.stdout, r.stderr)
         out = r.stdout
-        assert "succeeded" in out, out
+        assert re.search(r"^succeeded best: m-\S+ makespan: [0-9.e+]+ us$", out, re.M), out
+        assert re.search(r"^refused: invalid_field spec\.graph\S* - ", out, re.M), out
+        assert "queued" in out and "token of readme-py as member" in out, out
         jobs = s.get("/v1/jobs", tok).json["jobs"]
         assert jobs and all(j["state"] == "succeeded" for j in jobs), jobs

@@ -13,14 +13,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 
-from harness import ADMIN, ROOT, Stack, TINY_GRAPH, placement_job, timeout, wait_until
+from harness import ROOT, Stack, TINY_GRAPH, placement_job, timeout, wait_until
 from test_program_jobs import job_dir, program_job, program_root
 from test_torchscript import MLP_META, models, torch_ref
 
@@ -416,3 +415,17 @@ def test_readme_python_block_runs_as_written():
         assert "queued" in out and "token of readme-py as member" in out, out
         jobs = s.get("/v1/jobs", tok).json["jobs"]
         assert jobs and all(j["state"] == "succeeded" for j in jobs), jobs
+
+
+def test_pip_installs_the_package():
+    """pip builds and installs python/ offline with Debian's setuptools and wheel (--no-build-isolation),
+    into a directory of its own (never the system's); the installed package imports from elsewhere"""
+    d = tempfile.mkdtemp(prefix="gantry-sdk-pip-")
+    src = os.path.join(d, "src")
+    shutil.copytree(os.path.join(ROOT, "python"), src, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+    r = subprocess.run([TORCH_PY, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--no-index",
+                        "--target", os.path.join(d, "site"), src], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([TORCH_PY, "-c", "import gantry, gantry.job; print(gantry.__file__, gantry.__version__)"], cwd=d,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(d, "site")), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(os.path.join(d, "site", "gantry")), (r.stdout, r.stderr)

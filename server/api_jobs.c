@@ -277,7 +277,18 @@ void api_job_metrics(http_ctx *c)
 {
     const char *id = visible_job(c);
     if (!id) return;
-    json_t *m = jobs_metrics_json(c->srv->db, id, METRICS_MAX_POINTS);
+    /* ?rank=R: a program job's rank R (its points say "rank"); rank 0's by default, the job's curves */
+    long rank = 0;
+    const char *rs = http_query(c, "rank");
+    if (rs) {
+        char *end;
+        rank = strtol(rs, &end, 10);
+        if (!*rs || *end || rank < 0 || rank > METRICS_RANK_MAX) {
+            http_error(c, GERR_INVALID_FIELD, "rank", "must be an integer from 0 to %d", METRICS_RANK_MAX);
+            return;
+        }
+    }
+    json_t *m = jobs_metrics_json(c->srv->db, id, (int)rank, METRICS_MAX_POINTS);
     if (!m) {
         http_error(c, GERR_INTERNAL, NULL, "could not read the job's metrics");
         return;

@@ -1,6 +1,7 @@
 /* api_models.c - the model registry's routes: list, show, upload a TorchScript version, aliases.
  *
- * Upload (POST /v1/models/{name}/versions, multipart/form-data with parts `file` and `metadata`):
+ * Upload (POST /v1/models/{name}/versions, multipart/form-data with parts `file` and `metadata`, and
+ * optionally `sha256`: the file's digest as the client computed it, refused with 400 when it differs):
  * the head was checked by the gate (role, size under model-upload-limit) before any body byte;
  * here, on the loop, the parts and the metadata (spec/serve_signature.h); then, on libuv's
  * thread pool (a 45 MB ResNet-18 takes ~0.2 s to check and hash), the archive is checked
@@ -78,10 +79,12 @@ typedef struct {
     size_t len;
     json_t *signature, *metrics;
     char *description;
+    char expect[65]; /* the part 'sha256' in lowercase, or empty */
     /* the thread's answer */
     char dir[4096], path[4200], sha256[65];
     char err[300];
-    int status; /* 0 written; else the HTTP error class: 400 (the file) or 500 */
+    const char *err_field; /* the field of a 400 */
+    int status;            /* 0 written; else the HTTP error class: 400 (the file) or 500 */
     int version;
     uv_work_t work;
 } upload_op;
@@ -111,6 +114,7 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 static void upload_work(uv_work_t *w)
 {
     upload_op *op = w->data;
+    op->err_field = "file";
     if (tsarchive_check(op->file, op->len, op->err, sizeof(op->err)) != 0) {
         op->status = 400;
         return;
@@ -120,6 +124,13 @@ static void upload_work(uv_work_t *w)
     EVP_Digest(op->file, op->len, md, &mdlen, EVP_sha256(), NULL);
     for (int i = 0; i < 32; i++)
         snprintf(op->sha256 + 2 * i, 3, "%02x", md[i]);
+    if (op->expect[0] && strcmp(op->expect, op->sha256) != 0) {
+        snprintf(op->err, sizeof(op->err), "the file's SHA-256 is %s, not the %s the part 'sha256' gives: it changed on the way",
+                 op->sha256, op->expect);
+        op->err_field = "sha256";
+        op->status = 400;
+        return;
+    }
     char id[48], tmp[4300];
     if (mkdir(op->dir, 0700) != 0 && errno != EEXIST) goto io_error;
     if (id_random("u", 10, id, sizeof(id)) != 0) goto io_error;
@@ -196,11 +207,29 @@ static void upload_after(uv_work_t *w, int status)
     if (op->status != 0) {
         if (op->status == 500) log_error("model upload %s: %s", op->name, op->err);
         if (c)
-            http_error(c, op->status == 400 ? GERR_INVALID_FIELD : GERR_INTERNAL, op->status == 400 ? "file" : NULL, "%s", op->err);
+            http_error(c, op->status == 400 ? GERR_INVALID_FIELD : GERR_INTERNAL, op->status == 400 ? op->err_field : NULL, "%s",
+                       op->err);
         upload_free(op);
         return;
     }
     store_submit(op->srv->store, apply_upload, upload_done, op);
+}
+
+/* the part 'sha256': 64 hexadecimal digits (a trailing newline allowed), into out in lowercase; -1 otherwise */
+static int sha256_part(const mp_part *p, char out[65])
+{
+    size_t n = p->len;
+    while (n > 0 && (p->data[n - 1] == '\n' || p->data[n - 1] == '\r'))
+        n--;
+    if (n != 64) return -1;
+    for (size_t i = 0; i < 64; i++) {
+        char ch = (char)p->data[i];
+        if (ch >= 'A' && ch <= 'F') ch = (char)(ch - 'A' + 'a');
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) return -1;
+        out[i] = ch;
+    }
+    out[64] = '\0';
+    return 0;
 }
 
 void api_model_upload(http_ctx *c)
@@ -220,9 +249,9 @@ void api_model_upload(http_ctx *c)
         return;
     }
     for (int i = 0; i < n; i++) /* (a name twice is the parser's refusal) */
-        if (strcmp(parts[i].name, "file") != 0 && strcmp(parts[i].name, "metadata") != 0) {
-            http_error(c, GERR_BAD_REQUEST, parts[i].name, "unknown part '%s': send the parts 'file' and 'metadata'",
-                       parts[i].name);
+        if (strcmp(parts[i].name, "file") != 0 && strcmp(parts[i].name, "metadata") != 0 && strcmp(parts[i].name, "sha256") != 0) {
+            http_error(c, GERR_BAD_REQUEST, parts[i].name,
+                       "unknown part '%s': send the parts 'file' and 'metadata' (and optionally 'sha256')", parts[i].name);
             return;
         }
     const mp_part *file = multipart_find(parts, n, "file"), *meta = multipart_find(parts, n, "metadata");
@@ -234,6 +263,12 @@ void api_model_upload(http_ctx *c)
         http_error(c, GERR_INVALID_FIELD, "metadata",
                    "send the part 'metadata': JSON {\"inputs\":[{\"name\",\"datatype\",\"shape\":[-1,...]}], \"outputs\"?, "
                    "\"description\"?, \"metrics\"?}");
+        return;
+    }
+    char expect[65] = "";
+    const mp_part *digest = multipart_find(parts, n, "sha256");
+    if (digest && sha256_part(digest, expect) != 0) {
+        http_error(c, GERR_INVALID_FIELD, "sha256", "the part 'sha256' must be the file's SHA-256: 64 hexadecimal digits");
         return;
     }
     json_error_t jerr;
@@ -254,6 +289,7 @@ void api_model_upload(http_ctx *c)
     snprintf(op->tenant, sizeof(op->tenant), "%s", c->auth.tenant_id);
     snprintf(op->token_id, sizeof(op->token_id), "%s", c->auth.token_id);
     snprintf(op->name, sizeof(op->name), "%s", name);
+    snprintf(op->expect, sizeof(op->expect), "%s", expect);
     snprintf(op->dir, sizeof(op->dir), "%s/%s", c->srv->model_store, c->auth.tenant_id);
     op->signature = sig_to_json(&sig);
     op->metrics = json_incref(json_object_get(metadata, "metrics"));

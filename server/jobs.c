@@ -243,17 +243,19 @@ json_t *jobs_events_json(sqlite3 *db, const char *job_id)
     return json_pack("{s:o}", "events", events);
 }
 
-json_t *jobs_metrics_json(sqlite3 *db, const char *job_id, int max_points)
+json_t *jobs_metrics_json(sqlite3 *db, const char *job_id, int rank, int max_points)
 {
     sqlite3_stmt *st;
-    if (prep(db, "SELECT COUNT(*) FROM job_metrics WHERE job_id = ?", &st) != 0) return NULL;
+    if (prep(db, "SELECT COUNT(*) FROM job_metrics WHERE job_id = ? AND rank = ?", &st) != 0) return NULL;
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, rank);
     int64_t count = db_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     db_release(st);
     /* thinned evenly to at most max_points, the last point always kept */
     int64_t stride = max_points > 0 && count > max_points ? (count + max_points - 1) / max_points : 1;
-    if (prep(db, "SELECT ts, data FROM job_metrics WHERE job_id = ? ORDER BY seq", &st) != 0) return NULL;
+    if (prep(db, "SELECT ts, data FROM job_metrics WHERE job_id = ? AND rank = ? ORDER BY seq", &st) != 0) return NULL;
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, rank);
     json_t *points = json_array();
     for (int64_t i = 0; db_step(st) == SQLITE_ROW; i++) {
         if (i % stride != 0 && i != count - 1) continue;
@@ -266,7 +268,18 @@ json_t *jobs_metrics_json(sqlite3 *db, const char *job_id, int max_points)
         json_array_append_new(points, p);
     }
     db_release(st);
-    return json_pack("{s:s, s:o}", "job_id", job_id, "points", points);
+    /* the ranks that wrote points, so a reader knows which to ask for */
+    json_t *ranks = json_array();
+    if (prep(db, "SELECT DISTINCT rank FROM job_metrics WHERE job_id = ? ORDER BY rank", &st) != 0) {
+        json_decref(points);
+        json_decref(ranks);
+        return NULL;
+    }
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    while (db_step(st) == SQLITE_ROW)
+        json_array_append_new(ranks, json_integer(sqlite3_column_int64(st, 0)));
+    db_release(st);
+    return json_pack("{s:s, s:i, s:o, s:o}", "job_id", job_id, "rank", rank, "ranks", ranks, "points", points);
 }
 
 /* ---- writing from events ---- */
@@ -332,10 +345,15 @@ int jobs_add_metrics(sqlite3 *db, const char *job_id, const char *event_id, int6
 {
     char *data = json_dumps(metrics, JSON_COMPACT);
     sqlite3_stmt *st;
-    if (!data || prep(db, "INSERT OR IGNORE INTO job_metrics (job_id, event_id, ts, data) VALUES (?,?,?,?)", &st) != 0) {
+    if (!data || prep(db, "INSERT OR IGNORE INTO job_metrics (job_id, event_id, ts, data, rank) VALUES (?,?,?,?,?)", &st) != 0) {
         free(data);
         return -1;
     }
+    /* a program rank's point says its rank (workers/exec_program.c sets it); every other point is rank 0's */
+    json_t *r = json_object_get(metrics, "rank");
+    json_int_t rank =
+        json_is_integer(r) && json_integer_value(r) >= 0 && json_integer_value(r) <= METRICS_RANK_MAX ? json_integer_value(r) : 0;
+    sqlite3_bind_int64(st, 5, rank);
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, event_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, ts);

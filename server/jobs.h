@@ -46,9 +46,12 @@ typedef struct {
 json_t *jobs_list_json(sqlite3 *db, const job_filter *f);
 /* {"events":[...]} oldest first */
 json_t *jobs_events_json(sqlite3 *db, const char *job_id);
-/* {"job_id","points":[{"ts":ms, ...metrics}]} oldest first, thinned evenly to max_points (the last kept) */
-json_t *jobs_metrics_json(sqlite3 *db, const char *job_id, int max_points);
-/* stores one progress point (once per event_id); 0 or -1 */
+/* the highest rank a metrics point may name (a program job's ranks: spec/program_spec.h allows 64) */
+#define METRICS_RANK_MAX 65535
+/* {"job_id","rank","ranks":[ranks with points],"points":[{"ts":ms, ...metrics}]}: rank's points oldest first,
+ * thinned evenly to max_points (the last kept) */
+json_t *jobs_metrics_json(sqlite3 *db, const char *job_id, int rank, int max_points);
+/* stores one progress point (once per event_id), as the rank its integer member "rank" names (0 without); 0 or -1 */
 int jobs_add_metrics(sqlite3 *db, const char *job_id, const char *event_id, int64_t ts, const json_t *metrics);
 /* the tenant's live inference job serving `model` (a running one first, then the newest):
  * {"id","state","spec"}, NULL when none */

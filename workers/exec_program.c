@@ -8,7 +8,8 @@
  * reserves a port on its advertised host and shares it (gang value "master_port"), and
  * every rank starts its program with the variables torch.distributed's env:// rendezvous
  * reads.  While the rank runs, the worker ships its new output to Redis
- * (workers/program_io.h), turns rank 0's metrics lines into progress points, and stops
+ * (workers/program_io.h), turns its metrics lines into points (rank 0's: the job's progress
+ * and curves; another rank's: points marked with its rank), and stops
  * the rank (SIGTERM, SIGKILL after grace_s) when the job is cancelled, preempted or
  * resized, or when another rank of the generation ended badly.
  *
@@ -398,7 +399,7 @@ static void point_message(const json_t *pt, char *out, size_t outlen)
         n += (size_t)snprintf(out, outlen, "epoch %g:", json_number_value(json_object_get(pt, "epoch")));
     json_object_foreach((json_t *)pt, k, v)
     {
-        if (!json_is_number(v) || !strcmp(k, "epoch") || n + 1 >= outlen) continue;
+        if (!json_is_number(v) || !strcmp(k, "epoch") || !strcmp(k, "rank") || n + 1 >= outlen) continue;
         n += (size_t)snprintf(out + n, outlen - n, "%s%s=%.6g", n ? " " : "", k, json_number_value(v));
     }
     if (n >= outlen) out[outlen - 1] = '\0';
@@ -420,23 +421,34 @@ static double point_fraction(const json_t *pt)
     return -1;
 }
 
-/* rank 0's new metrics lines: progress points, merged into result.metrics */
+/* the rank's new metrics lines.  Rank 0's are the job's: progress points (the curves), merged into
+ * result.metrics.  Another rank's are points of their own, with "rank": R (the server keeps them apart:
+ * GET /v1/jobs/{id}/metrics?rank=R), which change neither the job's progress nor its result.  "rank" is
+ * gantry's: a program's own member of that name is replaced. */
 static void read_metrics(prun *p)
 {
-    if (p->rank != 0) return; /* rank 0's lines are the job's (the example writes them there only) */
     json_t *points = json_array();
     char why[256];
     if (prog_metrics_read(p->met, points, why, sizeof(why)) < 0) {
-        log_warn("job %s: metrics file: %s", p->ctx->task->job_id, why);
+        log_warn("job %s rank %d: metrics file: %s", p->ctx->task->job_id, p->rank, why);
     }
     size_t i;
     json_t *pt;
     json_array_foreach(points, i, pt)
     {
+        char msg[256];
+        if (p->rank != 0) {
+            json_object_set_new(pt, "rank", json_integer(p->rank));
+            char line[240];
+            point_message(pt, line, sizeof(line));
+            snprintf(msg, sizeof(msg), "rank %d: %s", p->rank, line);
+            p->ctx->progress(p->ctx, -1.0, msg, pt); /* -1: no progress of the job */
+            continue;
+        }
+        json_object_del(pt, "rank");
         double f = point_fraction(pt);
         if (f >= 0) p->fraction = f > 1 ? 1 : f;
         json_object_update(p->merged, pt);
-        char msg[256];
         point_message(pt, msg, sizeof(msg));
         p->ctx->progress(p->ctx, p->fraction, msg, pt);
     }

@@ -423,13 +423,16 @@ def fmnist_test(n):
 @timeout(900)
 def test_pytorch_example_trains_and_registers_its_model():
     """deploy/examples/pytorch as a user runs it: the folder copied to the tenant's first root as
-    'pytorch', job.json submitted; 2 workers run DDP over gloo, the job reaches 88% test accuracy in
-    result.metrics and registers its TorchScript model"""
+    'pytorch' with the gantry package beside it (python/gantry, the README's cp), job.json submitted; 2
+    workers run DDP over gloo, the job reaches 88% test accuracy in result.metrics, its points carry a step
+    (the dashboard's curves) and an epoch fraction (its progress), and it registers its TorchScript model"""
     example = os.path.join(ROOT, "deploy", "examples", "pytorch")
     with Stack(workers=2) as s:
         tid, tok = s.tenant("prog-pytorch")
         root = program_root(s, tid, {})
         shutil.copytree(example, os.path.join(root, "pytorch"))
+        shutil.copytree(os.path.join(ROOT, "python", "gantry"), os.path.join(root, "pytorch", "gantry"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
         for d, _, files in os.walk(os.path.join(root, "pytorch")):
             os.chmod(d, 0o755)
             for f in files:
@@ -445,7 +448,10 @@ def test_pytorch_example_trains_and_registers_its_model():
         v = model["versions"][0]
         assert v["job_id"] == jid and v["metrics"]["test_accuracy"] == m["test_accuracy"], model
         assert v["architecture"] == {"format": "torchscript", "program": True}, v
-        assert [p["epoch"] for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]] == [1, 2, 3]
+        points = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+        assert [p["epoch"] for p in points if "test_accuracy" in p] == [1, 2, 3], points
+        steps = [p["step"] for p in points]
+        assert len(steps) > 6 and steps == sorted(steps) and all(p["epochs"] == 3 for p in points), points
         # the team's model, served by alias on a libtorch replica: the signature its register_model declared
         listed = {f["path"]: f for f in done["result"]["outputs"]["files"]}["model.pt"]
         assert v["format"] == "torchscript" and v["sha256"] == listed["sha256"] and v["size_bytes"] == listed["bytes"], v

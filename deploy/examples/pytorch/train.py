@@ -7,8 +7,11 @@ gantry starts one process per rank with MASTER_ADDR, MASTER_PORT, RANK and WORLD
 GANTRY_METRICS.  The script
   - reads Debian's dataset-fashion-mnist files (/usr/share/datasets/fashion-mnist),
   - checkpoints after every epoch (and on SIGTERM) to GANTRY_CHECKPOINT_DIR and resumes from it,
-  - writes one JSON line per epoch (epoch, loss, test_accuracy, samples_per_s) to GANTRY_METRICS,
+  - reports a point every 100 steps (step, epoch/epochs, loss, samples_per_s) and one per epoch with
+    test_accuracy through gantry.job.report (GANTRY_METRICS: the job's curves and its progress),
   - saves a TorchScript model to GANTRY_OUTPUT_DIR/model.pt and prints test_accuracy.
+It uses gantry's in-job helpers (python/gantry/job.py): copy the package beside this script (the README
+does: cp -r python/gantry .../pytorch/) or install it; without it a few lines below stand in for them.
 By hand, two ranks on this machine:
   MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=2 RANK=0 /usr/bin/python3 train.py &
   MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=2 RANK=1 /usr/bin/python3 train.py
@@ -28,12 +31,33 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-stop_requested = False
+try:
+    from gantry import job
+except ImportError:  # gantry's package neither beside this script nor installed: the same, from the environment
+    class job:
+        _stop = []
+        signal.signal(signal.SIGTERM, lambda *a: job._stop.append(1))
+        rank = staticmethod(lambda: int(os.environ.get("RANK", "0")))
+        world_size = staticmethod(lambda: int(os.environ.get("WORLD_SIZE", "1")))
+        should_stop = staticmethod(lambda: bool(job._stop))
 
+        @staticmethod
+        def checkpoint_dir():
+            os.makedirs(os.environ.get("GANTRY_CHECKPOINT_DIR", "checkpoint"), exist_ok=True)
+            return os.environ.get("GANTRY_CHECKPOINT_DIR", "checkpoint")
 
-def on_sigterm(signum, frame):
-    global stop_requested
-    stop_requested = True
+        @staticmethod
+        def output_dir():
+            os.makedirs(os.environ.get("GANTRY_OUTPUT_DIR", "output"), exist_ok=True)
+            return os.environ.get("GANTRY_OUTPUT_DIR", "output")
+
+        @staticmethod
+        def report(step=None, **metrics):
+            point = dict(step=step, **metrics)
+            if os.environ.get("GANTRY_METRICS"):
+                with open(os.environ["GANTRY_METRICS"], "a") as f:
+                    f.write(json.dumps(point) + "\n")
+            return point
 
 
 def read_idx(path):
@@ -92,20 +116,17 @@ def main():
     ap.add_argument("--width", type=int, default=int(env("WIDTH", "128")), help="hidden units")
     ap.add_argument("--lr", type=float, default=float(os.environ.get("LR", "0.001")))
     ap.add_argument("--data", default=os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
+    ap.add_argument("--report-every", type=int, default=100, help="steps between metrics points")
     args = ap.parse_args()
-    signal.signal(signal.SIGTERM, on_sigterm)
+    job.should_stop()  # the SIGTERM handler in place before the (slow) start
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     torch.manual_seed(0)
 
-    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    rank, world = job.rank(), job.world_size()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
     dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
-    ckpt_dir = os.environ.get("GANTRY_CHECKPOINT_DIR", "checkpoint")
-    out_dir = os.environ.get("GANTRY_OUTPUT_DIR", "output")
-    metrics_path = os.environ.get("GANTRY_METRICS", os.path.join(out_dir, "metrics.jsonl"))
-    for d in (ckpt_dir, out_dir):
-        os.makedirs(d, exist_ok=True)
+    ckpt_dir, out_dir = job.checkpoint_dir(), job.output_dir()
     ckpt = os.path.join(ckpt_dir, "checkpoint.pt")
 
     x, y = load(args.data, "train")
@@ -121,7 +142,6 @@ def main():
         print(f"rank {rank}: resumed from epoch {start_epoch} batch {skip}", flush=True)
     ddp = DDP(model)
 
-    metrics = open(metrics_path, "a") if rank == 0 else None
     per_rank = len(x) // world
     batches = per_rank // args.batch
     accuracy = None
@@ -129,6 +149,7 @@ def main():
         g = torch.Generator().manual_seed(epoch)
         order = torch.randperm(len(x), generator=g)[rank * per_rank:(rank + 1) * per_rank]
         t0, seen, loss_sum = time.time(), 0, 0.0
+        tw, wseen, wloss = t0, 0, 0.0  # the window since the last point
         for b in range(skip, batches):
             idx = order[b * args.batch:(b + 1) * args.batch]
             opt.zero_grad()
@@ -137,8 +158,15 @@ def main():
             opt.step()
             loss_sum += loss.item()
             seen += 1
+            wseen, wloss = wseen + 1, wloss + loss.item()
+            step = epoch * batches + b + 1  # the curves' x: optimizer steps (the ranks take each together)
+            if rank == 0 and step % args.report_every == 0:
+                now = time.time()
+                job.report(step=step, epoch=round(epoch + (b + 1) / batches, 4), epochs=args.epochs,
+                           loss=round(wloss / wseen, 5), samples_per_s=round(wseen * args.batch * world / max(now - tw, 1e-9), 1))
+                tw, wseen, wloss = now, 0, 0.0
             if b % 20 == 0:  # every rank stops at the same batch: one of them was told to
-                flag = torch.tensor([1.0 if stop_requested else 0.0])
+                flag = torch.tensor([1.0 if job.should_stop() else 0.0])
                 dist.all_reduce(flag)
                 if flag.item() > 0:
                     if rank == 0:
@@ -151,10 +179,8 @@ def main():
         if rank == 0:
             accuracy = evaluate(model, tx, ty)
             save_checkpoint(ckpt, model, opt, epoch + 1, 0)
-            point = {"epoch": epoch + 1, "loss": round(loss_sum / max(seen, 1), 5), "test_accuracy": accuracy,
-                     "samples_per_s": round(rate, 1)}
-            metrics.write(json.dumps(point) + "\n")
-            metrics.flush()
+            point = job.report(step=(epoch + 1) * batches, epoch=epoch + 1, epochs=args.epochs,
+                               loss=round(loss_sum / max(seen, 1), 5), test_accuracy=accuracy, samples_per_s=round(rate, 1))
             print(f"epoch {epoch + 1}: loss {point['loss']:.4f} test_accuracy {accuracy:.4f} ({rate:.0f} samples/s)",
                   flush=True)
         dist.barrier()

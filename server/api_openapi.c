@@ -56,7 +56,7 @@ static json_t *operation(const route *r)
         json_decref(params);
     if (r->body == BODY_UPLOAD) /* a model file and its metadata (server/api_models.c, spec/serve_signature.h) */
         json_object_set_new(op, "requestBody",
-                            json_pack("{s:b, s:{s:{s:{s:s, s:[s,s], s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s, s:s}}}}}}",
+                            json_pack("{s:b, s:{s:{s:{s:s, s:[s,s], s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}}}}}",
                                       "required", 1, "content", "multipart/form-data", "schema", "type", "object", "required",
                                       "file", "metadata", "properties", "file", "type", "string", "format", "binary", "metadata",
                                       "type", "string", "description",

@@ -280,6 +280,7 @@ static int write_all(int fd, struct iovec *iov, int cnt)
 
 void sd_reply(serve_direct *sd, serve_msg *msgs, int n)
 {
+    replica_shm *shm = sd->shm;
     for (int i = 0; i < n; i++) {
         serve_msg *m = &msgs[i];
         if (m->reply_to) continue;
@@ -294,7 +295,7 @@ void sd_reply(serve_direct *sd, serve_msg *msgs, int n)
             if (write_all(c->fd, iov, blen ? 2 : 1) != 0) drop(sd, c);
         }
         free(body);
-        rs_release(sd->shm, m->raw);
+        rs_release(shm, m->raw);
         m->raw = NULL;
     }
 }

@@ -378,7 +378,9 @@ def test_worker_sigterm_hands_back_a_federated_site():
             s.procs.pop(f"worker{i}").wait(timeout=5)
         all_exited = time.monotonic() - t0
         wait_until("handed back twice", lambda: len(handed_back()) == 2, 5, 0.05)
-        assert s.job(tok, jid)["state"] == "queued"
+        # back in the queue, not failed (the scheduler may already have offered it to a worker whose registry
+        # entry has not expired yet: "scheduled", as CI's sanitizer run saw once)
+        assert s.job(tok, jid)["state"] in ("queued", "scheduled"), s.job(tok, jid)
         print(f"up: a federated site's worker exits {exited:.2f} s after SIGTERM, the other sites stop within "
               f"{peers:.2f} s; all three sites' workers exit within {all_exited:.2f} s")
 

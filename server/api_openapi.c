@@ -56,10 +56,10 @@ static json_t *operation(const route *r)
         json_decref(params);
     if (r->body == BODY_UPLOAD) /* a model file and its metadata (server/api_models.c, spec/serve_signature.h) */
         json_object_set_new(op, "requestBody",
-                            json_pack("{s:b, s:{s:{s:{s:s, s:[s,s], s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}}}}}",
-                                      "required", 1, "content", "multipart/form-data", "schema", "type", "object", "required",
-                                      "file", "metadata", "properties", "file", "type", "string", "format", "binary", "metadata",
-                                      "type", "string", "description",
+                            json_pack("{s:b, s:{s:{s:{s:s, s:[s,s], s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}}}}}", "required",
+                                      1, "content", "multipart/form-data", "schema", "type", "object", "required", "file",
+                                      "metadata", "properties", "file", "type", "string", "format", "binary", "metadata", "type",
+                                      "string", "description",
                                       "JSON {inputs:[{name, datatype, shape:[-1,...]}], outputs?, description?, metrics?} "
                                       "(docs/inference.md)",
                                       "sha256", "type", "string", "description",

@@ -952,8 +952,10 @@ static void show_event(follow_state *f, const json_t *e)
         if (json_is_number(pr)) snprintf(pct, sizeof pct, " %3.0f%%", json_number_value(pr) * 100);
         const char *label = *st ? st : json_is_number(pr) ? "progress" : !strcmp(f->state, "queued") ? "waiting" : "note";
         snprintf(line, sizeof line, "%-10s%s %s", label, pct, raw(e, "reason"));
-        /* a point of a curve (it has metrics, and is not an adaptation's sentence) or a serving window */
-        bool point = !*st && json_is_object(m) && !json_object_get(m, "event");
+        /* a point of a curve (it has metrics, and is not an adaptation's sentence) or a serving window; the
+         * scheduler's notes are lines of their own (an autoscaler's decision carries its replicas for the
+         * dashboard's curve, and it must not take the quiet minute's one line from the serving windows) */
+        bool point = !*st && json_is_object(m) && !json_object_get(m, "event") && strcmp(raw(e, "source"), "scheduler") != 0;
         if (point && !json_is_number(pr) && json_object_get(m, "rate")) serving_line(m, line, sizeof line);
         if (point) {
             show_live(f, line, json_is_number(pr) ? json_number_value(pr) : -1);

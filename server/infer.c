@@ -39,6 +39,7 @@ typedef struct {
     counts win, total; /* since the last flush, since the start */
     int64_t win_start_ms;
     int pending; /* requests in flight that point here (pend.js): while any, the entry is not freed */
+    int queued;  /* of those, the ones sent through the Redis queue (counted against queue_limit on both paths) */
     int64_t last_req_ms, ep_next_ms;
     long long arrivals, drops; /* on the direct path, not yet added to gantry:infer:stats:<job> (for the autoscaler) */
 } jstats;
@@ -50,9 +51,9 @@ typedef struct pend {
     jstats *js;
     int64_t t0_us;
     uv_timer_t timer;
-    ilink_frame *frame; /* on the direct path: the request, kept for one retry */
-    uint32_t link;      /* the direct link it waits on, 0: none (the Redis queue) */
-    int retried;
+    ilink_frame *frame;  /* on the direct path: the request, kept for one retry */
+    uint32_t link;       /* the direct link it waits on, 0: none (the Redis queue) */
+    int retried, queued; /* queued: sent through the Redis queue (jstats.queued) */
 } pend;
 
 typedef struct {
@@ -168,6 +169,7 @@ static void finish(pend *p, int status, const char *body, size_t len)
     ilink_frame_unref(p->frame);
     p->frame = NULL;
     record(p->js, status, (double)(clock_mono_us() - p->t0_us) / 1000.0);
+    p->js->queued -= p->queued;
     p->js->pending--; /* the entry may be forgotten from now on: p->js is not used again */
     p->js = NULL;
     http_ctx *c = http_defer_ctx(p->defer);
@@ -230,7 +232,9 @@ static int forward_direct(infer_gw *g, pend *p, const infer_target *t, size_t js
 {
     int ready, out = ilinks_outstanding(g->links, t->job_id, &ready);
     if (ready == 0) return 0;
-    if (out >= t->queue_limit + ready) { /* queue_limit waiting beside one request in each replica's hands */
+    /* queue_limit waiting beside one request in each replica's hands; while a job's first link opens,
+     * requests sent through the Redis queue just before count too (one limit, whichever path) */
+    if (out + p->js->queued >= t->queue_limit + ready) {
         p->js->drops++;
         finish_error(p, GERR_RATE_LIMITED, "the model's request queue is full (the job's queue_limit); retry later");
         return 1;
@@ -299,7 +303,8 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     memcpy(req + hl, body, len);
     snprintf(queue, sizeof(queue), "%s%s", K_INFER_QUEUE_PREFIX, t->job_id);
     snprintf(stats, sizeof(stats), "%s%s", K_INFER_STATS_PREFIX, t->job_id);
-    snprintf(limit, sizeof(limit), "%d", t->queue_limit);
+    snprintf(limit, sizeof(limit), "%d", t->queue_limit); /* (no ready link: none has requests waiting) */
+    p->queued = 1, p->js->queued++;
     const char *argv[] = {g->sha[0] ? "EVALSHA" : "EVAL", g->sha[0] ? g->sha : lua_infer_enqueue, "2", queue, stats, limit, req};
     size_t lens[] = {strlen(argv[0]), strlen(argv[1]), 1, strlen(queue), strlen(stats), strlen(limit), (size_t)hl + len};
     if (redis_link_cmd_argv(g->tx, on_enqueued, (void *)(uintptr_t)seq, g->sha[0] ? "EVALSHA infer_enqueue" : "EVAL infer_enqueue",

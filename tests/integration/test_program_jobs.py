@@ -63,7 +63,10 @@ RESUMABLE = """import json, os, signal, sys, time
 marker, steps = sys.argv[1], int(sys.argv[2])
 rank, world, gen = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), os.environ["GANTRY_GENERATION"]
 ckpt = os.path.join(os.environ["GANTRY_CHECKPOINT_DIR"], "step")
-start = int(open(ckpt).read()) if os.path.exists(ckpt) else 0
+# the checkpoint: "<generation that wrote it> <step it started from> <step reached>"; a rank that starts
+# after its generation's rank 0 already wrote one (a slow start on a loaded machine) starts where rank 0 did
+wgen, base, reached = open(ckpt).read().split() if os.path.exists(ckpt) else ("", 0, 0)
+start = int(base) if wgen == gen else int(reached)
 starts = os.path.join(os.environ["GANTRY_CHECKPOINT_DIR"], f"starts-{rank}")
 with open(starts, "a") as f:
     f.write(f"{gen} {world} {start}\\n")
@@ -74,7 +77,7 @@ for step in range(start, steps):
     time.sleep(0.1)
     if rank == 0:
         with open(ckpt + ".tmp", "w") as f:
-            f.write(str(step + 1))
+            f.write(f"{gen} {start} {step + 1}")
         os.replace(ckpt + ".tmp", ckpt)
         if step % 5 == 0:
             with open(os.environ["GANTRY_METRICS"], "a") as m:

@@ -44,6 +44,43 @@ export function alignSteps(lists, extraX = []) {
     return [xs, ...ys];
 }
 
+// A uPlot plugin: a dashed vertical line across the plot at each mark's x
+// (marks() -> [{x, label}]), its label at the top; onDraw(xs) hears the x of the
+// marks drawn at each redraw (those inside the x range), in order.
+export function xMarks(marks, { color = '#5d6873', dash = [5, 4], onDraw } = {}) {
+    return {
+        hooks: {
+            draw: [(u) => {
+                const { ctx } = u;
+                const { left, top, width, height } = u.bbox;
+                const px = (typeof window !== 'undefined' && window.devicePixelRatio) || 1;
+                const drawn = [];
+                ctx.save();
+                ctx.strokeStyle = color;
+                ctx.fillStyle = color;
+                ctx.lineWidth = px;
+                ctx.setLineDash(dash.map((d) => d * px));
+                ctx.font = `${Math.round(11 * px)}px system-ui, sans-serif`;
+                ctx.textBaseline = 'top';
+                for (const m of marks()) {
+                    if (!m || !isNum(m.x)) continue;
+                    const x = u.valToPos(m.x, 'x', true);
+                    if (!(x >= left - 0.5 && x <= left + width + 0.5)) continue;
+                    const xr = Math.round(x) + 0.5;
+                    ctx.beginPath();
+                    ctx.moveTo(xr, top);
+                    ctx.lineTo(xr, top + height);
+                    ctx.stroke();
+                    if (m.label) ctx.fillText(m.label, xr + 3 * px, top + 2 * px);
+                    drawn.push(m.x);
+                }
+                ctx.restore();
+                if (onDraw) onDraw(drawn);
+            }],
+        },
+    };
+}
+
 // Axis increments for byte values: powers of two, so ticks fall on 256 MiB,
 // 512 MiB, 1 GiB... rather than on 200,000,000.
 export const BYTE_INCRS = Array.from({ length: 54 }, (_, k) => 2 ** k);

@@ -90,7 +90,7 @@ export function timeSplit(p) {
 const POSITION_KEYS = new Set(['ts', 'step', 'steps', 'epoch', 'epochs', 'progress', 'rank', 'config', 'round', 'generation']);
 const MAX_PROGRAM_CHARTS = 8;
 // Whole-number ticks for steps and epochs.
-const COUNT_INCRS = Array.from({ length: 30 }, (_, i) => [1, 2, 5][i % 3] * 10 ** Math.floor(i / 3));
+export const COUNT_INCRS = Array.from({ length: 30 }, (_, i) => [1, 2, 5][i % 3] * 10 ** Math.floor(i / 3));
 const PALETTE = ['#2356c2', '#c2410c', '#15803d', '#8a5a00', '#7c3aed', '#0e7490', '#be185d', '#4d7c0f'];
 
 // Rank 0's points: a point that names another rank is left out (the API's

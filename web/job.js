@@ -2,13 +2,15 @@
 // spec.resolved says, and the alias it follows), spec, event timeline (state
 // changes and notes such as an alias move; progress updates behind a toggle),
 // result (placement rendered in full; a program job's output files with
-// downloads), a program job's logs followed live (logs.js), cancel. Refetches job and events when the stream
+// downloads), a program job's logs followed live (logs.js), a search's trials
+// (search.js) in place of curves and logs, cancel. Refetches job and events when the stream
 // reports an event for this job and after every stream (re)connect.
 import { api, ApiError, jobPath } from './api.js';
 import { h, replace, notice } from './dom.js';
 import { candidatesTable, devicesTable } from './placement.js';
 import { mountCurves, designRows } from './curves.js';
 import { mountLogs, specRanks } from './logs.js';
+import { mountSearch, isSearch } from './search.js';
 import { outputsTable } from './outputs.js';
 import { modelHref } from './models.js';
 import {
@@ -43,8 +45,13 @@ export function mount(root, { me, live, params, signal }) {
     const logsBox = h('div', { 'data-testid': 'logs-pane' });
     const logsSec = h('section', { 'aria-labelledby': 'sec-logs', hidden: true }, h('h2', { id: 'sec-logs' }, 'Logs'), logsBox);
     let logs = null;
+    // a search (spec.program with spec.search): its trials, never curves or logs of its own
+    const searchBox = h('div', { 'data-testid': 'search' });
+    const searchSec = h('section', { 'aria-labelledby': 'sec-search', hidden: true }, h('h2', { id: 'sec-search' }, 'Search'), searchBox);
+    let search = null;
     const body = h('div', { hidden: true },
         h('section', { 'aria-labelledby': 'sec-summary' }, h('h2', { id: 'sec-summary', class: 'visually-hidden' }, 'Summary'), summary),
+        searchSec,
         curvesSec,
         logsSec,
         h('section', { 'aria-labelledby': 'sec-timeline' }, h('h2', { id: 'sec-timeline' }, 'Timeline'), timelineBox),
@@ -98,7 +105,13 @@ export function mount(root, { me, live, params, signal }) {
     }
 
     function render(j, events) {
-        if (!curves && (j.type === 'training' || j.type === 'inference' || j.type === 'federated')) {
+        if (isSearch(j.spec)) {
+            if (!search) {
+                searchSec.hidden = false;
+                search = mountSearch(searchBox, { id, live, signal });
+            }
+            search.update(j);
+        } else if (!curves && (j.type === 'training' || j.type === 'inference' || j.type === 'federated')) {
             curvesSec.hidden = false;
             curves = mountCurves(curvesBox, {
                 id, type: j.type, program: isProgram(j.spec), signal,
@@ -107,7 +120,7 @@ export function mount(root, { me, live, params, signal }) {
         } else if (curves) {
             curves.update();
         }
-        if (!logs && isProgram(j.spec)) {
+        if (!logs && isProgram(j.spec) && !isSearch(j.spec)) {
             logsSec.hidden = false;
             logs = mountLogs(logsBox, { id, ranks: specRanks(j.spec), signal });
         }
@@ -175,6 +188,8 @@ export function mount(root, { me, live, params, signal }) {
         ];
         const served = servedModel(j.spec);
         if (served) items.push(['Serves', served]);
+        const trial = trialOf(j.spec);
+        if (trial) items.push(['Trial of', trial]);
         const waited = secs(j.created_at, j.started_at);
         if (waited !== null) items.push(['Queued for', fmtSeconds(waited)]);
         const ran = secs(j.started_at, j.finished_at);
@@ -290,6 +305,14 @@ function servedModel(spec) {
     return h('span', { 'data-testid': 'job-model', dataset: { model: r.name, version: String(r.version), alias: r.alias || '' } },
         h('a', { href: modelHref(r.name), class: 'mono' }, r.name), ` v${r.version}`,
         r.alias ? h('span', { class: 'muted' }, ` (alias ${r.alias})`) : null);
+}
+
+// A search's trial (spec.trial, set by the server): "trial 3 of j_..." linking to the search.
+function trialOf(spec) {
+    const t = spec && typeof spec.trial === 'object' && spec.trial !== null ? spec.trial : null;
+    if (!t || typeof t.search !== 'string' || !Number.isInteger(t.index)) return null;
+    return h('span', { 'data-testid': 'job-trial', dataset: { search: t.search, trial: String(t.index) } },
+        `trial ${t.index} of `, h('a', { href: `#/jobs/${encodeURIComponent(t.search)}`, class: 'mono' }, t.search));
 }
 
 // Raw result JSON, pretty-printed only when first opened (a plan with a

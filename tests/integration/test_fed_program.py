@@ -210,7 +210,7 @@ def test_pytorch_federated_example_reports_its_accuracy():
         with open(os.path.join(examples, "pytorch-federated", "job.json")) as f:
             job = json.load(f)
         job["spec"]["rounds"] = 3
-        job["spec"]["program"]["env"].update({"LOCAL_STEPS": "30", "SUBSET": "6000", "EVAL": "500"})
+        job["spec"]["program"]["env"].update({"STEPS": "30", "SUBSET": "6000", "EVAL": "500"})
         jid = s.submit(tok, job)
         done = s.wait_state(tok, jid, "succeeded", timeout=540)
         m = done["result"]["metrics"]

@@ -9,7 +9,7 @@ The sites' models are averaged by masked sums: no site, and not Redis, sees anot
 
 The split (non-IID, by site): the classes are dealt to the sites in turn (3 sites: {0, 3, 6, 9}, {1, 4, 7},
 {2, 5, 8}); a site holds MAJOR (0.8) of its own classes' images and an equal share of the rest of the others'.
-Each round a site trains LOCAL_STEPS (100) batches of BATCH (64) from the global model (Adam, LR 0.001, its state
+Each round a site trains STEPS (100) batches of BATCH (64) from the global model (Adam, LR 0.001, its state
 kept across rounds).  Site 0 evaluates the global model it gets each round on EVAL (2000) test images, and the
 final one on the whole test set: result.metrics.test_accuracy.  SUBSET (0: all) keeps that many training images
 (the tests' short runs).  By hand, outside gantry: /usr/bin/python3 train.py trains site 0's part alone (ROUNDS
@@ -79,7 +79,7 @@ def main():
     counts = torch.bincount(y, minlength=10).tolist()
     print(f"site {federated.site_name()} ({site} of {sites}): {len(y)} images, per class {counts}", flush=True)
 
-    batch, steps, lr = int(env("BATCH", "64")), int(env("LOCAL_STEPS", "100")), float(env("LR", "0.001"))
+    batch, steps, lr = int(env("BATCH", "64")), int(env("STEPS", "100")), float(env("LR", "0.001"))
     n_eval = int(env("EVAL", "2000"))
     model = ex.Net()
     opt = torch.optim.Adam(model.parameters(), lr=lr)

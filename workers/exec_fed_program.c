@@ -47,9 +47,9 @@
 #include <unistd.h>
 
 #define POLL_MS 100
-#define FED_PROG_MAX_ABS 1e6           /* a model's values, at most: the fixed point of the sums holds 2^31 / sites */
-#define FED_PROG_MAX_HEADER (16 << 20) /* bytes of a program's file beyond its values */
-#define FED_PROG_MAX_VALUES (256u << 20)
+#define FED_PROG_MAX_ABS 1e6            /* a model's values, at most: the fixed point of the sums holds 2^31 / sites */
+#define FED_PROG_MAX_HEADER (16 << 20)  /* bytes of a program's file beyond its values */
+#define FED_PROG_MAX_VALUES (32u << 20) /* a model's values: a message is 8 bytes a value (Redis takes 512 MB) */
 #define TAIL_LINES 20
 #define TAIL_BYTES 6000
 #define GLOBAL_MODEL "global_model.safetensors"

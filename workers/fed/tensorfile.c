@@ -266,19 +266,20 @@ unsigned char *tensorfile_write(const tensorfile_header *layout, const json_t *m
         json_t *shape = json_array();
         for (int d = 0; d < t->ndim; d++)
             json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
-        json_object_set_new(hdr, t->name,
-                            json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F32", "shape", shape, "data_offsets", (json_int_t)at,
-                                      (json_int_t)(at + t->count * 4)));
-        at += t->count * 4;
+        size_t end = at + t->count * 4;
+        json_object_set_new(
+            hdr, t->name,
+            json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F32", "shape", shape, "data_offsets", (json_int_t)at, (json_int_t)end));
+        at = end;
     }
     if (meta && json_object_size(meta)) json_object_set(hdr, TENSORFILE_META, (json_t *)meta);
     char *text = json_dumps(hdr, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(hdr);
     size_t tl = strlen(text), pad = (8 - tl % 8) % 8, hl = tl + pad; /* the data 8-byte aligned, as safetensors pads */
-    unsigned char *out = xmalloc(8 + hl + at);
+    unsigned char *out = xmalloc(8 + hl + at + 1); /* + 1: the text's NUL, copied, then padded over or left past the end */
     for (int i = 0; i < 8; i++)
         out[i] = (unsigned char)((uint64_t)hl >> (8 * i));
-    memcpy(out + 8, text, tl);
+    memcpy(out + 8, text, tl + 1);
     memset(out + 8 + tl, ' ', pad);
     free(text);
     for (size_t i = 0; i < layout->total; i++)

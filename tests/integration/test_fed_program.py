@@ -11,7 +11,8 @@ import os
 import shutil
 import tempfile
 
-from harness import ADMIN, ROOT, Stack, timeout
+from harness import ADMIN, ROOT, Stack, timeout, wait_until
+from test_program_jobs import marker_pids
 
 # a site program with a known update: the global model g it gets in round k becomes
 # g + (site + 1) * k / 10 + the element's index / 100, trained on 10 * (site + 1) samples; the initial model is
@@ -219,3 +220,23 @@ def test_pytorch_federated_example_reports_its_accuracy():
         points = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
         assert [p["round"] for p in points if "residual" in p] == [1, 2, 3], points
         assert [p["round"] for p in points if "global_accuracy" in p] == [0, 1, 2], points
+
+
+def test_cancel_stops_every_sites_program():
+    """a job whose programs train slowly, cancelled in its first round: every site's program is gone within the
+    grace period, the job is cancelled and the workers are free"""
+    slow = ("import sys, time\nfrom gantry import federated\nmodel = {'w': __import__('numpy').zeros(3, 'float32')}\n"
+            "for rnd in federated.rounds(model):\n    time.sleep(600)\n    rnd.submit(model, 1)\n")
+    with Stack(workers=3) as s:
+        tid, tok = s.tenant("fedprog-cancel")
+        site_root(s, tid, {"site.py": slow})
+        job = fed_program_job()
+        job["spec"]["program"]["command"] += ["mark-fedcancel"]
+        jid = s.submit(tok, job)
+        wait_until("three programs in round 1", lambda: len(marker_pids("mark-fedcancel")) >= 3 and all(
+            os.path.exists(os.path.join(s.dir, "var", "worker", "jobs", jid, f"run-{i}", "round_1.in")) for i in range(3)), 60)
+        assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200
+        wait_until("no program of the job", lambda: not marker_pids("mark-fedcancel"), 20)
+        wait_until("the workers idle", lambda: [w["state"] for w in s.workers()] == ["idle"] * 3, 30)
+        assert s.job(tok, jid)["state"] == "cancelled"
+

@@ -5,6 +5,7 @@
 
 #include "common/utf8.h"
 #include "spec/fed_design.h"
+#include "spec/program_spec.h"
 #include "spec/train_spec.h"
 
 #include <stdbool.h>
@@ -68,6 +69,42 @@ const sch fed_spec_shape = {SCH_OBJECT, .members = spec_m,
                                     "ADMM in block-design groups (docs/federated.md). Without masking, admm.iterations is at "
                                     "most the design's classes P."};
 
+/* ---- the program variant: each site runs the team's own program (spec/program_spec.h) ---- */
+
+static const sch psite_env_s = {SCH_OBJECT, .flags = SCH_OPEN | SCH_HI, .hi = PROG_MAX_ENV,
+                                .items = &(const sch){SCH_STR, SCH_IN(0, 65536)},
+                                .desc = "this site's own variables (its data's directory, ...), added to program.env; names as "
+                                        "program.env's"};
+static const sch_member psite_m[] = {{"name", &site_name_s, 1}, {"label", &site_label_s, 0}, {"env", &psite_env_s, 0}, {0}};
+static const sch psite_s = {SCH_OBJECT, .members = psite_m};
+static const sch psites_s = {SCH_ARRAY, SCH_IN(3, FED_MAX_JOB_SITES), .items = &psite_s, .desc = "names unique",
+                             .msg = "must list 3 to 64 sites ({\"name\"}): groups need 3 members so that a sum hides each one"};
+static const sch update_timeout_s = {SCH_INT, SCH_IN(1, 86400), .dflt = "3600",
+                                     .desc = "how long a site waits for its program's model (the initial one, then each round's "
+                                             "update), seconds"};
+static const sch_member pspec_m[] = {{"program", &program_shape, 1},
+                                     {"resources", &program_resources_shape, 0},
+                                     {"max_runtime_s", &program_runtime_shape, 0},
+                                     {"grace_s", &program_grace_shape, 0},
+                                     {"rounds", &rounds_s, 1},
+                                     {"sites", &psites_s, 1},
+                                     {"aggregation", &agg_s, 0},
+                                     {"masking", &masking_s, 0},
+                                     {"admm", &fed_admm_shape, 0},
+                                     {"exchange_timeout_s", &exchange_s, 0},
+                                     {"update_timeout_s", &update_timeout_s, 0},
+                                     {0}};
+const sch fed_program_spec_shape = {
+    SCH_OBJECT, .members = pspec_m,
+    .desc = "A federated job whose sites run the team's own program (a PyTorch training loop), sandboxed as a program "
+            "job's rank: each round a site's program trains the global model on the site's data and hands back its update; "
+            "the sites aggregate the updates by masked sums (docs/federated.md, \"Your own PyTorch model\")."};
+/* the API document's FederatedSpec: either variant (fed_spec_validate picks by "program") */
+static const sch *const variants[] = {&fed_spec_shape, &fed_program_spec_shape, NULL};
+static const sch fed_job_shape = {SCH_ONEOF, .alts = variants,
+                                  .desc = "A federated job: gantry's built-in layer-list model, or the team's own program "
+                                          "(spec.program)"};
+
 json_t *fed_site_train_spec(const json_t *spec, int s)
 {
     json_t *site = json_array_get(json_object_get(spec, "sites"), (size_t)s);
@@ -111,18 +148,15 @@ static int check_dataset(const json_t *spec, const json_t *dataset, const char *
     return 0;
 }
 
-int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
+/* every site's name and label (both variants): names without ',', '=' or blanks and unique, labels site=NAME */
+static int check_sites(const json_t *sites, char *field, size_t fl, char *msg, size_t ml)
 {
-    if (sch_check(&fed_spec_shape, spec, "spec", field, fl, msg, ml)) return -1;
-    const json_t *sites = json_object_get(spec, "sites");
     size_t n = json_array_size(sites);
     for (size_t s = 0; s < n; s++) {
         const json_t *site = json_array_get(sites, s);
         const char *name = json_string_value(json_object_get(site, "name"));
-        char prefix[64];
-        snprintf(prefix, sizeof prefix, "spec.sites[%zu]", s);
         if (strpbrk(name, ",= \t")) {
-            snprintf(field, fl, "%s.name", prefix);
+            snprintf(field, fl, "spec.sites[%zu].name", s);
             snprintf(msg, ml, "%s", site_name_s.msg);
             return -1;
         }
@@ -131,21 +165,23 @@ int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, siz
         for (const char *c = label; c && *c && !bad_label; c++)
             bad_label = (unsigned char)*c < 0x20 || *c == 0x7f;
         if (bad_label) {
-            snprintf(field, fl, "%s.label", prefix);
+            snprintf(field, fl, "spec.sites[%zu].label", s);
             snprintf(msg, ml, "%s", site_label_s.msg);
             return -1;
         }
         for (size_t o = 0; o < s; o++)
             if (!strcmp(name, json_string_value(json_object_get(json_array_get(sites, o), "name")))) {
-                snprintf(field, fl, "%s.name", prefix);
+                snprintf(field, fl, "spec.sites[%zu].name", s);
                 snprintf(msg, ml, "\"%s\" is listed twice", name);
                 return -1;
             }
-        strcat(prefix, ".dataset");
-        if (check_dataset(spec, json_object_get(site, "dataset"), prefix, field, fl, msg, ml)) return -1;
     }
-    if (json_object_get(spec, "test") && check_dataset(spec, json_object_get(spec, "test"), "spec.test", field, fl, msg, ml))
-        return -1;
+    return 0;
+}
+
+/* the design for n sites, and without masking the iterations within its classes (both variants) */
+static int check_design(const json_t *spec, size_t n, char *field, size_t fl, char *msg, size_t ml)
+{
     const char *agg = json_string_value(json_object_get(spec, "aggregation"));
     long iters = (long)sch_number(&fed_admm_shape, json_object_get(spec, "admm"), "iterations", 0);
     fed_design d;
@@ -162,6 +198,94 @@ int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, siz
         return -1;
     }
     return 0;
+}
+
+json_t *fed_site_program_spec(const json_t *spec, int s)
+{
+    const json_t *site = json_array_get(json_object_get(spec, "sites"), (size_t)s);
+    json_t *program = json_deep_copy(json_object_get(spec, "program")), *env = json_object_get(program, "env");
+    if (!env) json_object_set_new(program, "env", env = json_object());
+    json_object_update(env, json_object_get(site, "env"));
+    if (!json_object_size(env)) json_object_del(program, "env");
+    json_t *t = json_pack("{s:o, s:i}", "program", program, "max_restarts", 0);
+    static const char *const kept[] = {"resources", "max_runtime_s", "grace_s"};
+    for (size_t k = 0; t && k < sizeof kept / sizeof kept[0]; k++)
+        if (json_object_get(spec, kept[k])) json_object_set(t, kept[k], json_object_get(spec, kept[k]));
+    return t;
+}
+
+/* the program variant: built-in members refused by name; each site's env; each site's program spec through the
+ * program module (spec/program_spec.c, whose fields are this spec's: spec.program..., spec.resources...) */
+static int program_variant(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)spec, key, v)
+    {
+        if (sch_member_shape(&fed_program_spec_shape, key) || !sch_member_shape(&fed_spec_shape, key)) continue;
+        snprintf(field, fl, "spec.%s", key);
+        snprintf(msg, ml,
+                 "is for gantry's built-in model: a federated job with a program has no %s (each site's program trains its "
+                 "own model on its own data)",
+                 key);
+        return -1;
+    }
+    const json_t *sites = json_object_get(spec, "sites");
+    size_t i;
+    json_array_foreach(sites, i, v) if (json_is_object(v) && json_object_get(v, "dataset"))
+    {
+        snprintf(field, fl, "spec.sites[%zu].dataset", i);
+        snprintf(msg, ml,
+                 "is for gantry's built-in model: a site's program reads its own data (give the site its "
+                 "variables in env: where its data is)");
+        return -1;
+    }
+    if (sch_check(&fed_program_spec_shape, spec, "spec", field, fl, msg, ml)) return -1;
+    json_array_foreach(sites, i, v)
+    {
+        json_t *x;
+        json_object_foreach(json_object_get(v, "env"), key, x)
+        {
+            const char *why = program_env_refusal(key);
+            if (!why) continue;
+            char cut[160];
+            utf8_copy(cut, sizeof cut, key);
+            snprintf(field, fl, "spec.sites[%zu].env.%s", i, cut);
+            snprintf(msg, ml, "%s", why);
+            return -1;
+        }
+    }
+    if (check_sites(sites, field, fl, msg, ml)) return -1;
+    json_array_foreach(sites, i, v)
+    {
+        json_t *t = fed_site_program_spec(spec, (int)i);
+        int rc = program_spec_validate(t, field, fl, msg, ml);
+        json_decref(t);
+        if (rc) return -1;
+    }
+    return check_design(spec, json_array_size(sites), field, fl, msg, ml);
+}
+
+fed_variant fed_spec_variant(const json_t *spec)
+{
+    return json_object_get(spec, "program") ? FED_PROGRAM : FED_BUILTIN;
+}
+
+int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)
+{
+    if (fed_spec_variant(spec) == FED_PROGRAM) return program_variant(spec, field, fl, msg, ml);
+    if (sch_check(&fed_spec_shape, spec, "spec", field, fl, msg, ml)) return -1;
+    const json_t *sites = json_object_get(spec, "sites");
+    size_t n = json_array_size(sites);
+    if (check_sites(sites, field, fl, msg, ml)) return -1;
+    for (size_t s = 0; s < n; s++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "spec.sites[%zu].dataset", s);
+        if (check_dataset(spec, json_object_get(json_array_get(sites, s), "dataset"), prefix, field, fl, msg, ml)) return -1;
+    }
+    if (json_object_get(spec, "test") && check_dataset(spec, json_object_get(spec, "test"), "spec.test", field, fl, msg, ml))
+        return -1;
+    return check_design(spec, n, field, fl, msg, ml);
 }
 
 /* ---- what the server asks of a federated spec (common/jobtypes.h) ---- */
@@ -193,6 +317,9 @@ static int slots(const json_t *spec)
 /* every site's files, then the test set's */
 static int paths(const json_t *spec, job_path_fn fn, void *ctx)
 {
+    if (fed_spec_variant(spec) == FED_PROGRAM) /* the program's code: a directory */
+        return fn(ctx, json_string_value(json_object_get(json_object_get(spec, "program"), "workdir")), "spec.program.workdir",
+                  JOB_PATH_DIR);
     size_t i;
     json_t *site;
     json_array_foreach(json_object_get(spec, "sites"), i, site)
@@ -208,6 +335,13 @@ static int paths(const json_t *spec, job_path_fn fn, void *ctx)
 /* every site trains rounds x local_steps steps */
 static void cost(const json_t *spec, job_cost *out)
 {
+    if (fed_spec_variant(spec) == FED_PROGRAM) { /* no steps of gantry's; its programs' memory, as a program job's ranks */
+        json_t *mb = json_object_get(json_object_get(spec, "resources"), "memory_mb");
+        out->epochs = out->steps = (job_cost_item){-1, "spec.rounds", "rounds"};
+        out->memory = (job_cost_item){json_is_integer(mb) ? (long long)json_integer_value(mb) * 1048576LL : -1,
+                                      "spec.resources.memory_mb", "memory_mb x 1048576 ="};
+        return;
+    }
     json_t *rounds = json_object_get(spec, "rounds"), *local = json_object_get(spec, "local_steps");
     long long total = json_is_integer(rounds) && json_is_integer(local)
                           ? (long long)json_integer_value(rounds) * (long long)json_integer_value(local)
@@ -217,4 +351,4 @@ static void cost(const json_t *spec, job_cost *out)
 }
 
 const job_spec fed_job_spec = {
-    .shape = &fed_spec_shape, .validate = fed_spec_validate, .admit = admit, .slots = slots, .paths = paths, .cost = cost};
+    .shape = &fed_job_shape, .validate = fed_spec_validate, .admit = admit, .slots = slots, .paths = paths, .cost = cost};

@@ -14,7 +14,20 @@
  * A site with a label ("site=NAME") runs on a worker started with --labels site=NAME;
  * a site without one on any free worker, one site per worker.  Without masking the
  * iterations are capped at the design's P (a site would see a peer's message
- * twice, which reveals its model): the spec is refused beyond. */
+ * twice, which reveals its model): the spec is refused beyond.
+ *
+ * The program variant (spec.program: docs/federated.md, "Your own PyTorch model"): each site runs the team's
+ * own program, sandboxed as a program job's rank (spec/program_spec.h), instead of gantry's layer list:
+ *
+ *   {"program": {"command": [...], "workdir": "...", "env": {...}},   as a program job's (spec.program)
+ *    "resources": {...}, "max_runtime_s": 3600, "grace_s": 30,          as a program job's, per site
+ *    "rounds": 10, "update_timeout_s": 3600,
+ *    "sites": [{"name": "a", "label": "site=a", "env": {"DATA": "..."}}, ...],   env: the site's own variables
+ *    "aggregation", "admm", "masking", "exchange_timeout_s": as above}
+ *
+ * The built-in members (model, optimizer, batch_size, local_steps, seed, test, a site's dataset) are refused
+ * by name; each site's program spec (fed_site_program_spec) is validated by the program module, so its
+ * errors name spec.program... and spec.resources... as a program job's do. */
 #ifndef GANTRY_FED_SPEC_H
 #define GANTRY_FED_SPEC_H
 
@@ -26,12 +39,21 @@
 
 #define FED_MAX_JOB_SITES 64
 
-/* the spec's shape (in the API document), its admm and partition members' (their defaults) */
-extern const sch fed_spec_shape, fed_admm_shape, fed_partition_shape;
+/* the built-in variant's shape and the program variant's (the API document has both), the admm and partition
+ * members' (their defaults) */
+extern const sch fed_spec_shape, fed_program_spec_shape, fed_admm_shape, fed_partition_shape;
+
+typedef enum { FED_BUILTIN, FED_PROGRAM } fed_variant;
+/* which variant a spec is: FED_PROGRAM when it has "program" */
+fed_variant fed_spec_variant(const json_t *spec);
 
 int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml);
 /* the training spec of site s's local steps (new reference): model, optimizer, its dataset, batch_size, seed */
 json_t *fed_site_train_spec(const json_t *spec, int s);
+/* the program variant: the program job spec site s runs (new reference; spec/program_spec.h): program (its env with
+ * the site's env added), resources, max_runtime_s, grace_s, max_restarts 0 (the federated job's generation is
+ * retried as a whole) */
+json_t *fed_site_program_spec(const json_t *spec, int s);
 
 /* the federated row's spec module (common/jobtypes.h): the sites' names and labels without control
  * characters, a slot per site, every site's dataset paths, rounds x local_steps against max_steps */

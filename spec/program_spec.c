@@ -42,12 +42,13 @@ static const sch *const workers_alts[] = {&count_s, &elastic_s, NULL};
 static const sch workers_s = {SCH_ONEOF, .alts = workers_alts, .dflt = "1",
                               .desc = "ranks (one per worker, WORLD_SIZE), or {min, max}",
                               .msg = "must be an integer in [1, 64] (the number of ranks) or {\"min\", \"max\"} (elastic)"};
-static const sch runtime_s = {SCH_INT, SCH_IN(1, 315360000),
-                              .desc = "wall clock of a generation, seconds: the ranks are stopped (SIGTERM, then SIGKILL after "
-                                      "grace_s) and the job fails; absent: none (the tenant's max_runtime_s still applies)"};
-static const sch grace_s = {SCH_INT, SCH_IN(1, 3600), .dflt = "30",
-                            .desc = "seconds between SIGTERM and SIGKILL when ranks are stopped (cancel, preemption, resize, "
-                                    "a lost rank): time to write a checkpoint"};
+const sch program_runtime_shape = {SCH_INT, SCH_IN(1, 315360000),
+                                   .desc =
+                                       "wall clock of a generation, seconds: the ranks are stopped (SIGTERM, then SIGKILL after "
+                                       "grace_s) and the job fails; absent: none (the tenant's max_runtime_s still applies)"};
+const sch program_grace_shape = {SCH_INT, SCH_IN(1, 3600), .dflt = "30",
+                                 .desc = "seconds between SIGTERM and SIGKILL when ranks are stopped (cancel, preemption, resize, "
+                                         "a lost rank): time to write a checkpoint"};
 static const sch restarts_s = {SCH_INT, SCH_IN(0, 100), .dflt = "3",
                                .desc = "new generations from the checkpoint after a lost rank (killed by a signal, worker "
                                        "lost) before the job fails; a non-zero exit fails it at once"};
@@ -65,7 +66,7 @@ static const sch cpus_s = {SCH_NUM, SCH_IN(0.01, PROG_MAX_CPUS),
                                    "(its --threads, else every core)"};
 static const sch_member resources_m[] = {
     {"memory_mb", &memory_s, 0}, {"processes", &processes_s, 0}, {"open_files", &open_files_s, 0}, {"cpus", &cpus_s, 0}, {0}};
-static const sch resources_s = {SCH_OBJECT, .members = resources_m, .desc = "each rank's limits"};
+const sch program_resources_shape = {SCH_OBJECT, .members = resources_m, .desc = "each rank's limits"};
 static const sch output_s = {SCH_STR, SCH_IN(1, 4096), .desc = "a file the program writes under GANTRY_OUTPUT_DIR, relative to it"};
 static const char *const format_v[] = {"torchscript", NULL};
 static const sch format_s = {SCH_STR, .values = format_v, .dflt = "\"torchscript\"",
@@ -81,11 +82,18 @@ static const sch register_s = {SCH_OBJECT, .members = register_m,
                                        "job's name) in the tenant's registry, with result.metrics"};
 static const sch model_name_s = {SCH_STR, SCH_IN(1, 200),
                                  .desc = "the registered model's name (with register_model); default: the job's name"};
-static const sch_member spec_m[] = {
-    {"program", &program_shape, 1}, {"workers", &workers_s, 0},         {"max_runtime_s", &runtime_s, 0},
-    {"grace_s", &grace_s, 0},       {"max_restarts", &restarts_s, 0},   {"rendezvous_timeout_s", &rendezvous_s, 0},
-    {"resources", &resources_s, 0}, {"register_model", &register_s, 0}, {"model_name", &model_name_s, 0},
-    {"search", &search_shape, 0},   {"trial", &search_trial_shape, 0},  {0}};
+static const sch_member spec_m[] = {{"program", &program_shape, 1},
+                                    {"workers", &workers_s, 0},
+                                    {"max_runtime_s", &program_runtime_shape, 0},
+                                    {"grace_s", &program_grace_shape, 0},
+                                    {"max_restarts", &restarts_s, 0},
+                                    {"rendezvous_timeout_s", &rendezvous_s, 0},
+                                    {"resources", &program_resources_shape, 0},
+                                    {"register_model", &register_s, 0},
+                                    {"model_name", &model_name_s, 0},
+                                    {"search", &search_shape, 0},
+                                    {"trial", &search_trial_shape, 0},
+                                    {0}};
 const sch program_spec_shape = {SCH_OBJECT, .members = spec_m,
                                 .desc = "A training job running the team's own program (a PyTorch script) as every rank, "
                                         "sandboxed (docs/programs.md).  Rules beyond the schema: command[0] non-empty, env "
@@ -210,8 +218,8 @@ void program_settings_get(const json_t *spec, long long tenant_max_memory_bytes,
     json_t *mb = json_object_get(res, "memory_mb");
     s->memory_bytes = json_is_integer(mb) ? (long long)json_integer_value(mb) * MIB : cap ? cap : PROG_DEFAULT_MEMORY_MB * MIB;
     if (cap && s->memory_bytes > cap) s->memory_bytes = cap;
-    s->processes = (int)sch_number(&resources_s, res, "processes", 0);
-    s->open_files = (int)sch_number(&resources_s, res, "open_files", 0);
+    s->processes = (int)sch_number(&program_resources_shape, res, "processes", 0);
+    s->open_files = (int)sch_number(&program_resources_shape, res, "open_files", 0);
     json_t *cpus = json_object_get(res, "cpus");
     s->cpus = json_is_number(cpus) ? json_number_value(cpus) : 0;
     s->register_output = json_string_value(json_object_get(reg, "output"));

@@ -35,6 +35,8 @@
 
 /* the whole spec's shape (the program variant of TrainingSpec in the API document), and spec.program's */
 extern const sch program_spec_shape, program_shape;
+/* its members resources, max_runtime_s and grace_s (a federated job's program variant has them too: spec/fed_spec.h) */
+extern const sch program_resources_shape, program_runtime_shape, program_grace_shape;
 
 /* 0 when spec is a valid program spec (its shape, then the rules above); else -1 with the field
  * ("spec.program.command[0]", "spec.program.env.RANK", "spec.resources.memory_mb") and a message */

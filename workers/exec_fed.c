@@ -21,16 +21,17 @@
  * the model; the others end silently.  Every wait has a deadline
  * (exchange_timeout_s); a lost site fails the job's generation (retried), a
  * key or message that does not authenticate fails the job.  This file never
- * talks to Redis itself: workers/fed_io.c does. */
+ * talks to Redis itself: workers/fed_io.c does.  What every site does whatever
+ * trains it (the claim, the rendezvous, the exchange, the round's point) is
+ * workers/fed_site.c; this file is the built-in site's local training and
+ * evaluation.  A spec with "program" is the program variant: exec_fed_program
+ * (workers/exec_fed_program.c) runs it. */
 #include "common/paths.h"
 #include "common/alloc.h"
 #include "workers/executor.h"
-#include "workers/fed/admm.h"
-#include "spec/fed_design.h"
 #include "workers/fed/partition.h"
-#include "workers/fed/secagg.h"
 #include "spec/fed_spec.h"
-#include "workers/fed_io.h"
+#include "workers/fed_site.h"
 #include "workers/train/ckpt.h"
 #include "workers/train/model.h"
 #include "workers/train/optim.h"
@@ -44,30 +45,10 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* a member of the (valid) spec, or the default its shape documents */
 static double num(const sch *shape, const json_t *o, const char *key)
 {
     return sch_number(shape, o, key, 0);
-}
-
-/* the job's cancellation and preemption, asked while a site waits for the others */
-static bool fed_stop(void *arg)
-{
-    exec_ctx *ctx = arg;
-    return ctx->cancelled(ctx);
-}
-
-/* what a protocol result means for the job: a lost site or a stop retries the generation, the rest fails */
-static int exec_rc(int fed_rc)
-{
-    return fed_rc == FED_LOST || fed_rc == FED_STOPPED ? EXEC_RETRY : EXEC_FAILED;
 }
 
 /* this site's samples: its dataset, or its part of the built-in one (partition) */
@@ -112,31 +93,6 @@ static void evaluate(train_model *m, const train_data *te, float *xb, int32_t *y
     *loss = te->n ? sum / (double)te->n : 0, *acc = te->n ? (double)correct / (double)te->n : 0;
 }
 
-/* Which site this worker runs (-1: none is left for it; -2: Redis did not answer): the first
- * unclaimed site labelled with its own label (site=NAME), else the first unclaimed site without a
- * label; claimed atomically in the generation's hash, so two workers never run one site (a worker
- * that claimed before, e.g. a restarted one, gets its own again).  The scheduler placed the job so
- * that every site has a worker that can claim it. */
-static int claim_site(exec_ctx *ctx, const json_t *spec, int n, char *err, size_t errlen)
-{
-    const json_t *sites = json_object_get(spec, "sites");
-    const char *mine = ctx->site && *ctx->site ? ctx->site : NULL;
-    int cand[FED_MAX_JOB_SITES], ncand = 0;
-    for (int pass = 0; pass < 2; pass++) /* its labelled sites first, then the unlabelled ones */
-        for (int s = 0; s < n && s < FED_MAX_JOB_SITES; s++) {
-            const char *label = json_string_value(json_object_get(json_array_get(sites, (size_t)s), "label"));
-            bool ours = label && mine && strncmp(label, "site=", 5) == 0 && strcmp(label + 5, mine) == 0;
-            if (pass == 0 ? !ours : label != NULL) continue;
-            cand[ncand++] = s;
-        }
-    int me = fed_io_claim(ctx->redis, ctx->task->job_id, ctx->task->attempt, cand, ncand, ctx->worker_id);
-    if (me == -2)
-        snprintf(err, errlen, "cannot claim a site: Redis did not answer");
-    else if (me < 0)
-        snprintf(err, errlen, "no site of the job is left for this worker (its label: site=%s)", mine ? mine : "(none)");
-    return me;
-}
-
 int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
 {
     const json_t *spec = ctx->task->spec;
@@ -145,34 +101,19 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", field, msg);
         return EXEC_FAILED;
     }
-    int n = (int)json_array_size(json_object_get(spec, "sites")),
-        timeout_ms = (int)num(&fed_spec_shape, spec, "exchange_timeout_s") * 1000;
-    if (!ctx->fed_secret || ctx->fed_secret_len == 0) {
-        snprintf(err, errlen,
-                 "worker %s has no federation secret: start it with --fed-secret FILE, the same file on every "
-                 "worker (docs/operations.md)",
-                 ctx->worker_id ? ctx->worker_id : "?");
-        return EXEC_FAILED;
-    }
-    int me = claim_site(ctx, spec, n, err, errlen);
-    if (me < 0) return me == -2 ? EXEC_RETRY : EXEC_FAILED;
-    const char *my_name = json_string_value(json_object_get(json_array_get(json_object_get(spec, "sites"), (size_t)me), "name"));
-    ctx->progress(ctx, 0.0, "waiting for the other sites", NULL);
-    rdv_members mem;
-    char why[400];
-    if (ctx->rendezvous(ctx, n, "fed", timeout_ms, &mem, why, sizeof(why)) != 0) {
-        snprintf(err, errlen, "the sites did not meet: %s", why);
-        return EXEC_RETRY;
-    }
+    if (fed_spec_variant(spec) == FED_PROGRAM) return exec_fed_program(ctx, result, err, errlen);
+    fed_site site;
+    int rc = fed_site_join(&site, ctx, spec, err, errlen);
+    if (rc) return rc;
+    int n = site.n, me = site.me;
+    const char *my_name = site.name;
     train_data tr = {0}, te = {0};
     train_model *m = NULL;
     train_optim *o = NULL;
     float *xb = NULL, *dl = NULL;
     int32_t *yb = NULL;
-    double *z = NULL, *w = NULL, *lambda = NULL, *x = NULL, *msgv = NULL, *avg = NULL;
-    int rc = EXEC_FAILED;
-    fed_design d = {0};
-    fed_party S = {0};
+    double *z = NULL, *w = NULL;
+    rc = EXEC_FAILED;
     json_t *tspec = fed_site_train_spec(spec, me);
     if (load_site(spec, me, &tr, &te, err, errlen)) goto out;
     if (json_object_get(spec, "test")) { /* the job's test set instead of the site's */
@@ -197,53 +138,29 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     size_t dim = train_model_param_count(m);
     xb = xmalloc(sizeof(float) * (size_t)cap * tr.dim), yb = xmalloc(sizeof(int32_t) * (size_t)cap);
     dl = xmalloc(sizeof(float) * (size_t)cap * train_model_out_size(m));
-    z = xmalloc(sizeof(double) * dim), w = xmalloc(sizeof(double) * dim), lambda = xmalloc(sizeof(double) * dim);
-    x = xmalloc(sizeof(double) * dim), msgv = xmalloc(sizeof(double) * dim), avg = xmalloc(sizeof(double) * dim);
+    z = xmalloc(sizeof(double) * dim), w = xmalloc(sizeof(double) * dim);
     if (!o) { /* the training library's own allocation failed */
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    if (fed_design_make(n, &d, err, errlen)) goto out; /* verified inside */
-    /* keys bound to the job, and the weights (only the total count is revealed) */
-    fed_io io;
-    fed_io_open(&io, ctx->redis, ctx->task->job_id, ctx->task->attempt, fed_stop, ctx);
-    if (fed_party_init(&S, &io.net, n, me, ctx->task->job_id, ctx->task->attempt, ctx->fed_secret, ctx->fed_secret_len, &d, dim,
-                       timeout_ms)) {
-        snprintf(err, errlen, "cannot start the exchange: %d sites, rank %d or the cluster secret out of range", n, me);
-        goto out;
-    }
-    int frc = fed_party_setup(&S, (double)tr.n, err, errlen);
-    if (frc) {
-        rc = exec_rc(frc);
-        goto out;
-    }
-    const char *agg = json_string_value(json_object_get(spec, "aggregation"));
-    int fedavg = agg && !strcmp(agg, "fedavg");
-    const json_t *admm = json_object_get(spec, "admm");
-    fed_admm_params P = {num(&fed_admm_shape, admm, "rho"), num(&fed_admm_shape, admm, "decay"),
-                         (int)num(&fed_admm_shape, admm, "decay_every")};
-    int iters = (int)num(&fed_admm_shape, admm, "iterations"), rounds = (int)num(&fed_spec_shape, spec, "rounds");
+    /* the data order and the duals from separate streams: SecureD-FL and FedAvg jobs with one seed train alike */
+    if ((rc = fed_site_connect(&site, dim, (double)tr.n, rng_mix(seed, 59, (uint64_t)me), err, errlen))) goto out;
+    rc = EXEC_FAILED;
+    int rounds = (int)num(&fed_spec_shape, spec, "rounds");
     long local = (long)num(&fed_spec_shape, spec, "local_steps");
-    if (me == 0) {
-        char note[300];
-        snprintf(note, sizeof(note), "%d sites met; design: %s, %d classes; %s, sums masked over all sites and sealed", n, d.kind,
-                 d.classes, fedavg ? "FedAvg" : "SecureD-FL");
-        ctx->progress(ctx, 0.0, note, NULL);
-    }
     train_model_params_out(m, z); /* every site starts from the same seeded model */
     size_t *order = xmalloc(sizeof(size_t) * (tr.n ? tr.n : 1)), pos = tr.n;
-    /* the data order and the duals from separate streams: SecureD-FL and FedAvg jobs with one seed train alike */
-    rng_state rr = {rng_mix(seed, 53, (uint64_t)me)}, rl = {rng_mix(seed, 59, (uint64_t)me)};
-    double tl = 0, ta = 0, residual = 0;
+    rng_state rr = {rng_mix(seed, 53, (uint64_t)me)};
+    double tl = 0, ta = 0;
     for (int round = 1; round <= rounds; round++) {
         /* asked once a round as well: while messages keep coming, the exchange's waits never ask (fed_io.c) */
-        if (fed_stop(ctx)) {
+        if (ctx->cancelled(ctx)) {
             snprintf(err, errlen, "stopped");
-            rc = exec_rc(FED_STOPPED);
+            rc = EXEC_RETRY;
             free(order);
             goto out;
         }
-        double t0 = now_s(), sent0 = S.bytes_sent, got0 = S.bytes_got;
+        fed_site_round_start(&site);
         train_model_params_in(m, z);
         for (long step = 0; step < local && tr.n > 0; step++) {
             int b = 0, correct;
@@ -257,27 +174,20 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             train_optim_step(o, m->be, o->lr);
         }
         train_model_params_out(m, w);
-        for (size_t j = 0; !fedavg && j < dim; j++) /* this round's duals: private to the site */
-            lambda[j] = 0.02 * (double)rng_normal(&rl);
-        frc = fed_party_round(&S, w, lambda, &P, iters, fedavg, z, avg, x, msgv, err, errlen);
-        if (frc) {
-            rc = exec_rc(frc);
+        if ((rc = fed_site_aggregate(&site, w, z, err, errlen))) {
             free(order);
             goto out;
         }
-        double num = 0, den = 0;
-        for (size_t j = 0; j < dim; j++)
-            num += (z[j] - avg[j]) * (z[j] - avg[j]), den += avg[j] * avg[j];
-        residual = sqrt(num / (den > 0 ? den : 1));
+        rc = EXEC_FAILED;
         if (me == 0) {
             train_model_params_in(m, z);
             evaluate(m, &te, xb, yb, cap, &tl, &ta);
-            json_t *pt = json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:i}", "round", round, "step", (json_int_t)round,
-                                   "test_accuracy", ta, "test_loss", tl, "residual", residual, "bytes_sent", S.bytes_sent - sent0,
-                                   "bytes_received", S.bytes_got - got0, "round_s", now_s() - t0, "sites", n);
+            json_t *pt = fed_site_point(&site, round);
+            json_object_set_new(pt, "test_accuracy", json_real(ta));
+            json_object_set_new(pt, "test_loss", json_real(tl));
             char line[200];
             snprintf(line, sizeof(line), "round %d of %d: test accuracy %.4f, consensus residual %.1e", round, rounds, ta,
-                     residual);
+                     site.residual);
             ctx->progress(ctx, (double)round / rounds, line, pt);
             json_decref(pt);
         }
@@ -293,31 +203,17 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     train_ckpt_state st = {.step = (uint64_t)rounds, .seed = seed, .rng = m->rng.s};
     train_model_params_in(m, z);
     if (path_mkdirs(models) != 0 || train_ckpt_save(artifact, m, NULL, &st, err, errlen)) goto out;
-    json_t *groups = json_array();
-    for (int c = 0; c < d.classes; c++) {
-        json_t *cls = json_array();
-        for (int gi = 0; gi < d.ngroups[c]; gi++) {
-            json_t *grp = json_array();
-            for (int s = 0; s < n; s++)
-                if (d.group[c * n + s] == gi)
-                    json_array_append_new(
-                        grp, json_copy(json_object_get(json_array_get(json_object_get(spec, "sites"), (size_t)s), "name")));
-            json_array_append_new(cls, grp);
-        }
-        json_array_append_new(groups, cls);
-    }
-    *result = json_pack("{s:{s:f, s:f, s:i, s:i, s:f, s:f}, s:{s:O, s:I, s:s}, s:{s:s, s:i, s:o}}", "metrics", "test_accuracy", ta,
-                        "test_loss", tl, "rounds", rounds, "sites", n, "residual", residual, "bytes_per_site_per_round",
-                        S.bytes_sent / rounds, "model", "architecture", json_object_get(spec, "model"), "parameters",
-                        (json_int_t)dim, "artifact", artifact, "design", "kind", d.kind, "classes", d.classes, "groups", groups);
+    *result = json_pack("{s:{s:f, s:f, s:i, s:i, s:f, s:f}, s:{s:O, s:I, s:s}, s:o}", "metrics", "test_accuracy", ta, "test_loss",
+                        tl, "rounds", rounds, "sites", n, "residual", site.residual, "bytes_per_site_per_round",
+                        site.S.bytes_sent / rounds, "model", "architecture", json_object_get(spec, "model"), "parameters",
+                        (json_int_t)dim, "artifact", artifact, "design", fed_site_design(&site));
     rc = EXEC_OK;
 out:
     json_decref(tspec);
     train_data_free(&tr), train_data_free(&te);
     if (o) train_optim_free(o, m->be);
     train_model_free(m);
-    free(xb), free(yb), free(dl), free(z), free(w), free(lambda), free(x), free(msgv), free(avg);
-    fed_party_free(&S);
-    fed_design_free(&d);
+    free(xb), free(yb), free(dl), free(z), free(w);
+    fed_site_free(&site);
     return rc;
 }

@@ -86,5 +86,7 @@ int exec_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 void exec_training_release(const char *job_id);
 int exec_inference(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
+/* a federated job whose spec names the team's program (spec.program): exec_federated calls it */
+int exec_fed_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen);
 
 #endif

@@ -248,7 +248,7 @@ typedef struct {
     const unsigned char *secret;
     size_t secret_len;
     int me, rc, sums;
-    double v[VDIM], total[VDIM], samples;
+    double v[VDIM], total[VDIM], samples, reweigh; /* reweigh > 0: fed_party_weigh with it after the setup */
     char err[256];
 } party_run;
 
@@ -258,6 +258,7 @@ static void *party_main(void *arg)
     r->rc = fed_party_init(&r->p, &r->net.net, SITES, r->me, "j_test", 2, r->secret, r->secret_len, r->d, VDIM, 2000) ? FED_BROKEN
                                                                                                                       : FED_OK;
     if (r->rc == FED_OK) r->rc = fed_party_setup(&r->p, r->samples, r->err, sizeof r->err);
+    if (r->rc == FED_OK && r->reweigh > 0) r->rc = fed_party_weigh(&r->p, r->reweigh, r->err, sizeof r->err);
     for (int k = 0; k < r->sums && r->rc == FED_OK; k++)
         r->rc = fed_party_sum(&r->p, r->v, 1, k % r->d->classes, r->total, r->err, sizeof r->err);
     fed_party_free(&r->p);
@@ -265,7 +266,7 @@ static void *party_main(void *arg)
 }
 
 /* SITES parties as threads; tamper: what site 1's transport does to its messages */
-static void run_parties(party_run *runs, int tamper, int other_secret, int sums)
+static void run_parties(party_run *runs, int tamper, int other_secret, int sums, int reweigh)
 {
     fed_design d;
     char err[200];
@@ -277,7 +278,7 @@ static void run_parties(party_run *runs, int tamper, int other_secret, int sums)
         party_run *r = &runs[i];
         memset(r, 0, sizeof(*r));
         r->net = (evil_net){{evil_put, evil_get, evil_drop}, fed_memnet_endpoint(hub, i), i == 1 ? tamper : 0};
-        r->d = &d, r->me = i, r->sums = sums, r->samples = 100 + 37 * i;
+        r->d = &d, r->me = i, r->sums = sums, r->samples = 100 + 37 * i, r->reweigh = reweigh ? 7 * (i + 1) : 0;
         r->secret = test_secret, r->secret_len = sizeof test_secret - 1 - (other_secret && i == 2);
         for (int j = 0; j < VDIM; j++)
             r->v[j] = 20 * unit(&seed) - 10;
@@ -289,17 +290,15 @@ static void run_parties(party_run *runs, int tamper, int other_secret, int sums)
     fed_design_free(&d);
 }
 
-static void test_secagg_sums(void **state)
+/* every site's weighted total: its counts are samples (setup), or reweigh (fed_party_weigh after it) */
+static void check_sums(party_run *runs)
 {
-    (void)state;
-    static party_run runs[SITES];
-    run_parties(runs, 0, 0, 5);
     double tot = 0, want[VDIM] = {0};
     for (int i = 0; i < SITES; i++)
-        tot += runs[i].samples;
+        tot += runs[i].reweigh > 0 ? runs[i].reweigh : runs[i].samples;
     for (int i = 0; i < SITES; i++)
         for (int j = 0; j < VDIM; j++)
-            want[j] += runs[i].samples / tot * runs[i].v[j];
+            want[j] += (runs[i].reweigh > 0 ? runs[i].reweigh : runs[i].samples) / tot * runs[i].v[j];
     for (int i = 0; i < SITES; i++) {
         if (runs[i].rc != FED_OK) fail_msg("site %d: %s", i, runs[i].err);
         assert_true(fabs(runs[i].p.total_samples - tot) < 1e-6); /* the weights: only the total count is revealed */
@@ -308,25 +307,43 @@ static void test_secagg_sums(void **state)
     }
 }
 
+static void test_secagg_sums(void **state)
+{
+    (void)state;
+    static party_run runs[SITES];
+    run_parties(runs, 0, 0, 5, 0);
+    check_sums(runs);
+}
+
+/* a federated program's site weighs its update by each round's count: one sum of one value, then the sums
+ * weigh by the new counts */
+static void test_secagg_reweigh(void **state)
+{
+    (void)state;
+    static party_run runs[SITES];
+    run_parties(runs, 0, 0, 3, 1);
+    check_sums(runs);
+}
+
 static void test_secagg_tampering(void **state)
 {
     (void)state;
     static party_run runs[SITES];
     /* a man in the middle swaps site 1's public key (and tag) for another: every site refuses it */
-    run_parties(runs, 1, 0, 1);
+    run_parties(runs, 1, 0, 1, 0);
     for (int i = 0; i < SITES; i++) {
         if (runs[i].rc != FED_TAMPERED) fail_msg("site %d: %d %s", i, runs[i].rc, runs[i].err);
         assert_non_null(strstr(runs[i].err, "site 1's public key is not authenticated (tampered in Redis?"));
     }
     /* a worker with another cluster secret: its key is refused by the others, theirs by it */
-    run_parties(runs, 0, 1, 1);
+    run_parties(runs, 0, 1, 1, 0);
     for (int i = 0; i < SITES; i++) {
         assert_int_equal(runs[i].rc, FED_TAMPERED);
         assert_non_null(strstr(runs[i].err, i == 2 ? "site 0's public key" : "site 2's public key"));
         assert_non_null(strstr(runs[i].err, "--fed-secret"));
     }
     /* a message changed in transit: whoever opens it fails the job, the others stop waiting at their deadline */
-    run_parties(runs, 2, 0, 5);
+    run_parties(runs, 2, 0, 5, 0);
     int tampered = 0;
     for (int i = 0; i < SITES; i++) {
         assert_int_not_equal(runs[i].rc, FED_OK);
@@ -417,13 +434,10 @@ static void test_partition(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_designs_up_to_99),
-        cmocka_unit_test(test_admm_identities),
-        cmocka_unit_test(test_masks_cancel),
-        cmocka_unit_test(test_secagg_sums),
-        cmocka_unit_test(test_secagg_tampering),
-        cmocka_unit_test(test_privacy_audit),
-        cmocka_unit_test(test_privacy_audit_finds_the_old_leak),
+        cmocka_unit_test(test_designs_up_to_99), cmocka_unit_test(test_admm_identities),
+        cmocka_unit_test(test_masks_cancel),     cmocka_unit_test(test_secagg_sums),
+        cmocka_unit_test(test_secagg_reweigh),   cmocka_unit_test(test_secagg_tampering),
+        cmocka_unit_test(test_privacy_audit),    cmocka_unit_test(test_privacy_audit_finds_the_old_leak),
         cmocka_unit_test(test_partition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -440,6 +440,20 @@ int fed_party_sum(fed_party *p, const double *v, int weighted, int cls, double *
     return FED_OK;
 }
 
+int fed_party_weigh(fed_party *p, double samples, char *err, size_t errlen)
+{
+    size_t dim = p->dim; /* a sum of one value: the buffers, made for dim, hold it */
+    double t = 0;
+    p->dim = 1;
+    int rc = fed_party_sum(p, &samples, 0, 0, &t, err, errlen);
+    p->dim = dim;
+    if (rc == FED_OK) {
+        p->total_samples = t;
+        p->a = t > 0.5 ? samples / t : 1.0 / p->n;
+    }
+    return rc;
+}
+
 int fed_party_round(fed_party *p, const double *w, double *lambda, const fed_admm_params *P, int iters, int fedavg, double *z,
                     double *avg, double *x, double *m, char *err, size_t errlen)
 {

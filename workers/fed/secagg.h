@@ -94,6 +94,9 @@ int fed_party_init(fed_party *p, fed_net *net, int n, int me, const char *job, i
 void fed_party_free(fed_party *p);
 /* the keys and the weights (samples: this site's count); FED_OK or an error with err */
 int fed_party_setup(fed_party *p, double samples, char *err, size_t errlen);
+/* this site's weight again, from samples (its count now): one sum of the counts, over a vector of one value (a site
+ * whose count changes between rounds: a federated program's); FED_OK or an error with err */
+int fed_party_weigh(fed_party *p, double samples, char *err, size_t errlen);
 /* one exchange: total = sum over all sites of a_i v_i (scale 1: of v_i), through the groups of class cls */
 int fed_party_sum(fed_party *p, const double *v, int weighted, int cls, double *total, char *err, size_t errlen);
 /* One round's aggregation of this site's model w: SecureD-FL's ADMM (iters iterations over the design's

@@ -1,0 +1,185 @@
+/* fed_site.c - a federated job's site, whatever trains its model (fed_site.h). */
+#include "workers/fed_site.h"
+#include "common/alloc.h"
+#include "spec/fed_spec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* the job's cancellation and preemption, asked while a site waits for the others */
+static bool fed_stop(void *arg)
+{
+    exec_ctx *ctx = arg;
+    return ctx->cancelled(ctx);
+}
+
+int fed_site_exec_rc(int fed_rc)
+{
+    return fed_rc == FED_LOST || fed_rc == FED_STOPPED ? EXEC_RETRY : EXEC_FAILED;
+}
+
+/* Which site this worker runs (-1: none is left for it; -2: Redis did not answer): the first
+ * unclaimed site labelled with its own label (site=NAME), else the first unclaimed site without a
+ * label; claimed atomically in the generation's hash, so two workers never run one site (a worker
+ * that claimed before, e.g. a restarted one, gets its own again).  The scheduler placed the job so
+ * that every site has a worker that can claim it. */
+static int claim_site(exec_ctx *ctx, const json_t *spec, int n, char *err, size_t errlen)
+{
+    const json_t *sites = json_object_get(spec, "sites");
+    const char *mine = ctx->site && *ctx->site ? ctx->site : NULL;
+    int cand[FED_MAX_JOB_SITES], ncand = 0;
+    for (int pass = 0; pass < 2; pass++) /* its labelled sites first, then the unlabelled ones */
+        for (int s = 0; s < n && s < FED_MAX_JOB_SITES; s++) {
+            const char *label = json_string_value(json_object_get(json_array_get(sites, (size_t)s), "label"));
+            bool ours = label && mine && strncmp(label, "site=", 5) == 0 && strcmp(label + 5, mine) == 0;
+            if (pass == 0 ? !ours : label != NULL) continue;
+            cand[ncand++] = s;
+        }
+    int me = fed_io_claim(ctx->redis, ctx->task->job_id, ctx->task->attempt, cand, ncand, ctx->worker_id);
+    if (me == -2)
+        snprintf(err, errlen, "cannot claim a site: Redis did not answer");
+    else if (me < 0)
+        snprintf(err, errlen, "no site of the job is left for this worker (its label: site=%s)", mine ? mine : "(none)");
+    return me;
+}
+
+int fed_site_join(fed_site *s, exec_ctx *ctx, const json_t *spec, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->ctx = ctx, s->spec = spec;
+    s->n = (int)json_array_size(json_object_get(spec, "sites"));
+    const sch *shape = fed_spec_variant(spec) == FED_PROGRAM ? &fed_program_spec_shape : &fed_spec_shape;
+    s->timeout_ms = (int)sch_number(shape, spec, "exchange_timeout_s", 0) * 1000;
+    if (!ctx->fed_secret || ctx->fed_secret_len == 0) {
+        snprintf(err, errlen,
+                 "worker %s has no federation secret: start it with --fed-secret FILE, the same file on every "
+                 "worker (docs/operations.md)",
+                 ctx->worker_id ? ctx->worker_id : "?");
+        return EXEC_FAILED;
+    }
+    s->me = claim_site(ctx, spec, s->n, err, errlen);
+    if (s->me < 0) return s->me == -2 ? EXEC_RETRY : EXEC_FAILED;
+    s->name = json_string_value(json_object_get(json_array_get(json_object_get(spec, "sites"), (size_t)s->me), "name"));
+    ctx->progress(ctx, 0.0, "waiting for the other sites", NULL);
+    rdv_members mem;
+    char why[400];
+    if (ctx->rendezvous(ctx, s->n, "fed", s->timeout_ms, &mem, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "the sites did not meet: %s", why);
+        return EXEC_RETRY;
+    }
+    return 0;
+}
+
+int fed_site_connect(fed_site *s, size_t dim, double samples, uint64_t duals_seed, char *err, size_t errlen)
+{
+    exec_ctx *ctx = s->ctx;
+    s->dim = dim;
+    s->lambda = xcalloc(dim, sizeof(double)), s->x = xmalloc(sizeof(double) * dim);
+    s->msgv = xmalloc(sizeof(double) * dim), s->avg = xmalloc(sizeof(double) * dim);
+    s->duals = (rng_state){duals_seed};
+    if (fed_design_make(s->n, &s->d, err, errlen)) return EXEC_FAILED; /* verified inside */
+    /* keys bound to the job, and the weights (only the total count is revealed) */
+    fed_io_open(&s->io, ctx->redis, ctx->task->job_id, ctx->task->attempt, fed_stop, ctx);
+    if (fed_party_init(&s->S, &s->io.net, s->n, s->me, ctx->task->job_id, ctx->task->attempt, ctx->fed_secret, ctx->fed_secret_len,
+                       &s->d, dim, s->timeout_ms)) {
+        snprintf(err, errlen, "cannot start the exchange: %d sites, rank %d or the cluster secret out of range", s->n, s->me);
+        return EXEC_FAILED;
+    }
+    int frc = fed_party_setup(&s->S, samples, err, errlen);
+    if (frc) return fed_site_exec_rc(frc);
+    const char *agg = json_string_value(json_object_get(s->spec, "aggregation"));
+    s->fedavg = agg && !strcmp(agg, "fedavg");
+    const json_t *admm = json_object_get(s->spec, "admm");
+    s->P = (fed_admm_params){sch_number(&fed_admm_shape, admm, "rho", 0), sch_number(&fed_admm_shape, admm, "decay", 0),
+                             (int)sch_number(&fed_admm_shape, admm, "decay_every", 0)};
+    s->iters = (int)sch_number(&fed_admm_shape, admm, "iterations", 0);
+    if (s->me == 0) {
+        char note[300];
+        snprintf(note, sizeof(note), "%d sites met; design: %s, %d classes; %s, sums masked over all sites and sealed", s->n,
+                 s->d.kind, s->d.classes, s->fedavg ? "FedAvg" : "SecureD-FL");
+        ctx->progress(ctx, 0.0, note, NULL);
+    }
+    return 0;
+}
+
+int fed_site_from_site0(fed_site *s, const double *v, double *z, char *err, size_t errlen)
+{
+    double *mine = s->me == 0 ? (double *)v : xcalloc(s->dim, sizeof(double));
+    int frc = fed_party_sum(&s->S, mine, 0, 0, z, err, errlen);
+    if (mine != v) free(mine);
+    return frc ? fed_site_exec_rc(frc) : 0;
+}
+
+int fed_site_weigh(fed_site *s, double samples, char *err, size_t errlen)
+{
+    int frc = fed_party_weigh(&s->S, samples, err, errlen);
+    return frc ? fed_site_exec_rc(frc) : 0;
+}
+
+void fed_site_round_start(fed_site *s)
+{
+    s->t0 = now_s(), s->sent0 = s->S.bytes_sent, s->got0 = s->S.bytes_got;
+}
+
+int fed_site_aggregate(fed_site *s, const double *w, double *z, char *err, size_t errlen)
+{
+    for (size_t j = 0; !s->fedavg && j < s->dim; j++) /* this round's duals: private to the site */
+        s->lambda[j] = 0.02 * (double)rng_normal(&s->duals);
+    int frc = fed_party_round(&s->S, w, s->lambda, &s->P, s->iters, s->fedavg, z, s->avg, s->x, s->msgv, err, errlen);
+    if (frc) return fed_site_exec_rc(frc);
+    double num = 0, den = 0;
+    for (size_t j = 0; j < s->dim; j++)
+        num += (z[j] - s->avg[j]) * (z[j] - s->avg[j]), den += s->avg[j] * s->avg[j];
+    s->residual = sqrt(num / (den > 0 ? den : 1));
+    return 0;
+}
+
+json_t *fed_site_point(const fed_site *s, int round)
+{
+    return json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:i}", "round", round, "step", (json_int_t)round, "residual", s->residual,
+                     "bytes_sent", s->S.bytes_sent - s->sent0, "bytes_received", s->S.bytes_got - s->got0, "round_s",
+                     now_s() - s->t0, "sites", s->n);
+}
+
+static json_t *fed_site_groups(const fed_site *s)
+{
+    const fed_design *d = &s->d;
+    int n = s->n;
+    json_t *groups = json_array();
+    for (int c = 0; c < d->classes; c++) {
+        json_t *cls = json_array();
+        for (int gi = 0; gi < d->ngroups[c]; gi++) {
+            json_t *grp = json_array();
+            for (int k = 0; k < n; k++)
+                if (d->group[c * n + k] == gi)
+                    json_array_append_new(
+                        grp, json_copy(json_object_get(json_array_get(json_object_get(s->spec, "sites"), (size_t)k), "name")));
+            json_array_append_new(cls, grp);
+        }
+        json_array_append_new(groups, cls);
+    }
+    return groups;
+}
+
+json_t *fed_site_design(const fed_site *s)
+{
+    return json_pack("{s:s, s:i, s:o}", "kind", s->d.kind, "classes", s->d.classes, "groups", fed_site_groups(s));
+}
+
+void fed_site_free(fed_site *s)
+{
+    free(s->lambda), free(s->x), free(s->msgv), free(s->avg);
+    s->lambda = s->x = s->msgv = s->avg = NULL;
+    fed_party_free(&s->S);
+    fed_design_free(&s->d);
+}

@@ -1,0 +1,68 @@
+/* fed_site.h - one site of a federated job, whatever trains its model: what the built-in site
+ * (workers/exec_fed.c: gantry's layer list) and the program site (workers/exec_fed_program.c: the
+ * team's own program) share.
+ *
+ * It owns the site's place in the job: the cluster secret's check, the claim of a site (the first
+ * unclaimed one labelled with this worker's label, else the first unlabelled one: workers/fed_io.h),
+ * the generation's rendezvous, then the exchange (workers/fed/secagg.h over Redis streams): the
+ * design's groups, the keys, the weights, one round's aggregation (SecureD-FL's ADMM or FedAvg, and
+ * FedAvg's average for the consensus residual), the round's metrics point and the design in the
+ * result.  Local training and evaluation are the callers'. */
+#ifndef GANTRY_FED_SITE_H
+#define GANTRY_FED_SITE_H
+
+#include "common/rng.h"
+#include "spec/fed_design.h"
+#include "workers/executor.h"
+#include "workers/fed/admm.h"
+#include "workers/fed/secagg.h"
+#include "workers/fed_io.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+typedef struct {
+    exec_ctx *ctx;
+    const json_t *spec;
+    int n, me, timeout_ms;
+    const char *name; /* this site's name */
+    /* fed_site_connect */
+    fed_design d;
+    fed_io io;
+    fed_party S;
+    int fedavg, iters;
+    fed_admm_params P;
+    rng_state duals; /* this site's private duals' stream */
+    size_t dim;
+    double *lambda, *x, *msgv, *avg;
+    /* fed_site_aggregate: the last round's */
+    double residual, t0, sent0, got0;
+} fed_site;
+
+/* what a protocol result (workers/fed/secagg.h) means for the job: a lost site or a stop retries the
+ * generation (EXEC_RETRY), the rest fails it (EXEC_FAILED) */
+int fed_site_exec_rc(int fed_rc);
+
+/* The secret's check, the claim and the rendezvous; 0, or an EXEC_* code with err. */
+int fed_site_join(fed_site *s, exec_ctx *ctx, const json_t *spec, char *err, size_t errlen);
+/* The design, the transport, the keys and the weights (samples: this site's count), for models of dim
+ * values; duals_seed seeds this site's duals.  0, or an EXEC_* code with err. */
+int fed_site_connect(fed_site *s, size_t dim, double samples, uint64_t duals_seed, char *err, size_t errlen);
+/* site 0's model v to every site, in z (dim values), by one masked sum of site 0's v and the others'
+ * zeros (v is read on site 0 only).  0, or an EXEC_* code with err. */
+int fed_site_from_site0(fed_site *s, const double *v, double *z, char *err, size_t errlen);
+/* this site's weight from its sample count now (a sum of the counts); 0, or an EXEC_* code with err */
+int fed_site_weigh(fed_site *s, double samples, char *err, size_t errlen);
+/* starts a round's clock and byte counts (fed_site_point reports them) */
+void fed_site_round_start(fed_site *s);
+/* One round's aggregation of this site's model w (dim values) into the global model z (every site's
+ * equal), and the residual against FedAvg's average.  0, or an EXEC_* code with err. */
+int fed_site_aggregate(fed_site *s, const double *w, double *z, char *err, size_t errlen);
+/* site 0's round as a metrics point (new reference): round, step, residual, bytes sent and received,
+ * round_s, sites */
+json_t *fed_site_point(const fed_site *s, int round);
+/* result.design: {"kind", "classes", "groups": the sites' names per group per class} (new reference) */
+json_t *fed_site_design(const fed_site *s);
+void fed_site_free(fed_site *s);
+
+#endif

@@ -620,7 +620,7 @@ int jobs_model_source(sqlite3 *db, const char *job_id, char *tenant, size_t tlen
 {
     tenant[0] = name[0] = '\0';
     sqlite3_stmt *st = db_stmt(db, "SELECT tenant_id, coalesce(json_extract(spec, '$.model_name'), name), type FROM jobs "
-                                   "WHERE id = ?");
+                                   "WHERE id = ? AND json_type(spec, '$.trial') IS NULL");
     if (!st) return -1;
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
     if (db_step(st) == SQLITE_ROW && (job_type_traits((const char *)sqlite3_column_text(st, 2)) & JT_REGISTERS_MODEL)) {

@@ -107,8 +107,8 @@ int jobs_task_of(sqlite3 *db, const char *id, jobs_task_fn fn, void *arg);
 void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, const char *state, long n), void *arg);
 
 /* For the model registry (models.c): the tenant and the model name (spec.model_name, else the job's
- * name) of a job whose type registers models; tenant "" when it does not (or is unknown).  0, or -1
- * on a database error. */
+ * name) of a job whose type registers models; tenant "" when it does not, when it is a search's trial
+ * (spec.trial: its search registers; server/search.c) or unknown.  0, or -1 on a database error. */
 int jobs_model_source(sqlite3 *db, const char *job_id, char *tenant, size_t tlen, char *name, size_t nlen);
 /* the ids of the tenant's unfinished serving jobs whose spec.resolved is name@alias (a new array), NULL
  * on a database error */

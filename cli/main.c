@@ -8,6 +8,7 @@
  *   gantry follow ID              (the job's state, why it waits, then live events over SSE until it ends;
  *                                  the progress as one line in place on a terminal, a line per 10% elsewhere)
  *   gantry logs ID [-f] [--rank R] [--tail N]       gantry outputs ID [PATH [-o FILE]]   (program jobs)
+ *   gantry trials ID              (a search's trials: parameters, last metric, rung decisions, the best)
  *   gantry workers                gantry models [show NAME]
  *   gantry models upload NAME FILE.pt --metadata META.json      (a TorchScript version; sha256 checked)
  *   gantry models alias NAME ALIAS VERSION                      gantry models unalias NAME ALIAS
@@ -134,7 +135,7 @@ static size_t shown_width(const char *s)
 
 /* ---- tables: each column as wide as its widest cell ---- */
 
-#define TABLE_MAX_COLS 8
+#define TABLE_MAX_COLS 48 /* gantry trials: 7 columns and one per parameter (at most 32) */
 
 typedef struct {
     int ncols;
@@ -169,6 +170,23 @@ static void table_row(table *t, ...)
         t->cells[t->nrows * (size_t)t->ncols + (size_t)c] = xstrdup(v && *v ? v : "-");
     }
     va_end(ap);
+    t->nrows++;
+}
+
+/* one more column, its header as table_init's (kept, not copied); past TABLE_MAX_COLS it is left out */
+static void table_col(table *t, const char *h)
+{
+    if (t->ncols >= TABLE_MAX_COLS || t->nrows) return;
+    t->right[t->ncols] = h[0] == '>';
+    t->head[t->ncols++] = h + (h[0] == '>');
+}
+
+/* one row from an array of ncols strings (NULL shows as "-") */
+static void table_row_cells(table *t, const char *const *v)
+{
+    t->cells = xrealloc(t->cells, sizeof(char *) * (t->nrows + 1) * (size_t)t->ncols);
+    for (int c = 0; c < t->ncols; c++)
+        t->cells[t->nrows * (size_t)t->ncols + (size_t)c] = xstrdup(v[c] && *v[c] ? v[c] : "-");
     t->nrows++;
 }
 
@@ -234,8 +252,8 @@ static void print_json(const json_t *j)
 
 /* a command's handler, git's way: argv[0] is the command, argc counts it; arity_ok has checked the words */
 typedef int command_fn(int argc, char **argv);
-static command_fn cmd_login, cmd_submit, cmd_list, cmd_get, cmd_cancel, cmd_follow, cmd_logs, cmd_outputs, cmd_table, cmd_models,
-    cmd_tokens;
+static command_fn cmd_login, cmd_submit, cmd_list, cmd_get, cmd_cancel, cmd_follow, cmd_logs, cmd_outputs, cmd_trials, cmd_table,
+    cmd_models, cmd_tokens;
 
 typedef struct {
     const char *name, *args, *about, *details;
@@ -304,6 +322,17 @@ static const command commands[] = {
      "  gantry outputs j_0123456789abcdef\n"
      "  gantry outputs j_0123456789abcdef model.pt -o model.pt\n",
      cmd_outputs},
+    {"trials", "ID", "a search's trials: parameters, last metric, rung decisions; the best marked",
+     "A row per trial of the search ID (docs/search.md): its number (the best, by its last reported\n"
+     "metric, marked *: *5), state (running, succeeded, stopped, failed, cancelled), a column per parameter\n"
+     "(the trial's variable: upper-cased), the metric's last value and the resource it was reported at,\n"
+     "asha's decision at each rung it reached (r0 ok: continued past rung 0; r1 stop: stopped there),\n"
+     "its failures (retries) and the job that runs it now.  --json prints GET /v1/jobs/ID/trials (every\n"
+     "value exact, every job that ran each trial, the reasons).  A job that is not a search: HTTP 404.\n"
+     "example:\n"
+     "  gantry trials j_0123456789abcdef\n"
+     "  gantry --json trials j_0123456789abcdef\n",
+     cmd_trials},
     {"workers", "", "the workers: kind, idle or busy, what runs, labels", "example:\n  gantry workers\n", cmd_table},
     {"models", "[show NAME | upload | alias | unalias ...]", "the tenant's models; one model's versions; upload, alias",
      "  (no words)                                   the models: name, latest version, last update\n"
@@ -1238,6 +1267,126 @@ static int cmd_outputs(int argc, char **argv)
     return rc;
 }
 
+/* ---- a search's trials ---- */
+
+/* a value for a cell (a new string): integers whole, other numbers to 6 significant digits, strings as
+ * they are, anything else as JSON; NULL (shown "-") for none */
+static char *value_text(const json_t *v)
+{
+    if (json_is_integer(v)) return xasprintf("%lld", (long long)json_integer_value(v));
+    if (json_is_real(v)) return xasprintf("%.6g", json_real_value(v));
+    if (json_is_string(v)) return xstrdup(json_string_value(v));
+    if (!v || json_is_null(v)) return NULL;
+    return jsonfmt_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+}
+
+/* a header from a name: upper-cased, as the trial's variable is (">" first: right-aligned) */
+static char *header_of(const char *name, bool right)
+{
+    char *h = xasprintf("%s%s", right ? ">" : "", name);
+    for (char *p = h; *p; p++)
+        if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+    return h;
+}
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* trials ID: GET /v1/jobs/ID/trials as a table, a row per trial, the best marked */
+static int cmd_trials(int argc, char **argv)
+{
+    (void)argc; /* one word */
+    char path[512];
+    job_path(path, sizeof path, argv[1], "/trials");
+    json_t *r;
+    if (get(path, &r)) return 1;
+    if (as_json) {
+        print_json(r);
+        json_decref(r);
+        return 0;
+    }
+    const json_t *trials = json_object_get(r, "trials"), *t, *v;
+    const json_t *best = json_object_get(r, "best");
+    size_t i;
+    /* the parameters: every name any trial has, in name order (the search's own order) */
+    const char *names[TABLE_MAX_COLS];
+    size_t nnames = 0;
+    const char *k;
+    json_array_foreach(trials, i, t)
+    {
+        json_object_foreach(json_object_get(t, "params"), k, v)
+        {
+            size_t j = 0;
+            while (j < nnames && strcmp(names[j], k))
+                j++;
+            if (j == nnames && nnames < TABLE_MAX_COLS - 7) names[nnames++] = k;
+        }
+    }
+    qsort(names, nnames, sizeof names[0], by_string);
+    /* the search: algorithm, metric and mode, rungs, trials started, the best */
+    char rungs[256] = "";
+    size_t n = 0;
+    json_array_foreach(json_object_get(r, "rungs"), i, v)
+    {
+        if (n < sizeof rungs) n += (size_t)snprintf(rungs + n, sizeof rungs - n, "%s%g", i ? ", " : "", json_number_value(v));
+    }
+    printf("%s: %s, %s (%s)", str(r, "job_id"), str(r, "algorithm"), str(r, "metric"), str(r, "mode"));
+    if (n) printf(", rungs at %s %s", str(r, "resource"), esc(rungs));
+    printf("; %zu of %lld trials started", json_array_size(trials),
+           (long long)json_integer_value(json_object_get(r, "max_trials")));
+    if (json_is_integer(best))
+        printf("; best: trial %lld (*)\n\n", (long long)json_integer_value(best));
+    else
+        printf("; no trial has reported %s yet\n\n", str(r, "metric"));
+    table tb;
+    table_init(&tb, ">TRIAL", "STATE", NULL);
+    char *heads[TABLE_MAX_COLS];
+    int nheads = 0;
+    for (size_t p = 0; p < nnames; p++)
+        table_col(&tb, heads[nheads++] = header_of(names[p], false));
+    table_col(&tb, heads[nheads++] = header_of(raw(r, "metric"), true));
+    table_col(&tb, heads[nheads++] = header_of(raw(r, "resource"), true));
+    table_col(&tb, "RUNGS");
+    table_col(&tb, ">FAILURES");
+    table_col(&tb, "JOB");
+    json_array_foreach(trials, i, t)
+    {
+        char *cells[TABLE_MAX_COLS] = {0};
+        int c = 0;
+        long long idx = json_integer_value(json_object_get(t, "trial"));
+        cells[c++] = xasprintf("%s%lld", json_is_integer(best) && json_integer_value(best) == idx ? "*" : "", idx);
+        cells[c++] = xstrdup(raw(t, "state"));
+        for (size_t p = 0; p < nnames; p++)
+            cells[c++] = value_text(json_object_get(json_object_get(t, "params"), names[p]));
+        const json_t *last = json_object_get(t, "last");
+        cells[c++] = value_text(json_object_get(last, "value"));
+        cells[c++] = value_text(json_object_get(last, "resource"));
+        /* each rung decision: "r0 ok r1 stop" (the values: gantry --json trials) */
+        char dec[512] = "";
+        size_t dn = 0;
+        json_array_foreach(json_object_get(t, "rungs"), n, v)
+        {
+            if (dn < sizeof dec)
+                dn += (size_t)snprintf(dec + dn, sizeof dec - dn, "%sr%lld %s", n ? " " : "",
+                                       (long long)json_integer_value(json_object_get(v, "rung")),
+                                       json_is_true(json_object_get(v, "continued")) ? "ok" : "stop");
+        }
+        cells[c++] = xstrdup(dec);
+        cells[c++] = xasprintf("%lld", (long long)json_integer_value(json_object_get(t, "failures")));
+        cells[c++] = xstrdup(raw(t, "job_id"));
+        table_row_cells(&tb, (const char *const *)cells);
+        for (int x = 0; x < c; x++)
+            free(cells[x]);
+    }
+    table_print(&tb);
+    for (int x = 0; x < nheads; x++)
+        free(heads[x]);
+    json_decref(r);
+    return 0;
+}
+
 /* what a worker runs, for people: a job id, another tenant's work, or "-" (as sent: the table escapes it) */
 static const char *running_of(const json_t *w)
 {
@@ -1546,7 +1695,8 @@ static bool arity_ok(const char *cmd, int n, char **args)
 {
     if (!strcmp(cmd, "login")) return true;
     if (!strcmp(cmd, "list")) return n % 2 == 1; /* --flag value pairs */
-    if (!strcmp(cmd, "submit") || !strcmp(cmd, "get") || !strcmp(cmd, "cancel") || !strcmp(cmd, "follow")) return n == 2;
+    if (!strcmp(cmd, "submit") || !strcmp(cmd, "get") || !strcmp(cmd, "cancel") || !strcmp(cmd, "follow") || !strcmp(cmd, "trials"))
+        return n == 2;
     if (!strcmp(cmd, "logs")) return n >= 2; /* its options are checked by cmd_logs */
     if (!strcmp(cmd, "outputs")) return n == 2 || n == 3 || (n == 5 && !strcmp(args[3], "-o"));
     if (!strcmp(cmd, "tokens")) return n >= 3 && !strcmp(args[1], "create");

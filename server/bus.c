@@ -36,12 +36,14 @@ struct bus {
     long long len_jobs, len_events;
     unsigned long long published, consumed, duplicates;
     long sweeping; /* publications of the last sweep not yet marked published: no new sweep meanwhile */
+    int owed;      /* cancel keys the last sweep set again (logged when it changes, not every 2 s of an outage) */
 };
 
 /* ---- connections ---- */
 
 static void read_next(bus *b);
 static void sweep(bus *b, int64_t before_ms);
+static void cancel_cb(void *arg, const char *job_id);
 
 static void ensure_group(redis_link *l)
 {
@@ -237,11 +239,53 @@ static void sweep(bus *b, int64_t before_ms)
     while ((last = jobs_each_unpublished(b->srv->db, after, before_ms, 1000, publish_cb, b)) != after && ++rounds < 100)
         after = last;
     if (after > 0) log_info("outbox: republished unpublished jobs up to seq %lld", (long long)after);
+    /* the cancel keys a crash (or Redis, down or refusing) left unset: a cancelled job's worker would run it to its end */
+    int n = jobs_each_cancel_unset(b->srv->db, before_ms, 1000, cancel_cb, b);
+    if (n > 0 && n != b->owed) log_info("outbox: setting %d cancel keys again (owed since a restart or a Redis error)", n);
+    if (n >= 0) b->owed = n;
+}
+
+/* ---- cancel keys: an outbox of their own (jobs_cancel_key_set, migrations/0011_cancel_outbox.sql) ---- */
+
+typedef struct {
+    bus *b;
+    char job_id[MSG_ID_LEN];
+} cancel_ctx;
+
+static int apply_cancel_set(sqlite3 *db, void *arg)
+{
+    return jobs_cancel_key_set(db, ((cancel_ctx *)arg)->job_id);
+}
+
+static void cancel_ctx_free(void *arg, int ok)
+{
+    (void)ok; /* not deleted: the next sweep sets the key again, which changes nothing */
+    free(arg);
+}
+
+static void on_cancel_set(redis_link *l, const redisReply *reply, const char *err, void *priv)
+{
+    (void)l, (void)err;
+    cancel_ctx *c = priv;
+    if (reply) { /* Redis has it: no longer owed */
+        store_submit(c->b->srv->store, apply_cancel_set, cancel_ctx_free, c);
+        return;
+    }
+    free(c); /* refused (logged with the command) or the link went down: the row stays for the sweep */
 }
 
 void bus_cancel(bus *b, const char *job_id)
 {
-    redis_link_cmd(b->cmd, NULL, NULL, "SET cancel", "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id); /* down: not set (logged) */
+    cancel_ctx *c = xmalloc(sizeof(*c));
+    c->b = b;
+    snprintf(c->job_id, sizeof(c->job_id), "%s", job_id);
+    if (redis_link_cmd(b->cmd, on_cancel_set, c, "SET cancel", "SET %s%s 1 EX 86400", K_CANCEL_PREFIX, job_id) != 0)
+        free(c); /* down: the row stays; the next connect's sweep sets it */
+}
+
+static void cancel_cb(void *arg, const char *job_id)
+{
+    bus_cancel(arg, job_id);
 }
 
 static void publish_now(void *arg, const task_msg *t)

@@ -5,7 +5,8 @@
  * its XACKs).  Outbox: a committed job is
  * XADDed and then marked published; whatever is still unpublished (Redis was
  * down, the server died between commit and XADD) is published again on every
- * (re)connect and by a periodic sweep.  Events are persisted through the store
+ * (re)connect and by a periodic sweep; the cancel keys the same way (bus_cancel).  Events are persisted
+ * through the store
  * (idempotent by event id), XACKed after the commit, then pushed to SSE. */
 #ifndef GANTRY_BUS_H
 #define GANTRY_BUS_H
@@ -23,6 +24,10 @@ typedef struct bus bus;
 
 bus *bus_create(struct server *srv, const char *host, int port, const redis_auth *auth, const char *consumer);
 void bus_publish_job(bus *b, const task_msg *t);
+/* sets job_id's cancel key (SET gantry:cancel:<job> EX 86400: its worker stops it, the scheduler drops it),
+ * after the commit of the transaction that owed it (jobs.h jobs_cancel_key_set), and deletes the debt
+ * once Redis answered; a key not set (Redis down or refusing, the server killed first) is set again on
+ * the next connect and by the sweep every 2 s */
 void bus_cancel(bus *b, const char *job_id);
 /* what a search decided, once its transaction committed (server/search.h): its new trials
  * published, the trials it stopped given their cancel keys, its events pushed to SSE; a is cleared */

@@ -326,6 +326,15 @@ static int move_job(sqlite3 *db, const event_msg *e, job_state to)
     int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
     db_release(st);
     free(result);
+    /* a job that ends cancelled or failed stops everywhere: its Redis cancel key is owed from this commit on
+     * (migrations/0011_cancel_outbox.sql: the bus sets it and then deletes the row; a crash between leaves it) */
+    if (rc == 0 && (to == JS_CANCELLED || to == JS_FAILED)) {
+        if (prep(db, "INSERT OR REPLACE INTO cancel_outbox (job_id, created_at) VALUES (?, ?)", &st) != 0) return -1;
+        sqlite3_bind_text(st, 1, e->job_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, clock_now_ms());
+        rc = db_step(st) == SQLITE_DONE ? 0 : -1;
+        db_release(st);
+    }
     return rc;
 }
 
@@ -497,6 +506,31 @@ int jobs_mark_all_unpublished(sqlite3 *db)
     return rc;
 }
 
+int jobs_cancel_key_set(sqlite3 *db, const char *id)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "DELETE FROM cancel_outbox WHERE job_id = ?", &st) != 0) return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int rc = db_step(st) == SQLITE_DONE ? 0 : -1;
+    db_release(st);
+    return rc;
+}
+
+int jobs_each_cancel_unset(sqlite3 *db, int64_t before_ms, int max, void (*fn)(void *arg, const char *job_id), void *arg)
+{
+    sqlite3_stmt *st;
+    if (prep(db, "SELECT job_id FROM cancel_outbox WHERE created_at < ? ORDER BY created_at, rowid LIMIT ?", &st) != 0) return -1;
+    sqlite3_bind_int64(st, 1, before_ms);
+    sqlite3_bind_int(st, 2, max);
+    int n = 0, rc;
+    while ((rc = db_step(st)) == SQLITE_ROW) {
+        fn(arg, (const char *)sqlite3_column_text(st, 0));
+        n++;
+    }
+    db_release(st);
+    return rc == SQLITE_DONE ? n : -1;
+}
+
 int jobs_mark_published(sqlite3 *db, const char *id)
 {
     sqlite3_stmt *st;
@@ -586,7 +620,7 @@ int jobs_model_source(sqlite3 *db, const char *job_id, char *tenant, size_t tlen
 {
     tenant[0] = name[0] = '\0';
     sqlite3_stmt *st = db_stmt(db, "SELECT tenant_id, coalesce(json_extract(spec, '$.model_name'), name), type FROM jobs "
-                                   "WHERE id = ?");
+                                   "WHERE id = ? AND json_type(spec, '$.trial') IS NULL");
     if (!st) return -1;
     sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
     if (db_step(st) == SQLITE_ROW && (job_type_traits((const char *)sqlite3_column_text(st, 2)) & JT_REGISTERS_MODEL)) {

@@ -82,6 +82,14 @@ int jobs_stop(sqlite3 *db, const char *id, const char *reason);
 /* Cancels a live job: 0, 1 when it is already terminal, 2 when unknown/not owned, -1 on error. */
 int jobs_cancel(sqlite3 *db, const char *id, const char *tenant_id, const char *who, char *event_id_out);
 
+/* The cancel keys owed (migrations/0011_cancel_outbox.sql): every move to cancelled or failed (a cancel,
+ * a search's stop, a worker's or the scheduler's failure) records its job in the same transaction; the bus
+ * deletes the row once Redis has the key (jobs_cancel_key_set), and sets again, on every connect and in its
+ * sweep, the keys of the rows older than before_ms (jobs_each_cancel_unset: fn for up to max of them,
+ * oldest first; their number, or -1 on a database error). */
+int jobs_cancel_key_set(sqlite3 *db, const char *id);
+int jobs_each_cancel_unset(sqlite3 *db, int64_t before_ms, int max, void (*fn)(void *arg, const char *job_id), void *arg);
+
 int jobs_mark_published(sqlite3 *db, const char *id);
 /* every unfinished job goes back to the outbox (Redis lost its data) */
 int jobs_mark_all_unpublished(sqlite3 *db);
@@ -99,8 +107,8 @@ int jobs_task_of(sqlite3 *db, const char *id, jobs_task_fn fn, void *arg);
 void jobs_count_by_state(sqlite3 *db, void (*fn)(void *arg, const char *type, const char *state, long n), void *arg);
 
 /* For the model registry (models.c): the tenant and the model name (spec.model_name, else the job's
- * name) of a job whose type registers models; tenant "" when it does not (or is unknown).  0, or -1
- * on a database error. */
+ * name) of a job whose type registers models; tenant "" when it does not, when it is a search's trial
+ * (spec.trial: its search registers; server/search.c) or unknown.  0, or -1 on a database error. */
 int jobs_model_source(sqlite3 *db, const char *job_id, char *tenant, size_t tlen, char *name, size_t nlen);
 /* the ids of the tenant's unfinished serving jobs whose spec.resolved is name@alias (a new array), NULL
  * on a database error */

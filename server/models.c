@@ -8,6 +8,7 @@
 #include "server/jobs.h"
 #include "spec/serve_spec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,12 +17,15 @@ static char *dump(const json_t *j)
     return j ? json_dumps(j, JSON_COMPACT) : xstrdup("{}");
 }
 
-int models_register(sqlite3 *db, const char *job_id, const json_t *result)
+int models_register_as(sqlite3 *db, const char *job_id, const char *owner_id, const json_t *result, char *name_out, size_t name_len,
+                       int *version_out)
 {
+    if (version_out) *version_out = 0;
+    if (name_out && name_len) name_out[0] = '\0';
     const json_t *model = json_object_get(result, "model");
     if (!json_is_object(model)) return 0;
     char tenant[64], name[256];
-    if (jobs_model_source(db, job_id, tenant, sizeof(tenant), name, sizeof(name)) != 0) return -1;
+    if (jobs_model_source(db, owner_id, tenant, sizeof(tenant), name, sizeof(name)) != 0) return -1;
     if (!tenant[0]) return 0;
     sqlite3_stmt *st =
         db_stmt(db, "INSERT OR IGNORE INTO models (tenant_id, name, version, job_id, architecture, metrics, artifact, "
@@ -62,7 +66,22 @@ int models_register(sqlite3 *db, const char *job_id, const json_t *result)
     free(arch);
     free(metrics);
     free(sig_text);
+    if (rc == 0 && (name_out || version_out)) { /* the version job_id has (registered now or by a replayed event) */
+        st = db_stmt(db, "SELECT name, version FROM models WHERE job_id = ?");
+        if (!st) return -1;
+        sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+        if (db_step(st) == SQLITE_ROW) {
+            if (name_out && name_len) snprintf(name_out, name_len, "%s", (const char *)sqlite3_column_text(st, 0));
+            if (version_out) *version_out = sqlite3_column_int(st, 1);
+        }
+        db_release(st);
+    }
     return rc;
+}
+
+int models_register(sqlite3 *db, const char *job_id, const json_t *result)
+{
+    return models_register_as(db, job_id, job_id, result, NULL, 0, NULL);
 }
 
 const char *models_public_artifact(const char *artifact)

@@ -10,11 +10,20 @@
 
 #include <jansson.h>
 #include <sqlite3.h>
+#include <stddef.h>
 
 /* Inside the transaction that moved job_id to succeeded: registers result.model (if
  * any) under the job's spec.model_name or its name.  0 (also when there is nothing to
- * register, or it was registered before), -1 on a database error. */
+ * register, or it was registered before), -1 on a database error.  A search's trial
+ * (spec.trial) registers nothing itself: its search registers the chosen trial's model
+ * when it ends (models_register_as, server/search.c). */
 int models_register(sqlite3 *db, const char *job_id, const json_t *result);
+/* The same for job_id's result under another job's name and tenant: owner_id's spec.model_name or
+ * name (a search registering its best trial's output: the version's job_id is the trial's, whose
+ * file and metrics it has).  With *version_out (and name_out) the version job_id has after it (0:
+ * none, nothing to register).  0 or -1 on a database error. */
+int models_register_as(sqlite3 *db, const char *job_id, const char *owner_id, const json_t *result, char *name_out, size_t name_len,
+                       int *version_out);
 /* {"models":[{"name","latest_version","versions","updated_at"}]} */
 json_t *models_list_json(sqlite3 *db, const char *tenant_id);
 /* {"name","aliases":{alias: version},"versions":[{"version","format","job_id" (null for an upload),

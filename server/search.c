@@ -4,6 +4,7 @@
  * decision and what it changes commit together. */
 #include "server/search.h"
 #include "server/db.h"
+#include "server/models.h"
 #include "server/spec.h"
 #include "common/alloc.h"
 #include "common/ids.h"
@@ -215,6 +216,65 @@ static int start_trial(sqlite3 *db, search_ctx *c, int idx, bool retry, search_a
     return rc;
 }
 
+/* A search with register_model, at its success: the output of its best trial that finished (state
+ * succeeded: its worker checked the file and described it in result.model, as for any program job)
+ * becomes the next version of the search's model_name (else its name), through the registry's own
+ * path (models_register_as: the version's job, metrics, file hash are the trial's).  A stopped, failed
+ * or cancelled trial wrote no model (its run was cut short), so the best by the last metric may not be
+ * the one registered; with no trial that finished nothing is registered, which the result and a note
+ * say (the search still succeeds).  Adds "registered" ({"model", "version", "trial", "job_id"}, or null
+ * with "unregistered": why) to result.  best_idx: the search's best trial. */
+static int register_best(sqlite3 *db, search_ctx *c, int best_idx, json_t *result, search_after *a)
+{
+    if (!json_is_object(json_object_get(json_object_get(c->row, "spec"), "register_model"))) return 0;
+    const char *sid = row_str(c->row, "id");
+    const search_settings *s = &c->s;
+    sqlite3_stmt *st = db_stmt(db, s->maximize ? "SELECT idx, job_id, last_value FROM trials WHERE search_id = ? AND state = "
+                                                 "'succeeded' AND last_value IS NOT NULL ORDER BY last_value DESC, idx LIMIT 1"
+                                               : "SELECT idx, job_id, last_value FROM trials WHERE search_id = ? AND state = "
+                                                 "'succeeded' AND last_value IS NOT NULL ORDER BY last_value ASC, idx LIMIT 1");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    int idx = -1;
+    double value = 0;
+    char job_id[48] = "";
+    if (db_step(st) == SQLITE_ROW) {
+        idx = sqlite3_column_int(st, 0);
+        snprintf(job_id, sizeof job_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        value = sqlite3_column_double(st, 2);
+    }
+    db_release(st);
+    char why[900], name[256] = "";
+    int version = 0;
+    if (idx < 0) {
+        snprintf(why, sizeof why,
+                 "nothing registered: no trial finished with %s (a stopped, failed or cancelled trial writes no model)", s->metric);
+    } else {
+        json_t *row = jobs_row(db, job_id);
+        if (!row) return -1;
+        int rc = models_register_as(db, job_id, sid, json_object_get(row, "result"), name, sizeof name, &version);
+        json_decref(row);
+        if (rc != 0) return -1;
+        if (version > 0) {
+            int n = snprintf(why, sizeof why, "registered trial %d's model (job %s, %s %.6g) as %.256s version %d", idx, job_id,
+                             s->metric, value, name, version);
+            if (best_idx != idx && n > 0 && (size_t)n < sizeof why)
+                snprintf(why + n, sizeof why - (size_t)n, "; trial %d, the best by its last %s, did not finish: it wrote no model",
+                         best_idx, s->metric);
+        } else {
+            snprintf(why, sizeof why, "nothing registered: trial %d's job %s has no model in its result", idx, job_id);
+        }
+    }
+    if (version > 0)
+        json_object_set_new(result, "registered",
+                            json_pack("{s:s, s:i, s:i, s:s}", "model", name, "version", version, "trial", idx, "job_id", job_id));
+    else {
+        json_object_set_new(result, "registered", json_null());
+        json_object_set_new(result, "unregistered", json_string(why));
+    }
+    return note(db, c->row, a, why);
+}
+
 /* the search's end: the best trial by its last reported metric */
 static int finish(sqlite3 *db, search_ctx *c, search_after *a)
 {
@@ -258,7 +318,8 @@ static int finish(sqlite3 *db, search_ctx *c, search_after *a)
         json_t *result =
             json_pack("{s:{s:f}, s:O, s:o, s:s, s:s, s:s}", "metrics", s->metric, v, "best", best, "trials", counts, "algorithm",
                       search_algorithm_name(s->algorithm), "metric", s->metric, "mode", s->maximize ? "max" : "min");
-        rc = move(db, c->row, "succeeded", why, result, a);
+        rc = register_best(db, c, (int)json_integer_value(json_object_get(best, "trial")), result, a);
+        if (rc == 0) rc = move(db, c->row, "succeeded", why, result, a);
         json_decref(result);
         json_decref(best);
     } else {

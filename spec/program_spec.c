@@ -79,7 +79,8 @@ static const sch reg_metadata_s = {SCH_OBJECT, .flags = SCH_OPEN,
 static const sch_member register_m[] = {{"output", &output_s, 1}, {"format", &format_s, 0}, {"metadata", &reg_metadata_s, 0}, {0}};
 static const sch register_s = {SCH_OBJECT, .members = register_m,
                                .desc = "when the job succeeds, this output file becomes the next version of model_name (else the "
-                                       "job's name) in the tenant's registry, with result.metrics"};
+                                       "job's name) in the tenant's registry, with result.metrics (a search: the file of "
+                                       "its best trial that finished, with that trial's metrics)"};
 static const sch model_name_s = {SCH_STR, SCH_IN(1, 200),
                                  .desc = "the registered model's name (with register_model); default: the job's name"};
 static const sch_member spec_m[] = {{"program", &program_shape, 1},
@@ -100,8 +101,8 @@ const sch program_spec_shape = {SCH_OBJECT, .members = spec_m,
                                         "names not gantry's, workers.max >= workers.min, register_model.output relative "
                                         "without '..', model_name only with register_model; workdir a directory under the "
                                         "tenant's roots, memory_mb within the tenant's max_memory_bytes; with search, each "
-                                        "parameter's upper-cased name not one gantry sets, and no register_model; trial is "
-                                        "gantry's (a search's trials)."};
+                                        "parameter's upper-cased name not one gantry sets (register_model then registers the "
+                                        "output of the best trial that finished); trial is gantry's (a search's trials)."};
 
 /* ---- the rules between fields ---- */
 
@@ -185,10 +186,6 @@ int program_spec_validate(const json_t *spec, char *field, size_t fl, char *msg,
             return -1;
         }
     }
-    if (search && reg)
-        return field_fail(field, fl, msg, ml, "spec.register_model",
-                          "is not supported with a search yet: the result names the best trial, whose job's outputs hold "
-                          "its model");
     json_t *model_name = json_object_get(spec, "model_name");
     if (model_name && !reg)
         return field_fail(field, fl, msg, ml, "spec.model_name", "names the registered model: give register_model too");

@@ -2,13 +2,21 @@
 pure-Python training script (no torch) reports a metric per epoch that follows from its trial's
 parameters, so the test knows what every trial must report.  ASHA's stops are checked against the
 metrics the trials reported, the best trial against every trial's last metric, the trials' variables
-against their parameters; cancel stops every trial; bad searches are 400s naming the field."""
+against their parameters; register_model registers the best trial that finished (its file, its metrics,
+under the search's model_name), nothing when none finished; cancel stops every trial; bad searches are
+400s naming the field; `gantry trials` prints the trials as a table; a stopped trial's cancel key that
+Redis never got is set again when the server restarts."""
 
 import json
 import math
 import os
+import re
+import signal
+import sqlite3
+import subprocess
+import time
 
-from harness import Stack, timeout, wait_until
+from harness import BUILD, Stack, timeout, wait_until
 from test_program_jobs import job_dir, marker_pids, program_job, program_root
 
 # one metrics line per epoch up to GANTRY_TRIAL_MAX_EPOCHS: test_accuracy = q * (1 - 0.5^epoch), q from
@@ -27,8 +35,32 @@ for epoch in range(1, epochs + 1):
     acc = round(q * (1 - 0.5 ** epoch), 6)
     with open(os.environ["GANTRY_METRICS"], "a") as m:
         m.write(json.dumps({"epoch": epoch, "epochs": epochs, "test_accuracy": acc}) + "\\n")
+with open(os.path.join(os.environ["GANTRY_OUTPUT_DIR"], "model.pt"), "w") as f:  # what register_model names
+    json.dump({"trial": int(os.environ["GANTRY_TRIAL_ID"]), "params": params}, f)
 print("trial", os.environ["GANTRY_TRIAL_ID"], "done", flush=True)
 """
+
+# a trial by script: argv[2] is {trial: {"values": [the metric at epoch 1, 2, ...], "end": what then}}:
+# "model" writes model.pt and exits 0, "fail" exits 1, "wait" waits (for its SIGTERM: a stop)
+SCRIPTED = """import json, os, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+trial = os.environ["GANTRY_TRIAL_ID"]
+plan = json.loads(sys.argv[2])[trial]
+for epoch, acc in enumerate(plan["values"], 1):
+    time.sleep(0.2)
+    with open(os.environ["GANTRY_METRICS"], "a") as m:
+        m.write(json.dumps({"epoch": epoch, "test_accuracy": acc}) + "\\n")
+if plan["end"] == "model":
+    with open(os.path.join(os.environ["GANTRY_OUTPUT_DIR"], "model.pt"), "w") as f:
+        f.write("trial " + trial)
+elif plan["end"] == "fail":
+    sys.exit(1)
+else:
+    time.sleep(600)
+"""
+
+CLI = os.path.join(BUILD, "cli", "gantry")
+METADATA = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 2]}], "description": "tuned by a search"}
 
 
 def accuracy(params, epoch):
@@ -36,8 +68,8 @@ def accuracy(params, epoch):
     return round(q * (1 - 0.5 ** epoch), 6)
 
 
-def search_job(marker, epoch_s="0.15", **search):
-    job = program_job(["python3", "fake.py", marker, epoch_s], name="tune", grace_s=3)
+def search_job(marker, epoch_s="0.15", spec=None, **search):
+    job = program_job(["python3", "fake.py", marker, epoch_s], name="tune", grace_s=3, **(spec or {}))
     job["spec"]["search"] = {"space": {"lr": {"loguniform": [1e-4, 1e-1]}, "width": {"choice": [16, 32, 64]}},
                              "algorithm": "asha", "metric": "test_accuracy", "mode": "max", "max_trials": 8, "parallel": 2,
                              "budget": {"resource": "epoch", "min": 1, "max": 9, "reduction": 3}, "seed": 3}
@@ -50,7 +82,8 @@ def test_asha_stops_below_the_cut_and_names_the_best():
     with Stack(workers=2) as s:
         tid, tok = s.tenant("search-asha")
         program_root(s, tid, {"fake.py": FAKE})
-        sid = s.submit(tok, search_job("mark-asha"))
+        sid = s.submit(tok, search_job("mark-asha", spec={"register_model": {"output": "model.pt", "metadata": METADATA},
+                                                          "model_name": "tuned"}))
         job = s.wait_state(tok, sid, "succeeded", timeout=120)
         trials = s.get(f"/v1/jobs/{sid}/trials", tok).json
         assert trials["algorithm"] == "asha" and trials["rungs"] == [1, 3], trials
@@ -99,8 +132,134 @@ def test_asha_stops_below_the_cut_and_names_the_best():
         # the trials are in the search's own GET too; the search itself never ran on a worker
         got = s.job(tok, sid)
         assert [t["trial"] for t in got["trials"]] == list(range(8)) and got["worker"] is None, got
+        # register_model: the best trial that finished, registered as the search's model_name the way a program
+        # job registers its own output (its file, its hash and size, its metrics, the declared signature)
+        chosen = max((t for t in ts if t["state"] == "succeeded"), key=lambda t: (t["last"]["value"], -t["trial"]))
+        assert res["registered"] == {"model": "tuned", "version": 1, "trial": chosen["trial"], "job_id": chosen["job_id"]}, res
+        versions = s.get("/v1/models/tuned", tok).json["versions"]
+        assert len(versions) == 1, versions
+        v, chosen_job = versions[0], s.job(tok, chosen["job_id"])
+        listed = {f["path"]: f for f in chosen_job["result"]["outputs"]["files"]}["model.pt"]
+        assert v["job_id"] == chosen["job_id"] and v["format"] == "torchscript", v
+        assert v["sha256"] == listed["sha256"] and v["size_bytes"] == listed["bytes"], (v, listed)
+        assert v["metrics"] == chosen_job["result"]["metrics"] and v["metrics"]["test_accuracy"] == chosen["last"]["value"], v
+        assert v["signature"]["inputs"] == METADATA["inputs"] and v["description"] == METADATA["description"], v
+        assert v["architecture"] == {"format": "torchscript", "program": True}, v
+        assert [m["name"] for m in s.get("/v1/models", tok).json["models"]] == ["tuned"]  # no trial registered itself
+        note = [e for e in s.events(tok, sid) if e["reason"].startswith(f"registered trial {chosen['trial']}'s model (job "
+                                                                         f"{chosen['job_id']}, test_accuracy ")]
+        assert len(note) == 1 and " as tuned version 1" in note[0]["reason"], note
+        assert (best["trial"] == chosen["trial"]) == ("did not finish" not in note[0]["reason"]), (best, note)
         # a trial stopped by the last decision may still be in its SIGTERM when the search ends
         wait_until("no trial's process left", lambda: not marker_pids("mark-asha"), timeout=30)
+
+
+def scripted_search(marker, plans, name, **search):
+    """a search over SCRIPTED's trials, registering its model under its own name"""
+    job = program_job(["python3", "scripted.py", marker, json.dumps(plans)], name=name, grace_s=3,
+                      register_model={"output": "model.pt", "metadata": METADATA}, model_name=name)
+    job["spec"]["search"] = {"space": {"lr": {"loguniform": [1e-4, 1e-1]}, "width": {"choice": [16, 32, 64]}},
+                             "algorithm": "asha", "metric": "test_accuracy", "mode": "max", "max_trials": len(plans),
+                             "parallel": 1, "budget": {"resource": "epoch", "min": 1, "max": 3, "reduction": 3}, "seed": 5}
+    job["spec"]["search"].update(search)
+    job["spec"]["search"] = {k: v for k, v in job["spec"]["search"].items() if v is not None}
+    return job
+
+
+# one at a time: trial 0 finishes (0.95 at rung 0, then worse: 0.5 at its end) and writes its model; trial 1's
+# 0.9 at rung 0 is below trial 0's 0.95 there: stopped, though its last value beats trial 0's
+STOPPED_BEST = {"0": {"values": [0.95, 0.6, 0.5], "end": "model"}, "1": {"values": [0.9], "end": "wait"}}
+
+
+def cli(s, tok, *args):
+    env = {"HOME": s.dir, "PATH": os.environ.get("PATH", ""), "GANTRY_URL": f"http://127.0.0.1:{s.port}", "GANTRY_TOKEN": tok}
+    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+@timeout(150)
+def test_register_model_takes_the_best_trial_that_finished_and_gantry_trials_shows_them():
+    from test_cli import assert_aligned
+    with Stack(workers=1) as s:
+        tid, tok = s.tenant("search-register")
+        program_root(s, tid, {"scripted.py": SCRIPTED})
+        sid = s.submit(tok, scripted_search("mark-reg", STOPPED_BEST, "tuned"))
+        job = s.wait_state(tok, sid, "succeeded", timeout=60)
+        trials = s.get(f"/v1/jobs/{sid}/trials", tok).json
+        t0, t1 = trials["trials"]
+        assert (t0["state"], t1["state"]) == ("succeeded", "stopped") and trials["best"] == 1, trials
+        assert t0["last"]["value"] == 0.5 and t1["last"]["value"] == 0.9, trials
+        # the best (trial 1, by its last value) was stopped and wrote no model: trial 0's is registered
+        res = job["result"]
+        assert res["best"]["trial"] == 1 and res["best"]["state"] == "stopped", res
+        assert res["registered"] == {"model": "tuned", "version": 1, "trial": 0, "job_id": t0["job_id"]}, res
+        v = s.get("/v1/models/tuned", tok).json["versions"][0]
+        assert v["job_id"] == t0["job_id"] and v["metrics"]["test_accuracy"] == 0.5 and v["size_bytes"] == len("trial 0"), v
+        events = [e["reason"] for e in s.events(tok, sid)]
+        assert f"registered trial 0's model (job {t0['job_id']}, test_accuracy 0.5) as tuned version 1; trial 1, the best by " \
+               "its last test_accuracy, did not finish: it wrote no model" in events, events
+
+        # gantry trials: a row per trial, a column per parameter, the best marked; --json is the API's answer
+        r = cli(s, tok, "trials", sid)
+        assert r.returncode == 0, r
+        lines = r.stdout.rstrip("\n").split("\n")
+        assert lines[0] == f"{sid}: asha, test_accuracy (max), rungs at epoch 1; 2 of 2 trials started; best: trial 1 (*)", lines
+        assert lines[1] == "" and re.split(r"\s{2,}", lines[2].strip()) == [
+            "TRIAL", "STATE", "LR", "WIDTH", "TEST_ACCURACY", "EPOCH", "RUNGS", "FAILURES", "JOB"], lines
+        assert_aligned(lines[2:])
+        rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
+        for row, t, mark, rung in zip(rows, (t0, t1), ("0", "*1"), ("r0 ok", "r0 stop")):
+            assert row == [mark, t["state"], f"{t['params']['lr']:.6g}", str(t["params"]["width"]), f"{t['last']['value']:.6g}",
+                           f"{t['last']['resource']:g}", rung, "0", t["job_id"]], (row, t)
+        r = cli(s, tok, "--json", "trials", sid)
+        assert r.returncode == 0 and json.loads(r.stdout) == s.get(f"/v1/jobs/{sid}/trials", tok).json, r
+        r = cli(s, tok, "trials", t0["job_id"])  # a trial is not a search
+        assert r.returncode == 1 and "HTTP 404" in r.stderr, r
+        r = cli(s, tok, "help", "trials")
+        assert r.returncode == 0 and r.stdout.startswith("usage: gantry [--json] trials ID") and "r0 ok" in r.stdout, r
+        assert "trials ID" in cli(s, tok, "--help").stdout
+        r = cli(s, tok, "trials")  # usage: status 2, nothing asked of the server
+        assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith("usage: gantry [--json] trials ID"), r
+
+        # no trial finished (the only one failed after reporting): the search succeeds, nothing is registered
+        sid2 = s.submit(tok, scripted_search("mark-reg", {"0": {"values": [0.7], "end": "fail"}}, "unfinished",
+                                             algorithm="random", budget=None, max_failures=0))
+        res2 = s.wait_state(tok, sid2, "succeeded", timeout=60)["result"]
+        assert res2["best"]["state"] == "failed" and res2["registered"] is None, res2
+        assert res2["unregistered"].startswith("nothing registered: no trial finished with test_accuracy"), res2
+        assert res2["unregistered"] in [e["reason"] for e in s.events(tok, sid2)]
+        assert s.get("/v1/models/unfinished", tok).status == 404
+        wait_until("no trial's process left", lambda: not marker_pids("mark-reg"), timeout=30)
+
+
+@timeout(150)
+def test_a_stopped_trials_cancel_key_redis_never_got_is_set_after_a_restart():
+    """docs/search.md: the commit that stops a trial owes its cancel key (migrations/0011_cancel_outbox.sql);
+    Redis refusing the SET stands in for a server killed between the commit and Redis"""
+    with Stack(workers=1) as s:
+        tid, tok = s.tenant("search-gap")
+        program_root(s, tid, {"scripted.py": SCRIPTED})
+        assert s.redis("ACL", "SETUSER", "gantry-server", "-set") == "OK"
+        sid = s.submit(tok, scripted_search("mark-gap", STOPPED_BEST, "gap"))
+        s.wait_state(tok, sid, "succeeded", timeout=60)
+        stopped = s.get(f"/v1/jobs/{sid}/trials", tok).json["trials"][1]
+        assert stopped["state"] == "stopped" and s.job(tok, stopped["job_id"])["state"] == "cancelled", stopped
+        key = f"gantry:cancel:{stopped['job_id']}"
+        time.sleep(3)  # the sweep's every 2 s are refused too
+        assert marker_pids("mark-gap") and s.redis("EXISTS", key) == "0", "the stopped trial runs on, no key"
+        s.kill("server", signal.SIGKILL)
+        db = sqlite3.connect(os.path.join(s.dir, "state", "gantry.db"), timeout=10)
+        owed = [r[0] for r in db.execute("SELECT job_id FROM cancel_outbox")]
+        db.close()
+        assert owed == [stopped["job_id"]], owed
+        assert s.redis("ACL", "LOAD") == "OK"  # the server's rules again, as deploy/secrets wrote them
+        assert s.redis("ACL", "LOG", "RESET") == "OK"  # the refusals were this test's own
+        s.start_server()
+        wait_until("the cancel key set again", lambda: s.redis("EXISTS", key) == "1", timeout=15)
+        wait_until("the stopped trial's process gone", lambda: not marker_pids("mark-gap"), timeout=30)
+        db = sqlite3.connect(os.path.join(s.dir, "state", "gantry.db"), timeout=10)
+        wait_until("the debt paid", lambda: not list(db.execute("SELECT job_id FROM cancel_outbox")), timeout=10)
+        db.close()
+        assert s.job(tok, stopped["job_id"])["state"] == "cancelled"
 
 
 @timeout(120)

@@ -87,11 +87,19 @@ static void test_validation_names_the_field(void **state)
     expect_field("{" SPACE ",'metric':'acc','budget':{'max':9,'reduction':1}}", "spec.search.budget.reduction");
     expect_field("{" SPACE ",'metric':'acc','budget':{'max':9,'resource':'a-b'}}", "spec.search.budget.resource");
 
-    /* with register_model: refused (a later slice registers the best trial) */
-    json_t *j = J("{" PROG ",'search':{" SPACE ",'metric':'acc'},'register_model':{'output':'m.pt'}}");
+    /* with register_model: accepted (the search registers its best finished trial's output), checked as
+     * without a search */
+    json_t *j = J("{" PROG ",'search':{" SPACE ",'metric':'acc'},'register_model':{'output':'m.pt'},'model_name':'tuned'}");
     char f[256] = "", m[512] = "";
+    assert_int_equal(program_spec_validate(j, f, sizeof f, m, sizeof m), 0);
+    json_decref(j);
+    j = J("{" PROG ",'search':{" SPACE ",'metric':'acc'},'register_model':{'output':'../m.pt'}}");
     assert_int_equal(program_spec_validate(j, f, sizeof f, m, sizeof m), -1);
-    assert_string_equal(f, "spec.register_model");
+    assert_string_equal(f, "spec.register_model.output");
+    json_decref(j);
+    j = J("{" PROG ",'search':{" SPACE ",'metric':'acc'},'register_model':{'output':'m.pt','metadata':{'inputs':[]}}}");
+    assert_int_equal(program_spec_validate(j, f, sizeof f, m, sizeof m), -1);
+    assert_true(strncmp(f, "spec.register_model.metadata", 28) == 0);
     json_decref(j);
 }
 

@@ -1151,6 +1151,61 @@ static void test_jobs_outbox(void **state)
     assert_int_equal(s.n, 0);
 }
 
+/* ---- the cancel keys owed (migrations/0011_cancel_outbox.sql) ---- */
+
+typedef struct {
+    int n;
+    char ids[8][48];
+} owed_keys;
+
+static void collect_owed(void *arg, const char *job_id)
+{
+    owed_keys *o = arg;
+    if (o->n < 8) snprintf(o->ids[o->n++], 48, "%s", job_id);
+}
+
+static void test_jobs_cancel_outbox(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(insert_job(f->db, "j_1", "t_a", "placement", 1, NULL, NULL), 0);
+    assert_int_equal(insert_job(f->db, "j_2", "t_a", "placement", 1, NULL, NULL), 0);
+    assert_int_equal(insert_job(f->db, "j_3", "t_a", "placement", 1, NULL, NULL), 0);
+    assert_int_equal(insert_job(f->db, "j_4", "t_a", "placement", 1, NULL, NULL), 0);
+    char eid[48], tenant_out[48];
+    int64_t later = clock_now_ms() + 60000;
+    owed_keys o;
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(jobs_each_cancel_unset(f->db, later, 100, collect_owed, &o), 0);
+
+    /* a cancel, a stop (a search's), a failure owe their keys from their own transaction; a success does not */
+    assert_int_equal(jobs_cancel(f->db, "j_1", "t_a", "k_x", eid), 0);
+    assert_int_equal(jobs_stop(f->db, "j_2", "stopped by its search"), 0);
+    event_msg e;
+    make_event(&e, "j_3", "failed", "w_1");
+    assert_int_equal(apply(f->db, &e, tenant_out), APPLY_MOVED);
+    make_event(&e, "j_4", "succeeded", "w_1");
+    assert_int_equal(apply(f->db, &e, tenant_out), APPLY_MOVED);
+    assert_int_equal(jobs_cancel(f->db, "j_1", "t_a", "k_x", eid), 1); /* already terminal: nothing more owed */
+    assert_int_equal(count_where(f->db, "cancel_outbox", "1"), 3);
+    assert_int_equal(jobs_each_cancel_unset(f->db, later, 100, collect_owed, &o), 3);
+    assert_string_equal(o.ids[0], "j_1");
+    assert_string_equal(o.ids[1], "j_2");
+    assert_string_equal(o.ids[2], "j_3");
+
+    /* younger than the cutoff: left to the SET in flight; max pages */
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(jobs_each_cancel_unset(f->db, 0, 100, collect_owed, &o), 0);
+    assert_int_equal(jobs_each_cancel_unset(f->db, later, 1, collect_owed, &o), 1);
+
+    /* Redis answered: no longer owed (twice: the sweep's SET and the first one both answered) */
+    assert_int_equal(jobs_cancel_key_set(f->db, "j_2"), 0);
+    assert_int_equal(jobs_cancel_key_set(f->db, "j_2"), 0);
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(jobs_each_cancel_unset(f->db, later, 100, collect_owed, &o), 2);
+    assert_string_equal(o.ids[0], "j_1");
+    assert_string_equal(o.ids[1], "j_3");
+}
+
 typedef struct {
     long queued_placement, cancelled_placement, other;
 } counts;
@@ -1433,6 +1488,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_jobs_queued_counter_migration, open_only, close_db),
         cmocka_unit_test_setup_teardown(test_jobs_list, open_migrated, close_db),
         cmocka_unit_test_setup_teardown(test_jobs_outbox, open_migrated, close_db),
+        cmocka_unit_test_setup_teardown(test_jobs_cancel_outbox, open_migrated, close_db),
         cmocka_unit_test_setup_teardown(test_jobs_count_by_state, open_migrated, close_db),
         cmocka_unit_test(test_http_json_depth),
         cmocka_unit_test(test_spec_invalid_top_level),

@@ -264,7 +264,17 @@ export function mountSearch(root, { id, live, signal }) {
                     isNum(best.last.resource) ? ` at ${data.resource} ${fmtMetric(data.resource, best.last.resource)}` : '',
                     isObj(best.params) && Object.keys(best.params).length
                         ? h('span', { class: 'muted' }, ` · ${Object.entries(best.params).map(([k, v]) => `${k} = ${fmtParam(k, v)}`).join(', ')}`) : '',
-                ] : h('span', { class: 'muted' }, `No trial has reported ${data.metric} yet.`)));
+                ] : h('span', { class: 'muted' }, `No trial has reported ${data.metric} yet.`)),
+            registered(job && job.result));
+    }
+
+    // what the finished search registered (result.registered), or why nothing (result.unregistered)
+    function registered(r) {
+        if (!isObj(r) || !('registered' in r)) return null;
+        const g = r.registered;
+        return h('p', { 'data-testid': 'search-registered', dataset: { model: isObj(g) ? String(g.model) : '', version: isObj(g) ? String(g.version) : '' } },
+            isObj(g) ? ['Registered ', h('span', { class: 'mono' }, `${g.model} version ${g.version}`), ` from trial ${g.trial}`]
+                : h('span', { class: 'muted' }, `Nothing registered${typeof r.unregistered === 'string' ? `: ${r.unregistered}` : ''}.`));
     }
 
     function renderTable() {

@@ -10,6 +10,10 @@ GANTRY_METRICS.  The script
   - reports a point every 100 steps (step, epoch/epochs, loss, samples_per_s) and one per epoch with
     test_accuracy through gantry.job.report (GANTRY_METRICS: the job's curves and its progress),
   - saves a TorchScript model to GANTRY_OUTPUT_DIR/model.pt and prints test_accuracy.
+A search's trial (docs/search.md) gets its parameters as LR, BATCH, WIDTH and its budget as
+GANTRY_TRIAL_MAX_EPOCHS.  TRAIN_SIZE and TEST_SIZE (or --train-size, --test-size) train and test on the first
+N images of each split, all of them by default: the real-torch search tests and the search benchmark's
+--quick run use 3,000 and 1,000.
 It uses gantry's in-job helpers (python/gantry/job.py): copy the package beside this script (the README
 does: cp -r python/gantry .../pytorch/) or install it; without it a few lines below stand in for them.
 By hand, two ranks on this machine:
@@ -117,6 +121,9 @@ def main():
     ap.add_argument("--lr", type=float, default=float(os.environ.get("LR", "0.001")))
     ap.add_argument("--data", default=os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
     ap.add_argument("--report-every", type=int, default=100, help="steps between metrics points")
+    # a smaller run (tests, smoke runs of the search benchmark): the first N images of each split, 0 for all
+    ap.add_argument("--train-size", type=int, default=int(env("TRAIN_SIZE", "0")), help="first N of the 60,000 training images")
+    ap.add_argument("--test-size", type=int, default=int(env("TEST_SIZE", "0")), help="first N of the 10,000 test images")
     args = ap.parse_args()
     job.should_stop()  # the SIGTERM handler in place before the (slow) start
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
@@ -131,6 +138,10 @@ def main():
 
     x, y = load(args.data, "train")
     tx, ty = load(args.data, "test")
+    if args.train_size > 0:
+        x, y = x[:args.train_size], y[:args.train_size]
+    if args.test_size > 0:
+        tx, ty = tx[:args.test_size], ty[:args.test_size]
     model = Net(args.width)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     start_epoch, skip = 0, 0

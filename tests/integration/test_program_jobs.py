@@ -107,6 +107,20 @@ def program_root(s, tid, scripts):
     return root
 
 
+def example_root(s, tid):
+    """deploy/examples/pytorch as a user installs it: the folder under a root of the tenant as 'pytorch',
+    python/gantry beside the script, everything readable by the ranks' uids; returns the root"""
+    root = program_root(s, tid, {})
+    shutil.copytree(os.path.join(ROOT, "deploy", "examples", "pytorch"), os.path.join(root, "pytorch"))
+    shutil.copytree(os.path.join(ROOT, "python", "gantry"), os.path.join(root, "pytorch", "gantry"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for d, _, files in os.walk(os.path.join(root, "pytorch")):
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chmod(os.path.join(d, f), 0o644)
+    return root
+
+
 def program_job(command, name="prog", workers=1, **spec):
     job = {"type": "training", "name": name,
            "spec": {"program": {"command": command, "workdir": "code"}, "workers": workers, "grace_s": 3}}
@@ -432,14 +446,7 @@ def test_pytorch_example_trains_and_registers_its_model():
     example = os.path.join(ROOT, "deploy", "examples", "pytorch")
     with Stack(workers=2) as s:
         tid, tok = s.tenant("prog-pytorch")
-        root = program_root(s, tid, {})
-        shutil.copytree(example, os.path.join(root, "pytorch"))
-        shutil.copytree(os.path.join(ROOT, "python", "gantry"), os.path.join(root, "pytorch", "gantry"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        for d, _, files in os.walk(os.path.join(root, "pytorch")):
-            os.chmod(d, 0o755)
-            for f in files:
-                os.chmod(os.path.join(d, f), 0o644)
+        root = example_root(s, tid)
         with open(os.path.join(example, "job.json")) as f:
             job = json.load(f)
         jid = s.submit(tok, job)

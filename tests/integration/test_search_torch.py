@@ -15,29 +15,14 @@ The whole file takes about 3 minutes on 2 loaded cores."""
 
 import json
 import os
-import shutil
 import signal
 import time
 from datetime import datetime
 
 from harness import ROOT, Stack, timeout, wait_until
-from test_program_jobs import program_root
+from test_program_jobs import example_root
 
 EXAMPLE = os.path.join(ROOT, "deploy", "examples", "pytorch")
-
-
-def example_root(s, tid):
-    """deploy/examples/pytorch as a user installs it: the folder under a root of the tenant as 'pytorch',
-    python/gantry beside the script, everything readable by the ranks' uids; returns the root"""
-    root = program_root(s, tid, {})
-    shutil.copytree(EXAMPLE, os.path.join(root, "pytorch"))
-    shutil.copytree(os.path.join(ROOT, "python", "gantry"), os.path.join(root, "pytorch", "gantry"),
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    for d, _, files in os.walk(os.path.join(root, "pytorch")):
-        os.chmod(d, 0o755)
-        for f in files:
-            os.chmod(os.path.join(d, f), 0o644)
-    return root
 
 
 def example_search(train_size=3000, test_size=1000, grace_s=10, **search):

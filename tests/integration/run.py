@@ -33,6 +33,9 @@ sys.path.insert(0, HERE)
 DEFAULT_TIMEOUT = 300  # seconds a test may run unless it says otherwise (harness.timeout)
 CLEANUP_GRACE = 60  # seconds a timed-out test gets to stop its stacks before it is killed
 PASSED, FAILED = 0, 3  # a child's exit status once it printed its verdict
+# each failure's traceback, also written here so tests/run can repeat them after everything else (CI shows
+# only the head and the tail of a run's output)
+FAILURES = os.path.join(HERE, "..", "out", "integration-failures.txt")
 
 
 class TestTimeout(BaseException):
@@ -74,11 +77,21 @@ def run_child(full, fn, limit):
         return PASSED
     except BaseException:  # noqa: BLE001 - a failure of any kind (a timeout too) is this test's verdict
         signal.setitimer(signal.ITIMER_REAL, 0)
-        print(f"FAIL {full} ({time.monotonic() - t0:.1f}s)", flush=True)
-        traceback.print_exc(file=sys.stdout)
+        verdict = f"FAIL {full} ({time.monotonic() - t0:.1f}s)\n{traceback.format_exc()}"
+        print(verdict, end="", flush=True)
+        record_failure(verdict)
         return FAILED
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+def record_failure(text):
+    """appends a failure's verdict (the last 40 lines of it) to FAILURES"""
+    lines = text.splitlines()
+    if len(lines) > 40:
+        lines = lines[:1] + ["  [...]"] + lines[-39:]
+    with open(FAILURES, "a") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def become_subreaper():
@@ -182,8 +195,9 @@ def run_one(full, fn):
         raise
     finally:
         if status is None:
-            print(f"FAIL {full}: the test process did not end after its {limit}s limit and {CLEANUP_GRACE}s "
-                  "of cleanup; killed", flush=True)
+            why = f"FAIL {full}: the test process did not end after its {limit}s limit and {CLEANUP_GRACE}s of cleanup; killed"
+            print(why, flush=True)
+            record_failure(why)
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         killed = kill_leftovers()
@@ -195,11 +209,14 @@ def run_one(full, fn):
         why = (f"died of signal {-code}" if code < 0 else f"hung in its cleanup after the timeout ({CLEANUP_GRACE}s; "
                "its stacks above)" if code == 1 else f"exited with status {code} before its verdict")
         print(f"FAIL {full} ({seconds:.1f}s): the test process {why}", flush=True)
+        record_failure(f"FAIL {full} ({seconds:.1f}s): the test process {why}")
     return code == PASSED, seconds
 
 
 def main():
     tests = collect(sys.argv[1:])
+    os.makedirs(os.path.dirname(FAILURES), exist_ok=True)
+    open(FAILURES, "w").close()
     passed = failed = 0
     times = []
     become_subreaper()

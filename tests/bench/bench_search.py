@@ -37,7 +37,7 @@ from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from harness import Stack  # noqa: E402
+from harness import Stack, wait_until  # noqa: E402
 from test_search_torch import example_root, example_search  # noqa: E402
 
 
@@ -69,10 +69,23 @@ def busy(s, tok, t0, t1, workers):
     return {"fraction": total / (workers * (t1 - t0)), "gaps_s": [g / 1000 for g in gaps], "ends_s": ends / 1000}
 
 
+def load1():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
 def run_search(s, tok, job, target, workers):
-    """submits one search, waits for its end; its figures"""
+    """submits one search, waits for its end (sampling the 1-minute load average every second); its figures"""
     sid = s.submit(tok, job)
-    done = s.wait_state(tok, sid, "succeeded", timeout=7200)
+    loads = []
+
+    def finished():  # once a second, not the harness's 50 a second: the bench's own load stays small
+        loads.append(load1())
+        job = s.job(tok, sid)
+        assert job["state"] in ("queued", "running", "succeeded"), job
+        return job["state"] == "succeeded" and job
+
+    done = wait_until(f"search {sid} succeeded", finished, timeout=7200, interval=1.0)
     t0, t1 = ms(done["created_at"]), ms(done["finished_at"])
     trials = s.get(f"/v1/jobs/{sid}/trials", tok).json["trials"]
     reached = None
@@ -88,7 +101,7 @@ def run_search(s, tok, job, target, workers):
             "epochs": sum(t["last"]["resource"] or 0 for t in trials if t["last"]),
             "to_target": (reached - t0) / 1000 if reached is not None else None,
             "best": done["result"]["metrics"]["test_accuracy"], "best_trial": done["result"]["best"],
-            "wall": (t1 - t0) / 1000, **busy(s, tok, t0, t1, workers)}
+            "wall": (t1 - t0) / 1000, "load": (statistics.mean(loads), max(loads)), **busy(s, tok, t0, t1, workers)}
 
 
 def fmt_s(x):
@@ -112,7 +125,8 @@ def main():
     if args.parallel:
         asha_search["parallel"] = args.parallel
     max_epochs = base["budget"]["max"]
-    load0 = open("/proc/loadavg").read().split()[:3]
+    with open("/proc/loadavg") as f:
+        load0 = f.read().split()[:3]
     rows = []
     with Stack(workers=args.workers) as s:
         tid, tok = s.tenant("bench-search")
@@ -125,23 +139,24 @@ def main():
                 rnd_job["spec"]["search"]["parallel"] = args.parallel
             rnd = run_search(s, tok, rnd_job, target, args.workers)
             rows.append((seed, asha, rnd))
-    load1 = open("/proc/loadavg").read().split()[:3]
+    with open("/proc/loadavg") as f:
+        load_end = f.read().split()[:3]
 
     par = args.parallel or base["parallel"]
     data = "3,000 training / 1,000 test images (--quick)" if args.quick else "all 60,000 training / 10,000 test images"
     print(f"search.json's space, epochs {base['budget']['min']}/{max_epochs} (reduction {base['budget']['reduction']}), "
           f"{args.workers} CPU workers, parallel {par}, {data}; target test accuracy {target:.2f}; "
-          f"load average {' '.join(load0)} at the start, {' '.join(load1)} at the end")
+          f"load average {' '.join(load0)} at the start, {' '.join(load_end)} at the end")
     print()
     print("| seed | search | trials | epochs | time to target | best test accuracy (trial) | wall time | workers busy "
-          "| idle between trials (mean) | idle at the ends |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| idle between trials (mean) | idle at the ends | load average (mean, max) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for seed, asha, rnd in rows:
         for name, r in (("ASHA", asha), ("random", rnd)):
             states = ", ".join(f"{v} {k}" for k, v in sorted(r["states"].items()))
             print(f"| {seed} | {name} | {r['trials']} ({states}) | {r['epochs']:.0f} | {fmt_s(r['to_target'])} | "
                   f"{r['best']:.4f} ({r['best_trial']['trial']}) | {r['wall']:.0f} s | {r['fraction'] * 100:.0f}% | "
-                  f"{sum(r['gaps_s']):.1f} s ({statistics.mean(r['gaps_s'] or [0]):.1f} s x {len(r['gaps_s'])}) | {r['ends_s']:.1f} s |")
+                  f"{sum(r['gaps_s']):.1f} s ({statistics.mean(r['gaps_s'] or [0]):.1f} s x {len(r['gaps_s'])}) | {r['ends_s']:.1f} s | {r['load'][0]:.1f}, {r['load'][1]:.1f} |")
     print()
     print("| seed | epochs ASHA/random | time to target ASHA/random (target <= 0.33) | best accuracy ASHA - random (target >= 0) "
           "| wall time ASHA/random | workers busy ASHA, random (target >= 90%) |")

@@ -23,7 +23,7 @@ Then the ratios ASHA / random and the issue's targets: time to target <= 1/3 of 
                                                    # target 0.80; 2-3 minutes on 2 cores
 
 The full run trains about 30 epochs of 60,000 images (15 per search) on two single-thread ranks: about
-10-15 minutes per seed on a quiet 2-core machine.  Timings need a quiet machine: the load average at the
+10-15 minutes per seed on a quiet 2-core machine (estimated; 23 minutes measured at load average 5.5).  Timings need a quiet machine: the load average at the
 start and the end is printed with the table.
 """
 

@@ -20,10 +20,10 @@ Then the ratios ASHA / random and the issue's targets: time to target <= 1/3 of 
     python3 tests/bench/bench_search.py [--target 0.89] [--seeds 1] [--max-trials N] [--parallel N]
     python3 tests/bench/bench_search.py --quick    # a smoke run: 6 trials on 3,000 training and 1,000
                                                    # test images (train.py's TRAIN_SIZE / TEST_SIZE),
-                                                   # target 0.80; 2-3 minutes on 2 cores
+                                                   # target 0.80; 3-4 minutes on 2 loaded cores
 
 The full run trains about 30 epochs of 60,000 images (15 per search) on two single-thread ranks: about
-10-15 minutes per seed on a quiet 2-core machine.  Timings need a quiet machine: the load average at the
+10-15 minutes per seed on a quiet 2-core machine (estimated; 23 minutes measured at load average 5.5).  Timings need a quiet machine: the load average at the
 start and the end is printed with the table.
 """
 

@@ -716,18 +716,33 @@ static int cmd_submit(int argc, char **argv)
     return rc;
 }
 
+/* prefix, then name escaped for a URL, then suffix: "/v1/jobs/" "j_1" "/events" */
+static void api_path(char *out, size_t len, const char *prefix, const char *name, const char *suffix)
+{
+    char *e = curl_easy_escape(NULL, name, 0);
+    snprintf(out, len, "%s%s%s", prefix, e ? e : "", suffix);
+    curl_free(e);
+}
+
+/* appends &name=value (escaped) to a path */
+static void add_query(char *path, size_t len, const char *name, const char *value)
+{
+    char *e = curl_easy_escape(NULL, value, 0);
+    size_t n = strlen(path);
+    snprintf(path + n, len - n, "%s%s=%s", strchr(path, '?') ? "&" : "?", name, e ? e : "");
+    curl_free(e);
+}
+
 static int cmd_list(int argc, char **argv)
 {
-    char path[512] = "/v1/jobs?", *p = path + strlen(path);
+    char path[512] = "/v1/jobs";
     for (int i = 1; i + 1 < argc; i += 2) { /* --flag value pairs */
         const char *k = !strcmp(argv[i], "--state")   ? "state"
                         : !strcmp(argv[i], "--type")  ? "type"
                         : !strcmp(argv[i], "--limit") ? "limit"
                                                       : NULL;
         if (!k) return usage_of("list");
-        char *e = curl_easy_escape(NULL, argv[i + 1], 0);
-        p += snprintf(p, sizeof path - (size_t)(p - path), "%s=%s&", k, e);
-        curl_free(e);
+        add_query(path, sizeof path, k, argv[i + 1]);
     }
     json_t *r;
     if (get(path, &r)) return 1;
@@ -756,9 +771,7 @@ static int cmd_list(int argc, char **argv)
 /* /v1/jobs/ID followed by suffix, the id escaped for a URL */
 static void job_path(char *out, size_t len, const char *id, const char *suffix)
 {
-    char *e = curl_easy_escape(NULL, id, 0);
-    snprintf(out, len, "/v1/jobs/%s%s", e ? e : "", suffix);
-    curl_free(e);
+    api_path(out, len, "/v1/jobs/", id, suffix);
 }
 
 /* how long the job ran (finished - started), or has run so far, for people: "1m48s", "12.3s (running)";
@@ -1104,15 +1117,6 @@ static bool logs_event(sse_reader *r, const char *event, const char *data)
     return !lf->done;
 }
 
-/* appends &name=value (escaped) to a path */
-static void add_query(char *path, size_t len, const char *name, const char *value)
-{
-    char *e = curl_easy_escape(NULL, value, 0);
-    size_t n = strlen(path);
-    snprintf(path + n, len - n, "%s%s=%s", strchr(path, '?') ? "&" : "?", name, e ? e : "");
-    curl_free(e);
-}
-
 static int cmd_logs(int argc, char **argv)
 {
     const char *id = argv[1], *rank = NULL, *tail = NULL;
@@ -1449,9 +1453,7 @@ static int cmd_table(int argc, char **argv)
 /* /v1/models/NAME followed by suffix, the name escaped for a URL */
 static void model_path(char *out, size_t len, const char *name, const char *suffix)
 {
-    char *e = curl_easy_escape(NULL, name, 0);
-    snprintf(out, len, "/v1/models/%s%s", e ? e : "", suffix);
-    curl_free(e);
+    api_path(out, len, "/v1/models/", name, suffix);
 }
 
 /* the SHA-256 (hex) and size of a local file; -1 with the reason printed */
@@ -1592,9 +1594,7 @@ static int model_alias(const char *name, const char *alias, const char *version)
         return usage_of("models");
     }
     char path[1024], suffix[600];
-    char *e = curl_easy_escape(NULL, alias, 0);
-    snprintf(suffix, sizeof suffix, "/aliases/%s", e ? e : "");
-    curl_free(e);
+    api_path(suffix, sizeof suffix, "/aliases/", alias, "");
     model_path(path, sizeof path, name, suffix);
     json_t *b = json_pack("{s:I}", "version", (json_int_t)v), *r;
     char *body = json_dumps(b, JSON_COMPACT);
@@ -1625,9 +1625,7 @@ static int model_alias(const char *name, const char *alias, const char *version)
 static int model_unalias(const char *name, const char *alias)
 {
     char path[1024], suffix[600];
-    char *e = curl_easy_escape(NULL, alias, 0);
-    snprintf(suffix, sizeof suffix, "/aliases/%s", e ? e : "");
-    curl_free(e);
+    api_path(suffix, sizeof suffix, "/aliases/", alias, "");
     model_path(path, sizeof path, name, suffix);
     json_t *r;
     long st = request("DELETE", path, NULL, &r);
@@ -1673,9 +1671,7 @@ static int cmd_tokens(int argc, char **argv)
     if (name) json_object_set_new(b, "name", json_string(name));
     char *body = json_dumps(b, JSON_COMPACT), path[256];
     json_decref(b);
-    char *e = curl_easy_escape(NULL, tenant, 0);
-    snprintf(path, sizeof path, "/v1/tenants/%s/tokens", e);
-    curl_free(e);
+    api_path(path, sizeof path, "/v1/tenants/", tenant, "/tokens");
     json_t *r;
     long st = request("POST", path, body, &r);
     free(body);

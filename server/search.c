@@ -216,6 +216,21 @@ static int start_trial(sqlite3 *db, search_ctx *c, int idx, bool retry, search_a
     return rc;
 }
 
+/* The statement (to step once, then db_release) whose row is the search's best trial by its last reported
+ * metric, ties to the lower index: idx, job_id, params, last_value, last_resource, state; no row when no
+ * trial reported.  finished_only: among the trials that succeeded. */
+static sqlite3_stmt *best_trial(sqlite3 *db, const char *sid, int maximize, int finished_only)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT idx, job_id, params, last_value, last_resource, state FROM trials WHERE search_id = ?1 "
+                                   "AND last_value IS NOT NULL AND (?2 = 0 OR state = 'succeeded') "
+                                   "ORDER BY CASE WHEN ?3 THEN -last_value ELSE last_value END, idx LIMIT 1");
+    if (!st) return NULL;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, finished_only);
+    sqlite3_bind_int(st, 3, maximize);
+    return st;
+}
+
 /* A search with register_model, at its success: the output of its best trial that finished (state
  * succeeded: its worker checked the file and described it in result.model, as for any program job)
  * becomes the next version of the search's model_name (else its name), through the registry's own
@@ -229,19 +244,15 @@ static int register_best(sqlite3 *db, search_ctx *c, int best_idx, json_t *resul
     if (!json_is_object(json_object_get(json_object_get(c->row, "spec"), "register_model"))) return 0;
     const char *sid = row_str(c->row, "id");
     const search_settings *s = &c->s;
-    sqlite3_stmt *st = db_stmt(db, s->maximize ? "SELECT idx, job_id, last_value FROM trials WHERE search_id = ? AND state = "
-                                                 "'succeeded' AND last_value IS NOT NULL ORDER BY last_value DESC, idx LIMIT 1"
-                                               : "SELECT idx, job_id, last_value FROM trials WHERE search_id = ? AND state = "
-                                                 "'succeeded' AND last_value IS NOT NULL ORDER BY last_value ASC, idx LIMIT 1");
+    sqlite3_stmt *st = best_trial(db, sid, s->maximize, 1);
     if (!st) return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
     int idx = -1;
     double value = 0;
     char job_id[48] = "";
     if (db_step(st) == SQLITE_ROW) {
         idx = sqlite3_column_int(st, 0);
         snprintf(job_id, sizeof job_id, "%s", (const char *)sqlite3_column_text(st, 1));
-        value = sqlite3_column_double(st, 2);
+        value = sqlite3_column_double(st, 3);
     }
     db_release(st);
     char why[900], name[256] = "";
@@ -280,12 +291,8 @@ static int finish(sqlite3 *db, search_ctx *c, search_after *a)
 {
     const char *sid = row_str(c->row, "id");
     const search_settings *s = &c->s;
-    sqlite3_stmt *st = db_stmt(db, s->maximize ? "SELECT idx, job_id, params, last_value, last_resource, state FROM trials WHERE "
-                                                 "search_id = ? AND last_value IS NOT NULL ORDER BY last_value DESC, idx LIMIT 1"
-                                               : "SELECT idx, job_id, params, last_value, last_resource, state FROM trials WHERE "
-                                                 "search_id = ? AND last_value IS NOT NULL ORDER BY last_value ASC, idx LIMIT 1");
+    sqlite3_stmt *st = best_trial(db, sid, s->maximize, 0);
     if (!st) return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
     json_t *best = NULL;
     if (db_step(st) == SQLITE_ROW) {
         json_t *params = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);

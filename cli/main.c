@@ -324,9 +324,10 @@ static const command commands[] = {
      cmd_outputs},
     {"trials", "ID", "a search's trials: parameters, last metric, rung decisions; the best marked",
      "A row per trial of the search ID (docs/search.md): its number (the best, by its last reported\n"
-     "metric, marked *: *5), state (running, succeeded, stopped, failed, cancelled), a column per parameter\n"
-     "(the trial's variable: upper-cased), the metric's last value and the resource it was reported at,\n"
-     "asha's decision at each rung it reached (r0 ok: continued past rung 0; r1 stop: stopped there),\n"
+     "metric, marked *: *5), state (running, paused, succeeded, stopped, failed, cancelled), a column per\n"
+     "parameter (the trial's variable: upper-cased), the metric's last value and the resource it was reported\n"
+     "at, asha's decision at each rung it reached (r0 ok: continued past rung 0; r1 stop: stopped there;\n"
+     "with pause, r0 up: promoted past rung 0; r1 paused: paused there, not promoted),\n"
      "its failures (retries) and the job that runs it now.  --json prints GET /v1/jobs/ID/trials (every\n"
      "value exact, every job that ran each trial, the reasons).  A job that is not a search: HTTP 404.\n"
      "example:\n"
@@ -1336,7 +1337,9 @@ static int cmd_trials(int argc, char **argv)
     {
         if (n < sizeof rungs) n += (size_t)snprintf(rungs + n, sizeof rungs - n, "%s%g", i ? ", " : "", json_number_value(v));
     }
-    printf("%s: %s, %s (%s)", str(r, "job_id"), str(r, "algorithm"), str(r, "metric"), str(r, "mode"));
+    bool pause = json_is_true(json_object_get(r, "pause"));
+    printf("%s: %s%s, %s (%s)", str(r, "job_id"), str(r, "algorithm"), pause ? " (pause and promote)" : "", str(r, "metric"),
+           str(r, "mode"));
     if (n) printf(", rungs at %s %s", str(r, "resource"), esc(rungs));
     printf("; %zu of %lld trials started", json_array_size(trials),
            (long long)json_integer_value(json_object_get(r, "max_trials")));
@@ -1367,7 +1370,7 @@ static int cmd_trials(int argc, char **argv)
         const json_t *last = json_object_get(t, "last");
         cells[c++] = value_text(json_object_get(last, "value"));
         cells[c++] = value_text(json_object_get(last, "resource"));
-        /* each rung decision: "r0 ok r1 stop" (the values: gantry --json trials) */
+        /* each rung decision: "r0 ok r1 stop", with pause "r0 up r1 paused" (the values: gantry --json trials) */
         char dec[512] = "";
         size_t dn = 0;
         json_array_foreach(json_object_get(t, "rungs"), n, v)
@@ -1375,7 +1378,9 @@ static int cmd_trials(int argc, char **argv)
             if (dn < sizeof dec)
                 dn += (size_t)snprintf(dec + dn, sizeof dec - dn, "%sr%lld %s", n ? " " : "",
                                        (long long)json_integer_value(json_object_get(v, "rung")),
-                                       json_is_true(json_object_get(v, "continued")) ? "ok" : "stop");
+                                       json_is_true(json_object_get(v, "continued")) ? (pause ? "up" : "ok")
+                                       : pause                                       ? "paused"
+                                                                                     : "stop");
         }
         cells[c++] = xstrdup(dec);
         cells[c++] = xasprintf("%lld", (long long)json_integer_value(json_object_get(t, "failures")));

@@ -171,8 +171,52 @@ static const char *row_str(const json_t *row, const char *key)
     return json_string_value(json_object_get(row, key));
 }
 
-/* starts trial idx as a new job (a retry when retry is set: the trial's row is updated) */
-static int start_trial(sqlite3 *db, search_ctx *c, int idx, bool retry, search_after *a)
+/* how many rungs trial idx has a decision at (with pause: the rungs it was promoted past, while it runs) */
+static int rungs_decided(sqlite3 *db, const char *sid, int idx)
+{
+    sqlite3_stmt *st = db_stmt(db, "SELECT count(*) FROM trial_rungs WHERE search_id = ? AND idx = ?");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, idx);
+    int n = db_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    db_release(st);
+    return n;
+}
+
+typedef enum { TRIAL_NEW, TRIAL_RETRY, TRIAL_PROMOTED } trial_start;
+
+/* With pause, where trial idx's next run ends and from which job's checkpoint directory it resumes: the
+ * rung after those it was promoted past (the budget's max after the last), and the directory of its first
+ * job, which every run of the trial keeps (workers/exec_program.c; the workers' state directory is
+ * shared by the hosts).  Adds budget_max, rung and checkpoint_job to spec.trial; -1 on error. */
+static int pause_segment(sqlite3 *db, search_ctx *c, int idx, trial_start kind, json_t *trial, double *until)
+{
+    const search_settings *s = &c->s;
+    const char *sid = row_str(c->row, "id");
+    double rungs[SEARCH_MAX_RUNGS];
+    int nr = search_rungs(s, rungs, SEARCH_MAX_RUNGS), k = kind == TRIAL_NEW ? 0 : rungs_decided(db, sid, idx);
+    if (k < 0) return -1;
+    *until = k < nr ? rungs[k] : s->max_r;
+    json_object_set_new(trial, "max_resource", json_real(*until));
+    json_object_set_new(trial, "budget_max", json_real(s->max_r));
+    json_object_set_new(trial, "rung", json_integer(k));
+    if (kind == TRIAL_NEW) return 0;
+    sqlite3_stmt *st = db_stmt(db, "SELECT json_extract(jobs, '$[0]') FROM trials WHERE search_id = ? AND idx = ?");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, idx);
+    int rc = -1;
+    if (db_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT) {
+        json_object_set_new(trial, "checkpoint_job", json_string((const char *)sqlite3_column_text(st, 0)));
+        rc = 0;
+    }
+    db_release(st);
+    return rc;
+}
+
+/* starts trial idx as a new job: its first run, a retry after a failure or (pause) a promotion; the
+ * trial's row is inserted (new) or updated */
+static int start_trial(sqlite3 *db, search_ctx *c, int idx, trial_start kind, search_after *a)
 {
     const search_settings *s = &c->s;
     json_t *params = search_trial_params(s, idx);
@@ -181,10 +225,12 @@ static int start_trial(sqlite3 *db, search_ctx *c, int idx, bool retry, search_a
     json_t *trial = json_pack("{s:s, s:i, s:O, s:s, s:s}", "search", row_str(c->row, "id"), "index", idx, "params", params,
                               "metric", s->metric, "resource", s->resource);
     if (s->has_budget) json_object_set_new(trial, "max_resource", json_real(s->max_r));
+    double until = s->max_r;
     json_object_set_new(spec, "trial", trial);
     job_new j;
     memset(&j, 0, sizeof j);
-    int rc = id_sequential("j", j.id, sizeof j.id);
+    int rc = s->pause ? pause_segment(db, c, idx, kind, trial, &until) : 0;
+    if (rc == 0) rc = id_sequential("j", j.id, sizeof j.id);
     snprintf(j.tenant_id, sizeof j.tenant_id, "%s", row_str(c->row, "tenant"));
     snprintf(j.type, sizeof j.type, "training");
     snprintf(j.name, sizeof j.name, "%.180s trial %d", row_str(c->row, "name"), idx);
@@ -195,7 +241,7 @@ static int start_trial(sqlite3 *db, search_ctx *c, int idx, bool retry, search_a
     j.no_queued_quota = true;
     char *ptext = json_dumps(params, JSON_COMPACT);
     if (rc == 0) rc = jobs_insert(db, &j);
-    if (rc == 0 && !retry)
+    if (rc == 0 && kind == TRIAL_NEW)
         rc = exec_bind(db, "INSERT INTO trials (search_id, idx, job_id, jobs, params) VALUES (?, ?, ?, json_array(?3), ?)", "siss",
                        row_str(c->row, "id"), idx, j.id, ptext ? ptext : "{}");
     else if (rc == 0)
@@ -205,9 +251,14 @@ static int start_trial(sqlite3 *db, search_ctx *c, int idx, bool retry, search_a
                        "sis", row_str(c->row, "id"), idx, j.id);
     if (rc == 0) {
         json_array_append_new(a->publish, json_string(j.id));
-        char ptxt[600], why[900];
+        char ptxt[600], why[900], to[120] = "";
         params_text(params, ptxt, sizeof ptxt);
-        snprintf(why, sizeof why, "trial %d %s as job %s: %s", idx, retry ? "runs again" : "started", j.id, ptxt);
+        if (s->pause) snprintf(to, sizeof to, " to %s %g", s->resource, until);
+        if (kind == TRIAL_PROMOTED)
+            snprintf(why, sizeof why, "trial %d resumes from its checkpoint as job %s, promoted%s", idx, j.id, to);
+        else
+            snprintf(why, sizeof why, "trial %d %s as job %s%s: %s", idx, kind == TRIAL_RETRY ? "runs again" : "started", j.id, to,
+                     ptxt);
         rc = note(db, c->row, a, why);
     }
     free(ptext);
@@ -286,11 +337,19 @@ static int register_best(sqlite3 *db, search_ctx *c, int best_idx, json_t *resul
     return note(db, c->row, a, why);
 }
 
-/* the search's end: the best trial by its last reported metric */
+/* the search's end: the best trial by its last reported metric (with pause, the trials still paused were
+ * never promoted: they end stopped where they paused) */
 static int finish(sqlite3 *db, search_ctx *c, search_after *a)
 {
     const char *sid = row_str(c->row, "id");
     const search_settings *s = &c->s;
+    if (s->pause &&
+        exec_bind(db,
+                  "UPDATE trials SET state = 'stopped', reason = 'paused at rung ' || (SELECT max(rung) FROM trial_rungs r "
+                  "WHERE r.search_id = trials.search_id AND r.idx = trials.idx) || ', never promoted: not in its top 1/' "
+                  "|| ?2 WHERE search_id = ?1 AND state = 'paused'",
+                  "si", sid, s->reduction) != 0)
+        return -1;
     sqlite3_stmt *st = best_trial(db, sid, s->maximize, 0);
     if (!st) return -1;
     json_t *best = NULL;
@@ -338,18 +397,66 @@ static int finish(sqlite3 *db, search_ctx *c, search_after *a)
     return rc;
 }
 
-/* starts what may start; ends the search when nothing runs and nothing is left to start */
+/* With pause: the paper's promotion for one free slot.  From the top rung down, the first rung with a
+ * promotable paused trial (search_asha_promotable) promotes it: its decision there becomes continued and
+ * it runs again, to the next rung, from its checkpoint.  1 when one was promoted, 0 when none, -1. */
+static int promote(sqlite3 *db, search_ctx *c, search_after *a)
+{
+    const search_settings *s = &c->s;
+    const char *sid = row_str(c->row, "id");
+    double rungs[SEARCH_MAX_RUNGS];
+    int nr = search_rungs(s, rungs, SEARCH_MAX_RUNGS);
+    for (int k = nr - 1; k >= 0; k--) {
+        sqlite3_stmt *st = db_stmt(db, "SELECT r.idx, r.value, r.continued OR t.state != 'paused' FROM trial_rungs r JOIN trials t "
+                                       "ON t.search_id = r.search_id AND t.idx = r.idx WHERE r.search_id = ? AND r.rung = ?");
+        if (!st) return -1;
+        sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, k);
+        asha_record *recs = NULL;
+        int n = 0, cap = 0;
+        while (db_step(st) == SQLITE_ROW) {
+            if (n == cap) recs = xreallocarray(recs, (size_t)(cap = cap ? 2 * cap : 16), sizeof(asha_record));
+            recs[n++] = (asha_record){sqlite3_column_int(st, 0), sqlite3_column_double(st, 1), sqlite3_column_int(st, 2) != 0};
+        }
+        db_release(st);
+        int i = search_asha_promotable(recs, n, s->maximize, s->reduction);
+        asha_record r = i >= 0 ? recs[i] : (asha_record){0};
+        free(recs);
+        if (i < 0) continue;
+        char why[600];
+        snprintf(why, sizeof why, "trial %d promoted past rung %d (%s %g): %s %.6g within the top %d of %d", r.trial, k,
+                 s->resource, rungs[k], s->metric, r.value, n / s->reduction, n);
+        if (exec_bind(db, "UPDATE trial_rungs SET continued = 1 WHERE search_id = ? AND rung = ? AND idx = ?", "sii", sid, k,
+                      r.trial) != 0 ||
+            note(db, c->row, a, why) != 0 || start_trial(db, c, r.trial, TRIAL_PROMOTED, a) != 0)
+            return -1;
+        return 1;
+    }
+    return 0;
+}
+
+/* starts what may start (with pause, a promotion before a new trial, for each free slot); ends the
+ * search when nothing runs and nothing is left to start */
 static int fill(sqlite3 *db, search_ctx *c, search_after *a)
 {
     const char *sid = row_str(c->row, "id");
     long long started = query_int(db, "SELECT started FROM searches WHERE job_id = ?", sid);
     long long live = query_int(db, "SELECT count(*) FROM trials WHERE search_id = ? AND state = 'running'", sid);
     if (started < 0 || live < 0) return -1;
-    int n = search_to_start(&c->s, (int)started, (int)live);
-    for (int i = 0; i < n; i++)
-        if (start_trial(db, c, (int)started + i, false, a) != 0) return -1;
-    if (n && exec_bind(db, "UPDATE searches SET started = started + ?2 WHERE job_id = ?1", "si", sid, n) != 0) return -1;
-    if (live + n == 0) return finish(db, c, a);
+    int fresh = 0, promoted = 0;
+    for (int room = c->s.parallel - (int)live; room > 0; room--) {
+        int p = c->s.pause ? promote(db, c, a) : 0;
+        if (p < 0) return -1;
+        if (p > 0) {
+            promoted++;
+            continue;
+        }
+        if (search_to_start(&c->s, (int)started + fresh, (int)live + promoted + fresh) == 0) break;
+        if (start_trial(db, c, (int)started + fresh, TRIAL_NEW, a) != 0) return -1;
+        fresh++;
+    }
+    if (fresh && exec_bind(db, "UPDATE searches SET started = started + ?2 WHERE job_id = ?1", "si", sid, fresh) != 0) return -1;
+    if (live + fresh + promoted == 0) return finish(db, c, a);
     return 0;
 }
 
@@ -440,6 +547,50 @@ static int metric_of(const json_t *m, const char *name, double *v)
     return 0;
 }
 
+/* With pause, a trial's run that succeeded before the budget's max: the trial pauses at the rung its run
+ * ended at, its last value recorded there (not yet promoted), or fails when it reported no value to rank it
+ * by.  1 when it paused or failed here, 0 when the run was its last (it finished), -1. */
+static int paused(sqlite3 *db, search_ctx *c, const trial_ref *t, search_after *a)
+{
+    const search_settings *s = &c->s;
+    const char *sid = row_str(c->row, "id");
+    double rungs[SEARCH_MAX_RUNGS];
+    int nr = search_rungs(s, rungs, SEARCH_MAX_RUNGS), k = rungs_decided(db, sid, t->idx);
+    if (k < 0) return -1;
+    if (k >= nr) return 0;
+    sqlite3_stmt *st = db_stmt(db, "SELECT last_value FROM trials WHERE search_id = ? AND idx = ? AND last_value IS NOT NULL");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, t->idx);
+    bool has = db_step(st) == SQLITE_ROW;
+    double v = has ? sqlite3_column_double(st, 0) : 0;
+    db_release(st);
+    char why[700];
+    if (!has) {
+        snprintf(why, sizeof why, "trial %d failed: its run to %s %g reported no %s to rank it by at rung %d", t->idx, s->resource,
+                 rungs[k], s->metric, k);
+        if (exec_bind(db, "UPDATE trials SET state = 'failed', reason = ?3 WHERE search_id = ?1 AND idx = ?2", "sis", sid, t->idx,
+                      why) != 0)
+            return -1;
+        return note(db, c->row, a, why) == 0 ? 1 : -1;
+    }
+    long long n = 0;
+    st = db_stmt(db, "SELECT count(*) FROM trial_rungs WHERE search_id = ? AND rung = ?");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, k);
+    if (db_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    db_release(st);
+    snprintf(why, sizeof why, "trial %d paused at rung %d (%s %g): %s %.6g; %lld trials at this rung, the top %lld promotable",
+             t->idx, k, s->resource, rungs[k], s->metric, v, n + 1, (n + 1) / s->reduction);
+    if (exec_bind(db, "INSERT INTO trial_rungs (search_id, rung, idx, resource, value, continued) VALUES (?,?,?,?,?,0)", "siidd",
+                  sid, k, t->idx, rungs[k], v) != 0 ||
+        exec_bind(db, "UPDATE trials SET state = 'paused', reason = ?3 WHERE search_id = ?1 AND idx = ?2", "sis", sid, t->idx,
+                  why) != 0)
+        return -1;
+    return note(db, c->row, a, why) == 0 ? 1 : -1;
+}
+
 /* a trial's job ended (moved to a terminal state by its worker) */
 static int trial_ended(sqlite3 *db, search_ctx *c, const trial_ref *t, const event_msg *e, search_after *a)
 {
@@ -457,6 +608,11 @@ static int trial_ended(sqlite3 *db, search_ctx *c, const trial_ref *t, const eve
                       "sidd", sid, t->idx, v, r) != 0)
             return -1;
     }
+    if (to == JS_SUCCEEDED && s->pause) {
+        int rc = paused(db, c, t, a);
+        if (rc < 0) return -1;
+        if (rc > 0) return fill(db, c, a);
+    }
     if (to == JS_SUCCEEDED) {
         snprintf(why, sizeof why, "trial %d finished", t->idx);
         if (exec_bind(db, "UPDATE trials SET state = 'succeeded', reason = 'finished' WHERE search_id = ?1 AND idx = ?2", "si", sid,
@@ -469,7 +625,7 @@ static int trial_ended(sqlite3 *db, search_ctx *c, const trial_ref *t, const eve
                       t->idx, why) != 0 ||
             note(db, c->row, a, why) != 0)
             return -1;
-        return start_trial(db, c, t->idx, true, a);
+        return start_trial(db, c, t->idx, TRIAL_RETRY, a);
     } else {
         const char *state = to == JS_FAILED ? "failed" : "cancelled";
         snprintf(why, sizeof why, "trial %d %s: %.500s", t->idx, state, e->reason);
@@ -497,7 +653,7 @@ int search_on_event(sqlite3 *db, const event_msg *e, apply_result res, search_af
         bool has_r = metric_of(e->metrics, c.s.resource, &r) == 0;
         rc = exec_bind(db, "UPDATE trials SET last_value = ?3, last_resource = ?4 WHERE search_id = ?1 AND idx = ?2", "sidd",
                        t.search_id, t.idx, v, has_r ? r : NAN);
-        if (rc == 0 && has_r && c.s.algorithm == SEARCH_ASHA) {
+        if (rc == 0 && has_r && c.s.algorithm == SEARCH_ASHA && !c.s.pause) { /* with pause: decided when the run ends */
             int stopped = asha(db, &c, &t, e->job_id, v, r, a);
             if (stopped < 0) rc = -1;
             if (stopped > 0) {
@@ -539,6 +695,9 @@ int search_on_cancel(sqlite3 *db, const char *job_id, search_after *a)
                                job_id, (int)json_integer_value(json_object_get(x, "idx")), why);
         }
         json_decref(live);
+        if (rc == 0) /* with pause: the paused trials end with it (no job of theirs runs) */
+            rc = exec_bind(db, "UPDATE trials SET state = 'cancelled', reason = ?2 WHERE search_id = ?1 AND state = 'paused'", "ss",
+                           job_id, why);
         return rc;
     }
     trial_ref t;
@@ -616,10 +775,10 @@ json_t *search_trials_json(sqlite3 *db, const char *job_id)
     json_t *rj = json_array();
     for (int i = 0; i < nr; i++)
         json_array_append_new(rj, json_real(rungs[i]));
-    json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:i, s:i, s:o, s:o}", "job_id", job_id, "algorithm",
+    json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:i, s:i, s:b, s:o, s:o}", "job_id", job_id, "algorithm",
                             search_algorithm_name(s->algorithm), "metric", s->metric, "mode", s->maximize ? "max" : "min",
-                            "resource", s->resource, "rungs", rj, "max_trials", s->max_trials, "parallel", s->parallel, "best",
-                            best < 0 ? json_null() : json_integer(best), "trials", trials);
+                            "resource", s->resource, "rungs", rj, "max_trials", s->max_trials, "parallel", s->parallel, "pause",
+                            s->pause, "best", best < 0 ? json_null() : json_integer(best), "trials", trials);
     json_decref(c.row);
     return out;
 }

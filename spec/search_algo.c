@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define DRAW_STREAM 0x5eac4ULL /* the stream's second key: trial draws, nothing else */
 
@@ -104,6 +105,25 @@ asha_verdict search_asha_rule(const double *recorded, int nrecorded, double valu
     v.stop = search_better(v.cut, value, maximize);
     free(all);
     return v;
+}
+
+/* whether x ranks before y at a rung: better, or as good with the lower trial number */
+static bool ranks_before(const asha_record *x, const asha_record *y, bool maximize)
+{
+    return search_better(x->value, y->value, maximize) || (x->value == y->value && x->trial < y->trial);
+}
+
+int search_asha_promotable(const asha_record *recs, int n, bool maximize, int reduction)
+{
+    int top = n / reduction, found = -1, found_rank = top;
+    for (int i = 0; i < n; i++) { /* O(n^2): a rung holds at most max_trials (1,000) records */
+        if (recs[i].promoted) continue;
+        int rank = 0; /* how many rank before it */
+        for (int j = 0; j < n && rank < found_rank; j++)
+            rank += j != i && ranks_before(&recs[j], &recs[i], maximize);
+        if (rank < found_rank) found = i, found_rank = rank;
+    }
+    return found;
 }
 
 int search_to_start(const search_settings *s, int started, int live)

@@ -9,8 +9,9 @@
  *   - asha's rule when a trial reports its metric at a rung: of the n results recorded at that rung
  *     (its own included), the best ceil(n / reduction) continue; a trial worse than the last of them
  *     (the cut) is stopped.  Asynchronous and stopping-based, as Ray Tune's ASHA scheduler is: the
- *     first trial at a rung always continues, and a decision is never revisited (the paper's ASHA
- *     pauses trials at a rung and promotes one later when it enters the top 1/reduction);
+ *     first trial at a rung always continues, and a decision is never revisited;
+ *   - with pause (the paper's ASHA), which paused trial to promote when a slot is free:
+ *     search_asha_promotable;
  *   - how many trials to start: while fewer than parallel are live and fewer than max_trials started. */
 #ifndef GANTRY_SEARCH_ALGO_H
 #define GANTRY_SEARCH_ALGO_H
@@ -38,6 +39,19 @@ typedef struct {
 
 /* asha's rule at one rung: value against the nrecorded results recorded there before it */
 asha_verdict search_asha_rule(const double *recorded, int nrecorded, double value, bool maximize, int reduction);
+
+/* One trial's result at a rung, for the paused variant (spec "pause": true) */
+typedef struct {
+    int trial;     /* the trial's number */
+    double value;  /* its metric when its run ended at the rung */
+    bool promoted; /* promoted past the rung already */
+} asha_record;
+
+/* The paper's promotion at one rung (Li et al. 2020, Algorithm 2's get_job, for one k): of the n
+ * records, the best floor(n / reduction) (ties: the lower trial number first) are promotable; the
+ * first of them, best first, not yet promoted is the one to promote: its index in recs, or -1.  The
+ * server asks from the top rung down and starts a new trial when no rung has one. */
+int search_asha_promotable(const asha_record *recs, int n, bool maximize, int reduction);
 
 /* how many trials to start now, with started begun so far and live not finished */
 int search_to_start(const search_settings *s, int started, int live);

@@ -61,11 +61,22 @@ static const sch seed_s = {SCH_INT, SCH_IN(0, SCH_MAX_SAFE_INT), .dflt = "1",
                            .desc = "the draws: trial i's parameters follow from (seed, i) alone"};
 static const sch failures_s = {SCH_INT, SCH_IN(0, 100), .dflt = "2",
                                .desc = "times a failed trial is run again before it is marked failed (the search goes on)"};
-static const sch_member search_m[] = {{"space", &space_s, 1},           {"algorithm", &algorithm_s, 0},
-                                      {"metric", &metric_s, 1},         {"mode", &mode_s, 0},
-                                      {"max_trials", &max_trials_s, 0}, {"parallel", &parallel_s, 0},
-                                      {"budget", &budget_s, 0},         {"seed", &seed_s, 0},
-                                      {"max_failures", &failures_s, 0}, {0}};
+static const sch pause_s = {SCH_BOOL, .dflt = "false",
+                            .desc = "asha only.  false: a trial below a rung's cut is stopped as it reports (Ray Tune's "
+                                    "ASHA); true: each run ends at the trial's next rung (GANTRY_TRIAL_MAX_RESOURCE), the "
+                                    "trial pauses there and the best of a rung are promoted later, resuming from the trial's "
+                                    "checkpoint directory (the paper's ASHA)"};
+static const sch_member search_m[] = {{"space", &space_s, 1},
+                                      {"algorithm", &algorithm_s, 0},
+                                      {"metric", &metric_s, 1},
+                                      {"mode", &mode_s, 0},
+                                      {"max_trials", &max_trials_s, 0},
+                                      {"parallel", &parallel_s, 0},
+                                      {"budget", &budget_s, 0},
+                                      {"seed", &seed_s, 0},
+                                      {"max_failures", &failures_s, 0},
+                                      {"pause", &pause_s, 0},
+                                      {0}};
 const sch search_shape = {SCH_OBJECT, .members = search_m,
                           .desc = "A hyper-parameter search (docs/search.md): the server runs the program once per trial, "
                                   "each trial a job of its own with its parameters in its environment.  Rules beyond the "
@@ -77,16 +88,19 @@ const sch search_shape = {SCH_OBJECT, .members = search_m,
 static const sch trial_id_s = {SCH_STR, SCH_IN(1, 64), .desc = "the search job's id"};
 static const sch trial_index_s = {SCH_INT, SCH_IN(0, SEARCH_MAX_TRIALS), .desc = "the trial's number in the search, from 0"};
 static const sch trial_params_s = {SCH_OBJECT, .flags = SCH_OPEN, .desc = "the trial's parameters {name: value}"};
-static const sch_member trial_m[] = {{"search", &trial_id_s, 1},
-                                     {"index", &trial_index_s, 1},
-                                     {"params", &trial_params_s, 1},
-                                     {"metric", &metric_s, 0},
-                                     {"resource", &resource_s, 0},
-                                     {"max_resource", &rmax_s, 0},
-                                     {0}};
+static const sch budget_max_s = {SCH_NUM, SCH_ABOVE(0),
+                                 .desc = "with pause: the budget's max (max_resource is where this run of the trial ends)"};
+static const sch trial_rung_s = {SCH_INT, SCH_IN(0, SEARCH_MAX_RUNGS),
+                                 .desc = "with pause: the rungs this trial was promoted past before this run"};
+static const sch_member trial_m[] = {{"search", &trial_id_s, 1},         {"index", &trial_index_s, 1},
+                                     {"params", &trial_params_s, 1},     {"metric", &metric_s, 0},
+                                     {"resource", &resource_s, 0},       {"max_resource", &rmax_s, 0},
+                                     {"budget_max", &budget_max_s, 0},   {"rung", &trial_rung_s, 0},
+                                     {"checkpoint_job", &trial_id_s, 0}, {0}};
 const sch search_trial_shape = {SCH_OBJECT, .members = trial_m,
                                 .desc = "set by gantry on a search's trials (refused in a submission): the search, the trial's "
-                                        "number and parameters, the budget's resource and max"};
+                                        "number and parameters, the budget's resource and where this run ends; with pause, "
+                                        "the budget's max, the rung and the job whose checkpoint directory the trial keeps"};
 
 /* ---- the rules between fields ---- */
 
@@ -186,6 +200,9 @@ int search_spec_validate(const json_t *search, char *field, size_t fl, char *msg
             return field_fail(field, fl, msg, ml, "spec.search.budget.max", "gives more than %d rungs: raise min or reduction",
                               SEARCH_MAX_RUNGS);
     }
+    if (json_is_true(json_object_get(search, "pause")) && alg != SEARCH_ASHA)
+        return field_fail(field, fl, msg, ml, "spec.search.pause",
+                          "only asha pauses and promotes trials: give \"algorithm\": \"asha\"");
     json_t *mt = json_object_get(search, "max_trials");
     if (alg == SEARCH_GRID && mt && (double)json_integer_value(mt) > grid)
         return field_fail(field, fl, msg, ml, "spec.search.max_trials", "must be at most the grid's %.0f points", grid);
@@ -243,6 +260,7 @@ void search_settings_get(const json_t *search, search_settings *s)
     s->reduction = (int)sch_number(&budget_s, b, "reduction", 3);
     s->seed = (unsigned long long)sch_number(&search_shape, search, "seed", 1);
     s->max_failures = (int)sch_number(&search_shape, search, "max_failures", 2);
+    s->pause = s->algorithm == SEARCH_ASHA && json_is_true(json_object_get(search, "pause"));
 }
 
 const char *search_algorithm_name(search_algorithm a)

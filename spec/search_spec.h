@@ -11,7 +11,8 @@
  *              "max_trials": 24,     default 10 (grid: the grid's size)
  *              "parallel": 4,        trials at once, default 2
  *              "budget": {"resource": "epoch", "min": 1, "max": 9, "reduction": 3},   required by asha
- *              "seed": 1, "max_failures": 2}
+ *              "seed": 1, "max_failures": 2,
+ *              "pause": false}       asha: true pauses trials at rungs and promotes the best later
  *
  * Rules beyond the shape: each parameter has exactly one distribution; bounds lo < hi (int lo <= hi,
  * loguniform lo > 0); a parameter name is a variable name (it becomes one in the trial's
@@ -59,10 +60,12 @@ typedef struct {
     int reduction;           /* budget.reduction (eta) */
     unsigned long long seed; /* the draws of random search */
     int max_failures;        /* retries of a failed trial before it is marked failed */
+    bool pause;              /* asha: pause at rungs and promote (the paper's), not stop */
 } search_settings;
 
 /* spec.search's shape (a member of the program spec's shape: spec/program_spec.c), and spec.trial's:
- * {"search": id, "index": i, "params": {..}, "metric", "resource", "max_resource"}, which the server
+ * {"search": id, "index": i, "params": {..}, "metric", "resource", "max_resource", and with pause "budget_max",
+ * "rung", "checkpoint_job"}, which the server
  * writes into each trial's spec and the worker reads (workers/exec_program.c: the trial's variables) */
 extern const sch search_shape, search_trial_shape;
 

@@ -20,7 +20,7 @@ const LEGEND_MAX_TRIALS = 24;    // above: no legend under the chart (the table 
 const DATASET_MAX_X = 2000;      // data-xs and data-series only up to this many x values
 export const FADED_ALPHA = 0.3;
 export const FADED_STATES = new Set(['stopped', 'failed', 'cancelled']);
-const STATE_ORDER = ['running', 'succeeded', 'stopped', 'failed', 'cancelled'];
+const STATE_ORDER = ['running', 'paused', 'succeeded', 'stopped', 'failed', 'cancelled'];
 
 const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
 const isObj = (v) => !!v && typeof v === 'object' && !Array.isArray(v);
@@ -66,10 +66,19 @@ export function alignCurves(curves) {
     })];
 }
 
-// A trial's rung decisions: "r0 ✓ r1 ✗" (✓ continued, ✗ stopped), in rung order.
-export function rungText(rungs) {
+// A trial's rung decisions: "r0 ✓ r1 ✗" (✓ continued, ✗ stopped), in rung order; a
+// search that pauses (data.pause): "r0 ↑ r1 ⏸" (↑ promoted, ⏸ paused there, not promoted).
+export function rungText(rungs, pause = false) {
     return (Array.isArray(rungs) ? rungs : []).filter(isObj).slice().sort((a, b) => a.rung - b.rung)
-        .map((r) => `r${r.rung} ${r.continued ? '✓' : '✗'}`).join(' ');
+        .map((r) => `r${r.rung} ${r.continued ? (pause ? '↑' : '✓') : (pause ? '⏸' : '✗')}`).join(' ');
+}
+
+// The jobs whose metrics make a trial's curve: with pause, every run of the trial in order
+// (each resumed from the checkpoint where the last ended); else its current job (a retry
+// starts over).
+export function curveJobs(t, pause) {
+    const jobs = pause && Array.isArray(t.jobs) && t.jobs.length ? t.jobs : [t.job_id];
+    return jobs.filter((j) => typeof j === 'string' && j);
 }
 
 // The parameter names across the trials, in name order.
@@ -213,8 +222,11 @@ export function mountSearch(root, { id, live, signal }) {
         const worker = async () => {
             while (next < stale.length) {
                 const t = stale[next++];
-                const m = await api(`${jobPath(t.job_id)}/metrics`, { signal });
-                const pts = (m && m.points) || [];
+                const pts = [];
+                for (const j of curveJobs(t, d.pause)) {
+                    const m = await api(`${jobPath(j)}/metrics`, { signal });
+                    pts.push(...((m && m.points) || []));
+                }
                 curves.set(t.trial, {
                     key: trialKey(t), curve: trialCurve(pts, d.resource, d.metric), last: lastReported(pts, d.resource, d.metric), rechecked: false,
                 });
@@ -322,7 +334,7 @@ export function mountSearch(root, { id, live, signal }) {
             h('td', { class: 'num', 'data-testid': 'trial-value', title: isNum(last.value) ? String(last.value) : undefined },
                 fmtMetric(data.metric, last.value)),
             h('td', { class: 'num', 'data-testid': 'trial-resource' }, fmtMetric(data.resource, last.resource)),
-            h('td', { class: 'mono', 'data-testid': 'trial-rungs', title: rungTitle(t.rungs) || undefined }, rungText(t.rungs) || '—'),
+            h('td', { class: 'mono', 'data-testid': 'trial-rungs', title: rungTitle(t.rungs) || undefined }, rungText(t.rungs, data.pause) || '—'),
             h('td', {
                 class: 'num', 'data-testid': 'trial-failures',
                 title: t.failures > 0 ? `${t.failures} failed run${t.failures === 1 ? '' : 's'}, jobs ${(t.jobs || []).join(', ')}: ${t.reason || ''}` : undefined,
@@ -339,7 +351,7 @@ export function mountSearch(root, { id, live, signal }) {
         if (focused) tableBox.querySelector(`button[data-sort="${CSS.escape(focused)}"]`)?.focus();
         function rungTitle(rungs) {
             return (Array.isArray(rungs) ? rungs : []).filter(isObj).map((r) =>
-                `rung ${r.rung} (${data.resource} ${fmtMetric(data.resource, r.resource)}): ${data.metric} ${fmtMetric(data.metric, r.value)}, ${r.continued ? 'continued' : 'stopped'}`).join('\n');
+                `rung ${r.rung} (${data.resource} ${fmtMetric(data.resource, r.resource)}): ${data.metric} ${fmtMetric(data.metric, r.value)}, ${r.continued ? (data.pause ? 'promoted' : 'continued') : (data.pause ? 'paused, not promoted' : 'stopped')}`).join('\n');
         }
     }
 

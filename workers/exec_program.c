@@ -208,8 +208,9 @@ static bool trial_sets(const json_t *trial, const char *name)
 }
 
 /* a search's trial: GANTRY_SEARCH_ID, GANTRY_TRIAL_ID, GANTRY_TRIAL_PARAMS (JSON), GANTRY_TRIAL_FILE, the
- * budget (GANTRY_TRIAL_RESOURCE, GANTRY_TRIAL_MAX_RESOURCE, and GANTRY_TRIAL_MAX_EPOCHS when it counts
- * epochs), and each parameter as its name upper-cased (lr -> LR; strings as they are, numbers as JSON) */
+ * budget (GANTRY_TRIAL_RESOURCE, GANTRY_TRIAL_MAX_RESOURCE: where this run ends, and GANTRY_TRIAL_MAX_EPOCHS
+ * when it counts epochs; with pause GANTRY_TRIAL_BUDGET_MAX and GANTRY_TRIAL_RUNG), and each parameter as its name upper-cased (lr
+ * -> LR; strings as they are, numbers as JSON) */
 static void trial_env(const json_t *trial, strv *env)
 {
     if (!trial) return;
@@ -227,6 +228,10 @@ static void trial_env(const json_t *trial, strv *env)
         if (resource && strcmp(resource, "epoch") == 0)
             strv_add(env, xasprintf("GANTRY_TRIAL_MAX_EPOCHS=%g", json_number_value(max)));
     }
+    json_t *budget_max = json_object_get(trial, "budget_max"), *rung = json_object_get(trial, "rung");
+    if (json_is_number(budget_max)) /* pause: max_resource is where this run ends, the rung it runs to */
+        strv_add(env, xasprintf("GANTRY_TRIAL_BUDGET_MAX=%g", json_number_value(budget_max)));
+    if (json_is_integer(rung)) strv_add(env, xasprintf("GANTRY_TRIAL_RUNG=%lld", (long long)json_integer_value(rung)));
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(trial, "params"), k, v)

@@ -86,11 +86,28 @@ int prog_run_init(prog_run *p, exec_ctx *ctx, const json_t *spec, int rank, char
     return 0;
 }
 
-/* the job's directories on this worker: <state>/jobs/<job>/{checkpoint,output,logs,run-R} */
+/* a job id as the server writes them ("j_" and hex digits): nothing that walks out of <state>/jobs */
+static bool job_id_shaped(const char *id)
+{
+    if (!id || strncmp(id, "j_", 2) != 0 || strlen(id) > 64 || !id[2]) return false;
+    return strspn(id + 2, "0123456789abcdef") == strlen(id + 2);
+}
+
+/* the job's directories on this worker: <state>/jobs/<job>/{checkpoint,output,logs,run-R}; a paused
+ * search trial's later runs keep the checkpoint directory of its first job (spec.trial.checkpoint_job,
+ * written by the server only: docs/search.md), in the state directory the workers share */
 int prog_run_dirs(prog_run *p, char *err, size_t errlen)
 {
     snprintf(p->dir, sizeof(p->dir), "%s/jobs/%s", p->ctx->state_dir, p->ctx->task->job_id);
-    snprintf(p->ckpt, sizeof(p->ckpt), "%s/checkpoint", p->dir);
+    const char *keep = json_string_value(json_object_get(json_object_get(p->ctx->task->spec, "trial"), "checkpoint_job"));
+    if (keep && !job_id_shaped(keep)) {
+        snprintf(err, errlen, "spec.trial.checkpoint_job: not a job id");
+        return -1;
+    }
+    if (keep)
+        snprintf(p->ckpt, sizeof(p->ckpt), "%s/jobs/%s/checkpoint", p->ctx->state_dir, keep);
+    else
+        snprintf(p->ckpt, sizeof(p->ckpt), "%s/checkpoint", p->dir);
     snprintf(p->out, sizeof(p->out), "%s/output", p->dir);
     snprintf(p->logs, sizeof(p->logs), "%s/logs", p->dir);
     snprintf(p->run, sizeof(p->run), "%s/run-%d", p->dir, p->rank);

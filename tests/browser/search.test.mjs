@@ -6,7 +6,7 @@
 // Prints "ok N checks" or the failing check and exits 1.
 import assert from 'node:assert/strict';
 import {
-    trialCurve, lastReported, alignCurves, rungText, paramNames, sortTrials, defaultDir, seriesLook, fmtParam, isSearch, FADED_ALPHA,
+    trialCurve, lastReported, alignCurves, rungText, curveJobs, paramNames, sortTrials, defaultDir, seriesLook, fmtParam, isSearch, FADED_ALPHA,
 } from '../../web/search.js';
 
 let checks = 0;
@@ -45,6 +45,9 @@ await check('curves aligned over the union of their x, null where a trial has no
 await check('rung decisions read "r0 ✓ r1 ✗", in rung order', () => {
     assert.equal(rungText([{ rung: 1, continued: false }, { rung: 0, continued: true }]), 'r0 ✓ r1 ✗');
     assert.equal(rungText([]), '');
+    assert.equal(rungText([{ rung: 1, continued: false }, { rung: 0, continued: true }], true), 'r0 ↑ r1 ⏸');
+    assert.deepEqual(curveJobs({ job_id: 'j_2', jobs: ['j_1', 'j_2'] }, true), ['j_1', 'j_2']);
+    assert.deepEqual(curveJobs({ job_id: 'j_2', jobs: ['j_1', 'j_2'] }, false), ['j_2']);
     assert.equal(rungText(undefined), '');
 });
 

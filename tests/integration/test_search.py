@@ -5,7 +5,8 @@ metrics the trials reported, the best trial against every trial's last metric, t
 against their parameters; register_model registers the best trial that finished (its file, its metrics,
 under the search's model_name), nothing when none finished; cancel stops every trial; bad searches are
 400s naming the field; `gantry trials` prints the trials as a table; a stopped trial's cancel key that
-Redis never got is set again when the server restarts."""
+Redis never got is set again when the server restarts; the paused variant promotes the top of each rung, each
+run resuming from the trial's checkpoint."""
 
 import json
 import math
@@ -57,6 +58,37 @@ elif plan["end"] == "fail":
     sys.exit(1)
 else:
     time.sleep(600)
+"""
+
+# the paused variant's trial: resumes from GANTRY_CHECKPOINT_DIR/state.json (the epochs done, the runs so far),
+# trains to GANTRY_TRIAL_MAX_EPOCHS (where this run ends: the next rung), reporting FAKE's metric with the run's
+# number; checkpoints after each epoch (write, then rename)
+PAUSING = """import json, math, os, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+lr, width = float(os.environ["LR"]), int(os.environ["WIDTH"])
+until = int(float(os.environ["GANTRY_TRIAL_MAX_EPOCHS"]))
+assert float(os.environ["GANTRY_TRIAL_BUDGET_MAX"]) == 9, os.environ["GANTRY_TRIAL_BUDGET_MAX"]
+ck = os.path.join(os.environ["GANTRY_CHECKPOINT_DIR"], "state.json")
+state = json.load(open(ck)) if os.path.exists(ck) else {"epoch": 0, "runs": 0}
+assert state["epoch"] < until, (state, until)
+q = 1 - abs(math.log10(lr) + 2) / 4 - (64 - width) / 400
+
+def save():
+    with open(ck + ".tmp", "w") as f:
+        json.dump(state, f)
+    os.replace(ck + ".tmp", ck)
+
+for epoch in range(state["epoch"] + 1, until + 1):
+    time.sleep(float(os.environ.get("EPOCH_S", "0.1")))
+    with open(os.environ["GANTRY_METRICS"], "a") as m:
+        m.write(json.dumps({"epoch": epoch, "run": state["runs"], "rung": int(os.environ["GANTRY_TRIAL_RUNG"]),
+                            "test_accuracy": round(q * (1 - 0.5 ** epoch), 6)}) + "\\n")
+    state["epoch"] = epoch
+    save()
+state["runs"] += 1
+save()
+with open(os.path.join(os.environ["GANTRY_OUTPUT_DIR"], "model.pt"), "w") as f:
+    json.dump({"trial": int(os.environ["GANTRY_TRIAL_ID"]), "epoch": until}, f)
 """
 
 CLI = os.path.join(BUILD, "cli", "gantry")
@@ -262,6 +294,83 @@ def test_a_stopped_trials_cancel_key_redis_never_got_is_set_after_a_restart():
         assert s.job(tok, stopped["job_id"])["state"] == "cancelled"
 
 
+@timeout(150)
+def test_paused_asha_promotes_the_top_of_each_rung_from_their_checkpoints():
+    """pause: each run ends at the trial's next rung; a promoted trial's next run resumes from its first job's
+    checkpoint (its epochs continue where the last run ended, never from 1); at the end the top floor(n/3) of
+    every rung were promoted, the others stopped where they paused; the best trial's model registered"""
+    with Stack(workers=2) as s:
+        tid, tok = s.tenant("search-pause")
+        program_root(s, tid, {"fake.py": PAUSING})
+        job = search_job("mark-pause", spec={"register_model": {"output": "model.pt", "metadata": METADATA},
+                                             "model_name": "paused"}, pause=True, max_trials=9, parallel=2)
+        sid = s.submit(tok, job)
+        done = s.wait_state(tok, sid, "succeeded", timeout=120)
+        trials = s.get(f"/v1/jobs/{sid}/trials", tok).json
+        assert trials["pause"] is True and trials["rungs"] == [1, 3], trials
+        ts = trials["trials"]
+        assert len(ts) == 9 and {t["state"] for t in ts} <= {"succeeded", "stopped"}, ts
+        ends = [1, 3, 9]
+        for t in ts:
+            # run i of the trial (its i-th job) trained epochs ends[i-1]+1 .. ends[i], as run i, from the checkpoint
+            assert len(t["jobs"]) == len([r for r in t["rungs"] if r["continued"]]) + 1, t
+            for i, jid in enumerate(t["jobs"]):
+                points = s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"]
+                want = list(range(ends[i - 1] + 1 if i else 1, ends[i] + 1))
+                assert [p["epoch"] for p in points] == want, (t, i, points)
+                assert all(p["run"] == i and p["rung"] == i for p in points), (t, i, points)
+                assert all(p["test_accuracy"] == accuracy(t["params"], p["epoch"]) for p in points), points
+                assert s.job(tok, jid)["state"] == "succeeded", (t, jid)
+            for r in t["rungs"]:
+                assert r["value"] == accuracy(t["params"], r["resource"]), (t, r)
+            if t["state"] == "succeeded":
+                assert len(t["jobs"]) == 3 and t["last"]["resource"] == 9, t
+            else:
+                assert not t["rungs"][-1]["continued"] and t["reason"].startswith(
+                    f"paused at rung {t['rungs'][-1]['rung']}, never promoted"), t
+        # at each rung the top floor(n / 3) (ties: the lower trial) were promoted, whatever the order they came in
+        for k in (0, 1):
+            at = sorted(((-r["value"], t["trial"], r["continued"]) for t in ts for r in t["rungs"] if r["rung"] == k))
+            top = {trial for _, trial, _ in at[:len(at) // 3]}
+            promoted = {trial for _, trial, c in at if c}
+            assert at and top <= promoted, (k, at)
+        assert len([r for t in ts for r in t["rungs"] if r["rung"] == 0]) == 9
+        events = [e["reason"] for e in s.events(tok, sid)]
+        assert any(re.match(r"trial \d+ paused at rung 0 \(epoch 1\)", e) for e in events), events
+        assert any(re.match(r"trial \d+ promoted past rung 1 \(epoch 3\)", e) for e in events), events
+        assert any(re.match(r"trial \d+ resumes from its checkpoint as job j_\w+, promoted to epoch 9", e) for e in events), events
+        # every run of a trial kept its first job's checkpoint directory
+        for t in ts:
+            state = json.load(open(os.path.join(job_dir(s, t["jobs"][0]), "checkpoint", "state.json")))
+            assert state == {"epoch": ends[len(t["jobs"]) - 1], "runs": len(t["jobs"])}, (t, state)
+        best = max(ts, key=lambda t: (t["last"]["value"], -t["trial"]))
+        assert done["result"]["best"]["trial"] == best["trial"] and best["state"] == "succeeded", (done["result"], best)
+        assert done["result"]["registered"]["trial"] == best["trial"], done["result"]
+
+
+@timeout(120)
+def test_cancel_ends_paused_trials_too():
+    """pause: a cancel while one trial is paused and another runs ends both, and starts nothing"""
+    with Stack(workers=1) as s:
+        tid, tok = s.tenant("search-pause-cancel")
+        program_root(s, tid, {"fake.py": PAUSING})
+        job = search_job("mark-pcancel", pause=True, max_trials=6, parallel=1)
+        job["spec"]["program"]["env"] = {"EPOCH_S": "1"}
+        sid = s.submit(tok, job)
+
+        def paused_and_running():
+            ts = s.get(f"/v1/jobs/{sid}/trials", tok).json["trials"]
+            states = [t["state"] for t in ts]
+            return "paused" in states and any(s.job(tok, t["job_id"])["state"] == "running" for t in ts) and ts
+        wait_until("a trial paused and the next running", paused_and_running, timeout=60)
+        assert s.post(f"/v1/jobs/{sid}/cancel", tok).status == 200
+        ts = s.get(f"/v1/jobs/{sid}/trials", tok).json["trials"]
+        assert len(ts) >= 2 and all(t["state"] == "cancelled" for t in ts), ts
+        assert s.job(tok, sid)["state"] == "cancelled"
+        wait_until("no trial's process left", lambda: not marker_pids("mark-pcancel"), timeout=30)
+        assert len(s.get(f"/v1/jobs/{sid}/trials", tok).json["trials"]) == len(ts)
+
+
 @timeout(120)
 def test_cancel_stops_every_trial():
     with Stack(workers=2) as s:
@@ -291,6 +400,7 @@ def test_bad_searches_name_the_field():
             ({"space": {"rank": {"choice": [1]}}}, "spec.search.space.rank"),
             ({"parallel": 0}, "spec.search.parallel"),
             ({"algorithm": "grid"}, "spec.search.space.lr.loguniform"),
+            ({"algorithm": "random", "pause": True}, "spec.search.pause"),
         ]
         for change, field in cases:
             job = search_job("mark-bad")

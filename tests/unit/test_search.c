@@ -1,7 +1,8 @@
 /* test_search.c - spec/search_spec and spec/search_algo: spec.search's validation (every rule naming its
  * field, through the program spec as the server validates it), the defaults, the draws (reproducible,
  * in bounds), the grid's enumeration, asha's rungs and its rule at a rung (hand-checked cases and a
- * property test against a brute-force ranking), and how many trials start. */
+ * property test against a brute-force ranking), the paused variant's promotion (by hand and against a
+ * sorted ranking), and how many trials start. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -58,6 +59,9 @@ static void test_validation_names_the_field(void **state)
     expect_field("{'space':{},'metric':'acc'}", "spec.search.space");
     expect_field("{" SPACE ",'metric':'acc','algorithm':'bayes'}", "spec.search.algorithm");
     expect_field("{" SPACE ",'metric':'acc','mode':'up'}", "spec.search.mode");
+    expect_field("{" SPACE ",'metric':'acc','pause':true}", "spec.search.pause"); /* random does not pause */
+    expect_field("{" SPACE ",'metric':'acc','algorithm':'asha','budget':{'max':9},'pause':1}", "spec.search.pause");
+    expect_ok("{" SPACE ",'metric':'acc','algorithm':'asha','budget':{'max':9},'pause':true}");
     expect_field("{" SPACE ",'metric':'acc','parallel':0}", "spec.search.parallel");
     expect_field("{" SPACE ",'metric':'acc','max_trials':0}", "spec.search.max_trials");
     expect_field("{" SPACE ",'metric':'acc','seed':-1}", "spec.search.seed");
@@ -116,6 +120,7 @@ static void test_defaults(void **state)
     assert_int_equal(s.max_failures, 2);
     assert_int_equal((int)s.seed, 1);
     assert_false(s.has_budget);
+    assert_false(s.pause);
     assert_string_equal(s.resource, "epoch");
     assert_int_equal(s.nparams, 3); /* sorted by name */
     assert_string_equal(s.params[0].name, "batch");
@@ -311,6 +316,57 @@ static void test_asha_rule_property(void **state)
     }
 }
 
+/* the paused variant's promotion at a rung, by hand: eta 3 */
+static void test_asha_promotable_by_hand(void **state)
+{
+    (void)state;
+    asha_record r[7] = {{0, 0.5, false}, {1, 0.9, false}};
+    assert_int_equal(search_asha_promotable(r, 2, true, 3), -1); /* floor(2/3) = 0: nobody yet */
+    r[2] = (asha_record){2, 0.7, false};
+    assert_int_equal(search_asha_promotable(r, 3, true, 3), 1);  /* the best of 3 */
+    assert_int_equal(search_asha_promotable(r, 3, false, 3), 0); /* min: the lowest */
+    r[1].promoted = true;
+    assert_int_equal(search_asha_promotable(r, 3, true, 3), -1); /* the top 1 is promoted already */
+    r[3] = (asha_record){3, 0.1, false}, r[4] = (asha_record){4, 0.2, false}, r[5] = (asha_record){5, 0.7, false};
+    assert_int_equal(search_asha_promotable(r, 6, true, 3), 2); /* top 2: 1 (done), then 2 and 5 tie: 2 */
+    r[2].promoted = true;
+    assert_int_equal(search_asha_promotable(r, 6, true, 3), -1); /* 5 ties with 2 but is third */
+    r[6] = (asha_record){6, 0.95, false};
+    assert_int_equal(search_asha_promotable(r, 7, true, 3), 6); /* a new best enters the top 2 */
+}
+
+static int by_rank_max(const void *a, const void *b)
+{
+    const asha_record *x = a, *y = b;
+    return x->value != y->value ? (x->value < y->value) - (x->value > y->value) : x->trial - y->trial;
+}
+
+/* against the definition written another way: sort best first, take floor(n/eta), the first not promoted */
+static void test_asha_promotable_property(void **state)
+{
+    (void)state;
+    rng_state r;
+    rng_seed(&r, 7);
+    for (int round = 0; round < 20000; round++) {
+        int n = (int)rng_below(&r, 30), eta = 2 + (int)rng_below(&r, 4);
+        bool maximize = rng_below(&r, 2);
+        asha_record recs[30], sorted[30];
+        for (int i = 0; i < n; i++)
+            recs[i] = (asha_record){.trial = (int)rng_below(&r, 1000) * 30 + i,
+                                    .value = (double)rng_below(&r, 8) / 4,
+                                    .promoted = rng_below(&r, 3) == 0};
+        for (int i = 0; i < n; i++) /* min: ranking -value best first is the same order */
+            sorted[i] = recs[i], sorted[i].value = maximize ? recs[i].value : -recs[i].value;
+        qsort(sorted, (size_t)n, sizeof sorted[0], by_rank_max);
+        int want = -1;
+        for (int i = 0; i < n / eta && want < 0; i++)
+            if (!sorted[i].promoted) want = sorted[i].trial;
+        int got = search_asha_promotable(recs, n, maximize, eta);
+        if ((want < 0) != (got < 0) || (got >= 0 && recs[got].trial != want))
+            fail_msg("round %d: n %d eta %d: promoted %d, want trial %d", round, n, eta, got < 0 ? -1 : recs[got].trial, want);
+    }
+}
+
 static void test_to_start(void **state)
 {
     (void)state;
@@ -335,6 +391,8 @@ int main(void)
         cmocka_unit_test(test_rungs),
         cmocka_unit_test(test_asha_rule_by_hand),
         cmocka_unit_test(test_asha_rule_property),
+        cmocka_unit_test(test_asha_promotable_by_hand),
+        cmocka_unit_test(test_asha_promotable_property),
         cmocka_unit_test(test_to_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -246,6 +246,18 @@ class Client:
         """The ranks of a job that wrote metrics points (``[0]`` for built-in jobs)."""
         return self._send("GET", f"/v1/jobs/{_quote(job_id)}/metrics")["ranks"]
 
+    def trials(self, job_id):
+        """A hyper-parameter search's trials (``GET /v1/jobs/{id}/trials``, docs/search.md): ``{"algorithm",
+        "metric", "mode", "rungs", "pause", "best", "trials": [{"trial", "job_id", "jobs", "params", "state",
+        "last": {"value", "resource"}, "rungs": [...]}]}``; a job that is not a search raises NotFound."""
+        return self._send("GET", f"/v1/jobs/{_quote(job_id)}/trials")
+
+    def best_trial(self, job_id):
+        """The search's best trial so far (the trials' ``best``: the best last reported metric), or None
+        before any trial reported it."""
+        t = self.trials(job_id)
+        return next((x for x in t["trials"] if x["trial"] == t["best"]), None)
+
     def logs(self, job_id, rank=None, tail=None, follow=False):
         """A program job's output.  Without ``follow``: the last ``tail`` lines (default 100) of ``rank``, or
         of every rank (each line then starts ``[rank R] ``), as one string.  With ``follow``: an iterator of

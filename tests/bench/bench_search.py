@@ -15,9 +15,10 @@ timestamps), the best accuracy the search names (the best last reported value, d
 search's wall time (created_at to finished_at) and the workers' busy fraction over it (GET
 /v1/cluster/timeline: each worker's running intervals, clipped to the search, over 2 x its wall time).
 Then the ratios ASHA / random and the issue's targets: time to target <= 1/3 of random's, best accuracy
->= random's, workers >= 90% busy.
+>= random's, workers >= 90% busy.  With --pause, a third search between the two: ASHA with "pause": true
+(the paper's pause-and-promote, each run resuming from the trial's checkpoint), same seed and trials.
 
-    python3 tests/bench/bench_search.py [--target 0.89] [--seeds 1] [--max-trials N] [--parallel N]
+    python3 tests/bench/bench_search.py [--target 0.89] [--seeds 1] [--max-trials N] [--parallel N] [--pause]
     python3 tests/bench/bench_search.py --quick    # a smoke run: 6 trials on 3,000 training and 1,000
                                                    # test images (train.py's TRAIN_SIZE / TEST_SIZE),
                                                    # target 0.80; 3-4 minutes on 2 loaded cores
@@ -116,6 +117,7 @@ def main():
     ap.add_argument("--max-trials", type=int, help="ASHA's trials (default: search.json's; --quick 6)")
     ap.add_argument("--parallel", type=int, help="trials at once (default: search.json's)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--pause", action="store_true", help="also ASHA with pause and promote (spec.search.pause)")
     args = ap.parse_args()
     target = args.target if args.target is not None else (0.80 if args.quick else 0.89)
     sizes = {"train_size": 3000, "test_size": 1000} if args.quick else {"train_size": 0, "test_size": 0}
@@ -133,12 +135,14 @@ def main():
         example_root(s, tid)
         for seed in seeds:
             asha = run_search(s, tok, example_search(grace_s=30, seed=seed, **asha_search, **sizes), target, args.workers)
+            paused = (run_search(s, tok, example_search(grace_s=30, seed=seed, pause=True, **asha_search, **sizes), target,
+                                 args.workers) if args.pause else None)
             n = max(1, math.ceil(asha["epochs"] / max_epochs - 1e-9))
             rnd_job = example_search(grace_s=30, seed=seed, algorithm="random", max_trials=n, **sizes)
             if args.parallel:
                 rnd_job["spec"]["search"]["parallel"] = args.parallel
             rnd = run_search(s, tok, rnd_job, target, args.workers)
-            rows.append((seed, asha, rnd))
+            rows.append((seed, asha, paused, rnd))
     with open("/proc/loadavg") as f:
         load_end = f.read().split()[:3]
 
@@ -151,8 +155,10 @@ def main():
     print("| seed | search | trials | epochs | time to target | best test accuracy (trial) | wall time | workers busy "
           "| idle between trials (mean) | idle at the ends | load average (mean, max) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for seed, asha, rnd in rows:
-        for name, r in (("ASHA", asha), ("random", rnd)):
+    for seed, asha, paused, rnd in rows:
+        for name, r in (("ASHA", asha), ("ASHA, pause", paused), ("random", rnd)):
+            if r is None:
+                continue
             states = ", ".join(f"{v} {k}" for k, v in sorted(r["states"].items()))
             print(f"| {seed} | {name} | {r['trials']} ({states}) | {r['epochs']:.0f} | {fmt_s(r['to_target'])} | "
                   f"{r['best']:.4f} ({r['best_trial']['trial']}) | {r['wall']:.0f} s | {r['fraction'] * 100:.0f}% | "
@@ -162,7 +168,7 @@ def main():
           "| wall time ASHA/random | workers busy ASHA, random (target >= 90%) |")
     print("|---|---|---|---|---|---|")
     ratios = []
-    for seed, asha, rnd in rows:
+    for seed, asha, paused, rnd in rows:
         if asha["to_target"] is not None and rnd["to_target"] is not None:
             ratio = asha["to_target"] / rnd["to_target"]
             ratios.append(ratio)
@@ -171,6 +177,12 @@ def main():
             tt = f"ASHA {fmt_s(asha['to_target'])}, random {fmt_s(rnd['to_target'])}"
         print(f"| {seed} | {asha['epochs'] / max(rnd['epochs'], 1e-9):.2f} | {tt} | {(asha['best'] - rnd['best']) * 100:+.2f} points | "
               f"{asha['wall'] / rnd['wall']:.2f} | {asha['fraction'] * 100:.0f}%, {rnd['fraction'] * 100:.0f}% |")
+        if paused:
+            tt = (f"{paused['to_target'] / rnd['to_target']:.2f}" if paused["to_target"] is not None and rnd["to_target"] is not None
+                  else f"pause {fmt_s(paused['to_target'])}, random {fmt_s(rnd['to_target'])}")
+            print(f"| {seed} (pause) | {paused['epochs'] / max(rnd['epochs'], 1e-9):.2f} | {tt} | "
+                  f"{(paused['best'] - rnd['best']) * 100:+.2f} points | {paused['wall'] / rnd['wall']:.2f} | "
+                  f"{paused['fraction'] * 100:.0f}%, {rnd['fraction'] * 100:.0f}% |")
     if len(rows) > 1 and ratios:
         print(f"\nmedian time to target ASHA/random over {len(ratios)} seeds: {statistics.median(ratios):.2f}")
 

@@ -15,9 +15,10 @@ import re
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 
-from harness import BUILD, Stack, timeout, wait_until
+from harness import BUILD, ROOT, Stack, timeout, wait_until
 from test_program_jobs import job_dir, marker_pids, program_job, program_root
 
 # one metrics line per epoch up to GANTRY_TRIAL_MAX_EPOCHS: test_accuracy = q * (1 - 0.5^epoch), q from
@@ -92,6 +93,8 @@ with open(os.path.join(os.environ["GANTRY_OUTPUT_DIR"], "model.pt"), "w") as f:
 """
 
 CLI = os.path.join(BUILD, "cli", "gantry")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import gantry  # noqa: E402
 METADATA = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 2]}], "description": "tuned by a search"}
 
 
@@ -346,6 +349,14 @@ def test_paused_asha_promotes_the_top_of_each_rung_from_their_checkpoints():
         best = max(ts, key=lambda t: (t["last"]["value"], -t["trial"]))
         assert done["result"]["best"]["trial"] == best["trial"] and best["state"] == "succeeded", (done["result"], best)
         assert done["result"]["registered"]["trial"] == best["trial"], done["result"]
+        # the SDK's view of the same (python/gantry: trials, best_trial)
+        g = gantry.Client(f"http://127.0.0.1:{s.port}", tok)
+        assert g.trials(sid) == trials and g.best_trial(sid) == best
+        try:
+            g.trials(best["job_id"])  # a trial's job is not a search
+            raise AssertionError("trials of a job that is not a search")
+        except gantry.NotFound:
+            pass
 
 
 @timeout(120)

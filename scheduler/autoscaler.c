@@ -29,6 +29,10 @@ typedef struct {
     int last_live, last_target;
     char draining[MAX_DRAINING][64];
     double drained_at[MAX_DRAINING];
+    int idle_s;         /* replicas.min 0: scaled to zero after this long without a request; else 0 */
+    double last_active; /* when it last had an arrival or a waiting request (idle_s jobs) */
+    bool asleep;        /* scaled to zero, not woken since */
+    long long cold_starts;
 } job;
 
 struct autoscaler {
@@ -101,13 +105,17 @@ static int load_jobs(autoscaler *a, rs_conn *r)
             j->priority = t.priority;
             serve_settings s;
             serve_settings_get(t.spec, &s);
+            /* a job that scales to zero is at least 1 to the policy while it has traffic; the idle rule
+             * (scale_to_zero) takes it to 0 */
             j->spec = (as_job){s.service_ms > 0 ? s.service_ms / 1000 : DEFAULT_SERVICE_S,
                                s.slo_ms / 1000,
                                s.slo_q,
                                s.weight,
                                1,
-                               s.min_replicas,
+                               s.min_replicas > 0 ? s.min_replicas : 1,
                                s.max_replicas};
+            j->idle_s = s.min_replicas == 0 ? s.idle_s : 0;
+            j->last_active = -1;
         }
         msg_task_clear(&t);
     }
@@ -124,6 +132,8 @@ static int load_jobs(autoscaler *a, rs_conn *r)
                 memcpy(fresh[i].draining, a->jobs[k].draining, sizeof(fresh[i].draining));
                 memcpy(fresh[i].drained_at, a->jobs[k].drained_at, sizeof(fresh[i].drained_at));
                 if (a->jobs[k].spec.p != DEFAULT_SERVICE_S) fresh[i].spec.p = a->jobs[k].spec.p;
+                fresh[i].last_active = a->jobs[k].last_active, fresh[i].cold_starts = a->jobs[k].cold_starts;
+                fresh[i].asleep = a->jobs[k].asleep;
             }
     }
     for (int i = 0; i < a->n; i++)
@@ -165,7 +175,7 @@ static void observe(autoscaler *a, rs_conn *r, job *j, int idx, as_obs *o)
                 lat = fmax(lat, json_number_value(json_object_get(s, "p99_ms")) / 1000);
                 o->queued += (int)json_integer_value(json_object_get(s, "queued")); /* the direct path's waiting requests */
             }
-        } else if (strcmp(f, "drops") != 0) { /* a replica: w_<id> -> {served, busy_s} */
+        } else if (strcmp(f, "drops") != 0 && strcmp(f, "cold_starts") != 0) { /* a replica: w_<id> -> {served, busy_s} */
             served += json_number_value(json_object_get(s, "served"));
             busy += json_number_value(json_object_get(s, "busy_s"));
         }
@@ -192,11 +202,37 @@ static void note(rs_conn *r, const job *j, const char *reason, int live, int tar
     msg_event_init(&e, j->id, "scheduler");
     snprintf(e.reason, sizeof(e.reason), "%s", reason);
     e.metrics = json_pack("{s:i, s:i}", "replicas", live, "target", target);
+    if (j->idle_s) json_object_set_new(e.metrics, "cold_starts", json_integer(j->cold_starts)); /* scales to zero */
     char *s = msg_event_encode(&e);
     /* a lost event is a line less in the job's history, not a failure: rs_do logged it */
     if (s) rs_do(r, "XADD %s MAXLEN ~ %d * %s %s", K_EVENTS_STREAM, K_STREAM_MAXLEN, F_EVENT, s);
     free(s);
     msg_event_clear(&e);
+}
+
+/* Scale to zero (replicas.min 0): after idle_s without an arrival or a waiting request the target is 0
+ * (the replicas drain); a request that comes while there is none waits in the job's queue, which counts
+ * as activity, so the policy's target (at least 1) applies again: a cold start, counted in the job's
+ * statistics (cold_starts) and noted.  A job first seen counts as active then (the scheduler started its
+ * first replica).  *why gets a note for the event when the job went to zero or woke up. */
+static int scale_to_zero(rs_conn *r, job *j, const as_obs *o, int target, double now, char *why, size_t wl)
+{
+    why[0] = '\0';
+    if (!j->idle_s) return target;
+    if (j->last_active < 0 || o->arrivals > 0 || o->queued > 0) j->last_active = now;
+    if (now - j->last_active >= j->idle_s) {
+        if (!j->asleep) snprintf(why, wl, "; no request for %d s: scaled to zero (replicas.min 0)", j->idle_s);
+        j->asleep = true;
+        return 0;
+    }
+    if (j->asleep && target > 0) {
+        j->asleep = false;
+        j->cold_starts++;
+        /* a lost count is a figure less on the dashboard: rs_do logged it */
+        rs_do(r, "HINCRBY %s%s cold_starts 1", K_INFER_STATS_PREFIX, j->id);
+        snprintf(why, wl, "; cold start %lld: a request waits with no replica", j->cold_starts);
+    }
+    return target;
 }
 
 void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now)
@@ -242,8 +278,9 @@ void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now)
     }
     for (int i = 0; i < a->n; i++) {
         job *j = &a->jobs[i];
-        int live = obs[i].ready + obs[i].starting, want = target[i];
-        char why[200];
+        int live = obs[i].ready + obs[i].starting;
+        char why[300], zero[120];
+        int want = scale_to_zero(r, j, &obs[i], target[i], now, zero, sizeof(zero));
         int added = 0, removed = 0;
         task_msg t;
         bool have_task = msg_task_decode(j->raw, &t) == 0;
@@ -268,10 +305,11 @@ void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now)
         }
         if (added || removed || want != j->last_target) {
             snprintf(
-                why, sizeof(why), "autoscaler (%s): replicas %d -> %d (target %d; %.1f req/s, queue %d, p99 %.0f ms)%s", a->policy,
-                live, live + added - removed, want, obs[i].arrivals / AS_TICK_S, obs[i].queued, obs[i].latency_s * 1000,
+                why, sizeof(why), "autoscaler (%s): replicas %d -> %d (target %d; %.1f req/s, queue %d, p99 %.0f ms)%s%s",
+                a->policy, live, live + added - removed, want, obs[i].arrivals / AS_TICK_S, obs[i].queued, obs[i].latency_s * 1000,
                 removed && want < before[i] && want < live ? "; given back to a job of equal or higher priority waiting for workers"
-                                                           : "");
+                                                           : "",
+                zero);
             note(r, j, why, live + added - removed, want);
             log_info("job %s: %s", j->id, why);
         }

@@ -98,7 +98,11 @@ void api_infer(http_ctx *c)
     }
     serve_settings s;
     serve_settings_get(json_object_get(job, "spec"), &s);
-    infer_target t = {.queue_limit = s.queue_limit, .timeout_ms = s.timeout_ms, .slo_ms = s.slo_ms, .slo_q = s.slo_q};
+    infer_target t = {.queue_limit = s.queue_limit,
+                      .timeout_ms = s.timeout_ms,
+                      .cold_start_ms = s.min_replicas == 0 ? s.cold_start_ms : 0,
+                      .slo_ms = s.slo_ms,
+                      .slo_q = s.slo_q};
     snprintf(t.job_id, sizeof(t.job_id), "%s", json_string_value(json_object_get(job, "id")));
     snprintf(t.tenant, sizeof(t.tenant), "%s", c->auth.tenant_id);
     json_decref(job);

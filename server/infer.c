@@ -54,6 +54,7 @@ typedef struct pend {
     ilink_frame *frame;  /* on the direct path: the request, kept for one retry */
     uint32_t link;       /* the direct link it waits on, 0: none (the Redis queue) */
     int retried, queued; /* queued: sent through the Redis queue (jstats.queued) */
+    int cold_start_ms;   /* waiting for a scaled-to-zero job's first replica: the wait allowed; else 0 */
 } pend;
 
 typedef struct {
@@ -175,6 +176,7 @@ static void finish(pend *p, int status, const char *body, size_t len)
     http_ctx *c = http_defer_ctx(p->defer);
     if (c) {
         if (status == 429) http_add_header(c, "retry-after", "1");
+        if (status == 503 && p->cold_start_ms) http_add_header(c, "retry-after", "10"); /* a replica is still starting */
         http_reply_text(c, status, "application/json", body, len);
     }
     http_defer_end(p->defer);
@@ -200,7 +202,17 @@ static pend *lookup(infer_gw *g, uint64_t seq)
 static void on_timeout(uv_timer_t *t)
 {
     pend *p = t->data;
-    char msg[160];
+    char msg[300];
+    int ready = 0;
+    if (p->cold_start_ms) ilinks_outstanding(p->g->links, p->js->job_id, &ready);
+    if (p->cold_start_ms && ready == 0) {
+        snprintf(msg, sizeof(msg),
+                 "the model is scaled to zero (replicas.min 0) and no replica was ready within %d ms (the job's cold_start_ms); "
+                 "one is starting: retry later",
+                 p->cold_start_ms);
+        finish_error(p, GERR_UNAVAILABLE, msg);
+        return;
+    }
     snprintf(msg, sizeof(msg), "no reply from the model's replicas within %" PRId64 " ms (the job's timeout_ms)",
              (clock_mono_us() - p->t0_us) / 1000);
     finish_error(p, GERR_TIMEOUT, msg);
@@ -290,6 +302,10 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     g->slots[seq & (PEND_CAP - 1)] = p;
     p->js->last_req_ms = clock_now_ms();
     if (forward_direct(g, p, t, c->json_len ? c->json_len : len, body, len)) return;
+    if (t->cold_start_ms) { /* no ready replica of a job that scales to zero: one may be starting */
+        p->cold_start_ms = t->cold_start_ms > t->timeout_ms ? t->cold_start_ms : t->timeout_ms;
+        if (t->cold_start_ms > t->timeout_ms) uv_timer_start(&p->timer, on_timeout, (uint64_t)t->cold_start_ms, 0);
+    }
     if (!redis_link_up(g->tx)) {
         finish_error(p, GERR_UNAVAILABLE, "the inference gateway is not connected to Redis; retry");
         return;

@@ -7,7 +7,9 @@
  * job's endpoints are known the request is queued in Redis instead (gantry:infer:q:<job>, refused
  * atomically past the job's queue_limit) with the name of this server's reply stream, where the
  * replica's answer comes back (one blocking XREAD for many replies).  Nothing waits forever: a
- * request without an answer after the job's timeout_ms gets 504.
+ * request without an answer after the job's timeout_ms gets 504.  A job that scales to zero (replicas.min 0)
+ * with no ready replica: its request waits up to cold_start_ms (if longer) while the autoscaler starts one,
+ * and gets 503 with Retry-After when none is ready by then.
  *
  * Latency is measured here, where the client waits (queueing, batching and the
  * forward pass included).  Every INFER_FLUSH_MS each job with traffic gets a
@@ -29,6 +31,7 @@ typedef struct infer_gw infer_gw;
 typedef struct {
     char job_id[48], tenant[48];
     int queue_limit, timeout_ms;
+    int cold_start_ms;    /* replicas.min 0: how long a request waits when the job has no ready replica; else 0 */
     double slo_ms, slo_q; /* q in (0,1) */
 } infer_target;
 

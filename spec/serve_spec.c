@@ -27,7 +27,9 @@ static const sch_member slo_m[] = {{"latency_ms", &latency_s, 0}, {"percentile",
 static const sch slo_s = {SCH_OBJECT, .members = slo_m, .desc = "the latency objective the autoscaler keeps",
                           .msg = "must be an object {latency_ms, percentile}"};
 static const sch replica_count_s = {SCH_INT, SCH_IN(1, SERVE_MAX_REPLICAS)};
-static const sch replica_min_s = {SCH_INT, SCH_IN(1, SERVE_MAX_REPLICAS), .dflt = "1"};
+static const sch replica_min_s = {SCH_INT, SCH_IN(0, SERVE_MAX_REPLICAS), .dflt = "1",
+                                  .desc = "0: scale to zero (no replica after idle_s without a request; the next request "
+                                          "waits up to cold_start_ms for one)"};
 static const sch replica_max_s = {SCH_INT, SCH_IN(1, SERVE_MAX_REPLICAS), .desc = "at least min; absent: min"};
 static const sch_member replicas_m[] = {{"min", &replica_min_s, 0}, {"max", &replica_max_s, 0}, {0}};
 static const sch replicas_range_s = {SCH_OBJECT, .members = replicas_m, .desc = "the autoscaler's range"};
@@ -42,6 +44,11 @@ static const sch batch_delay_s = {SCH_INT, SCH_IN(0, 1000), .dflt = "2",
                                   .desc = "how long a replica waits to fill a batch under load, ms"};
 static const sch queue_limit_s = {SCH_INT, SCH_IN(1, 1000000), .dflt = "1000", .desc = "queued requests at most; beyond: 429"};
 static const sch timeout_s = {SCH_INT, SCH_IN(1, 600000), .dflt = "5000", .desc = "a request's deadline, ms; beyond: 504"};
+static const sch idle_s = {SCH_INT, SCH_IN(1, 86400), .dflt = "300",
+                           .desc = "with replicas.min 0: seconds without a request after which the job's replicas are released"};
+static const sch cold_start_s = {SCH_INT, SCH_IN(1, 600000), .dflt = "60000",
+                                 .desc = "with replicas.min 0: how long a request waits for a replica to start when the job "
+                                         "has none, ms; beyond: 503 with Retry-After"};
 static const sch service_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 600000),
                               .desc = "a hint of the processing time per request, ms, until the replicas have measured it"};
 static const sch resolved_s = {SCH_OBJECT, .flags = SCH_OPEN, .desc = "set by the server: the model version resolved at submission",
@@ -56,6 +63,8 @@ static const sch_member spec_m[] = {{"model", &model_s, 1},
                                     {"queue_limit", &queue_limit_s, 0},
                                     {"timeout_ms", &timeout_s, 0},
                                     {"service_ms", &service_s, 0},
+                                    {"idle_s", &idle_s, 0},
+                                    {"cold_start_ms", &cold_start_s, 0},
                                     {JOB_SPEC_RESOLVED, &resolved_s, 0},
                                     {0}};
 const sch serve_spec_shape = {SCH_OBJECT, .members = spec_m,
@@ -69,6 +78,11 @@ int serve_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, s
     if (mn && mx && json_integer_value(mx) < json_integer_value(mn)) {
         snprintf(field, fl, "spec.replicas.max");
         snprintf(msg, ml, "must not be below replicas.min");
+        return -1;
+    }
+    if (mn && json_integer_value(mn) == 0 && !mx) {
+        snprintf(field, fl, "spec.replicas.max");
+        snprintf(msg, ml, "is required with replicas.min 0 (scale to zero): the most replicas the job may grow to");
         return -1;
     }
     return 0;
@@ -94,6 +108,8 @@ void serve_settings_get(const json_t *spec, serve_settings *s)
     s->queue_limit = (int)sch_number(&serve_spec_shape, spec, "queue_limit", 0);
     s->timeout_ms = (int)sch_number(&serve_spec_shape, spec, "timeout_ms", 0);
     s->service_ms = sch_number(&serve_spec_shape, spec, "service_ms", 0);
+    s->idle_s = (int)sch_number(&serve_spec_shape, spec, "idle_s", 0);
+    s->cold_start_ms = (int)sch_number(&serve_spec_shape, spec, "cold_start_ms", 0);
 }
 
 int serve_model_ref(const char *ref, char *name, size_t nl, char *alias, size_t al, int *version)
@@ -144,12 +160,13 @@ static int admit(const json_t *spec, char *field, size_t fl, char *msg, size_t m
     return 0;
 }
 
-/* the replicas start together; the autoscaler adds more */
+/* the replicas start together; the autoscaler adds more.  A job that scales to zero starts with one (its
+ * model checked loadable, the first requests served warm) and releases it after idle_s */
 static int slots(const json_t *spec)
 {
     serve_settings s;
     serve_settings_get(spec, &s);
-    return s.min_replicas;
+    return s.min_replicas > 0 ? s.min_replicas : 1;
 }
 
 /* the model to serve, resolved to one version at submission */

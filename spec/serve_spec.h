@@ -28,6 +28,8 @@ typedef struct {
     int min_replicas, max_replicas, max_batch, batch_delay_ms, queue_limit, timeout_ms;
     double weight;
     double service_ms; /* the spec's hint of the processing time per request; 0: none (measured) */
+    int idle_s;        /* min_replicas 0: released after this long without a request */
+    int cold_start_ms; /* min_replicas 0: a request's wait for a replica when there is none; beyond: 503 */
 } serve_settings;
 void serve_settings_get(const json_t *spec, serve_settings *out);
 

@@ -282,7 +282,12 @@ function replicasCell(spec, points) {
     const bounds = isNum(r.min) || isNum(r.max) ? `min ${isNum(r.min) ? r.min : '—'}, max ${isNum(r.max) ? r.max : '—'}` : '';
     const parts = [p ? String(p.replicas) : '—'];
     if (p && isNum(p.target) && p.target !== p.replicas) parts.push(` (target ${p.target})`);
-    return h('span', { 'data-testid': 'job-replicas', dataset: { replicas: p ? String(p.replicas) : '' } },
+    // replicas.min 0: the autoscaler released every replica after idle_s without a request
+    const zero = p && r.min === 0 && p.replicas === 0 && p.target === 0;
+    if (zero) parts.push(' (scaled to zero: the next request starts one)');
+    const cold = lastWith(points, 'cold_starts');
+    if (cold) parts.push(` · ${cold.cold_starts} cold start${cold.cold_starts === 1 ? '' : 's'}`);
+    return h('span', { 'data-testid': 'job-replicas', dataset: { replicas: p ? String(p.replicas) : '', scaledToZero: zero ? 'true' : 'false' } },
         ...parts, bounds ? h('span', { class: 'muted' }, ` · ${bounds}`) : '');
 }
 

@@ -253,6 +253,48 @@ def test_lost_replica_is_replaced_while_the_others_serve():
         assert s.post("/v2/models/kept/infer", tok, infer_body(data, 1)).status == 200
 
 
+def test_scale_to_zero_then_cold_starts():
+    """replicas {min 0}: after idle_s without a request the autoscaler releases the only replica (the job stays
+    running, scaled to zero); the next request waits while a replica starts and gets its 200 (a cold start,
+    counted); with no worker free to start one it gets 503 with Retry-After after cold_start_ms, then 200 once
+    the worker is free again"""
+    with Stack(workers=1) as s:
+        tid, tok = s.tenant("zero")
+        trained_model(s, tok, "sleepy")
+        jid = s.submit(tok, serve_job("sleepy", replicas={"min": 0, "max": 1}, idle_s=2, cold_start_ms=8000, timeout_ms=2000))
+        s.wait_state(tok, jid, "running", timeout=60)
+        data, _ = fmnist_samples(1)
+        wait_until("the first replica answers", lambda: s.post("/v2/models/sleepy/infer", tok, infer_body(data, 1)).status == 200, 30)
+
+        def replicas():
+            pts = [p for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"] if "replicas" in p]
+            return pts[-1] if pts else None
+        wait_until("scaled to zero", lambda: (p := replicas()) and p["replicas"] == 0 and p["target"] == 0, 30)
+        assert any("scaled to zero" in e["reason"] for e in s.events(tok, jid))
+        assert s.job(tok, jid)["state"] == "running"
+        wait_until("the replica gone from its worker", lambda: all(w.get("running") in (None, "-") for w in s.workers()), 30)
+        # a cold start: the request waits for the replica the autoscaler starts
+        t0 = time.time()
+        r = s.post("/v2/models/sleepy/infer", tok, infer_body(data, 1))
+        waited = time.time() - t0
+        print(f"cold start: answered {r.status} after {waited:.2f} s")
+        assert r.status == 200, (r, [(e["ts"], e["source"], e["reason"]) for e in s.events(tok, jid)])
+        assert any("cold start 1" in e["reason"] for e in s.events(tok, jid)), [e["reason"] for e in s.events(tok, jid)]
+        assert replicas()["cold_starts"] == 1
+        # asleep again, and the only worker taken by a training job: no replica can start
+        wait_until("scaled to zero again", lambda: (p := replicas()) and p["replicas"] == 0 and p["target"] == 0, 30)
+        from test_program_jobs import program_job, program_root
+        program_root(s, tid, {"hold.py": "import time\ntime.sleep(600)\n"})
+        hold = s.submit(tok, program_job(["python3", "hold.py"], name="hold"))
+        s.wait_state(tok, hold, "running", timeout=60)
+        t0 = time.time()
+        r = s.post("/v2/models/sleepy/infer", tok, infer_body(data, 1))
+        assert r.status == 503 and r.headers.get("retry-after") == "10", (r.status, r.json, r.headers)
+        assert "scaled to zero" in r.json["error"]["message"] and time.time() - t0 >= 7.9, r.json
+        assert s.post(f"/v1/jobs/{hold}/cancel", tok).status == 200
+        wait_until("a replica once the worker is free", lambda: s.post("/v2/models/sleepy/infer", tok, infer_body(data, 1)).status == 200, 60)
+
+
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 REAL = re.compile(r'-?\d+(?:\.\d+(?:[eE][-+]?\d+)?|[eE][-+]?\d+)')
 

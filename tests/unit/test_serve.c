@@ -50,6 +50,12 @@ static void test_spec(void **state)
     assert_true(s.service_ms == 4.5);
     assert_int_equal(s.max_replicas, 2); /* max defaults to min */
     json_decref(ok);
+    ok = J("{'model':'m','replicas':{'min':0,'max':2},'idle_s':30}"); /* scale to zero */
+    assert_int_equal(serve_spec_validate(ok, f, sizeof f, m, sizeof m), 0);
+    serve_settings_get(ok, &s);
+    assert_true(s.min_replicas == 0 && s.max_replicas == 2 && s.idle_s == 30 && s.cold_start_ms == 60000);
+    assert_int_equal(serve_job_spec.slots(ok), 1); /* it starts with one replica */
+    json_decref(ok);
     ok = J("{'model':'m','replicas':3}");
     serve_settings_get(ok, &s);
     assert_int_equal(s.min_replicas, 3);
@@ -63,7 +69,10 @@ static void test_spec(void **state)
     expect_field("{'model':'m','slo':{'latency_ms':0}}", "spec.slo.latency_ms");
     expect_field("{'model':'m','slo':{'percentile':40}}", "spec.slo.percentile");
     expect_field("{'model':'m','replicas':0}", "spec.replicas");
-    expect_field("{'model':'m','replicas':{'min':0}}", "spec.replicas.min");
+    expect_field("{'model':'m','replicas':{'min':-1,'max':2}}", "spec.replicas.min");
+    expect_field("{'model':'m','replicas':{'min':0}}", "spec.replicas.max"); /* scale to zero needs a max */
+    expect_field("{'model':'m','replicas':{'min':0,'max':2},'idle_s':0}", "spec.idle_s");
+    expect_field("{'model':'m','replicas':{'min':0,'max':2},'cold_start_ms':0}", "spec.cold_start_ms");
     expect_field("{'model':'m','replicas':{'min':2,'max':1}}", "spec.replicas.max");
     expect_field("{'model':'m','weight':-1}", "spec.weight");
     expect_field("{'model':'m','max_batch':2000}", "spec.max_batch");

@@ -419,8 +419,8 @@ static int promote(sqlite3 *db, search_ctx *c, search_after *a)
             recs[n++] = (asha_record){sqlite3_column_int(st, 0), sqlite3_column_double(st, 1), sqlite3_column_int(st, 2) != 0};
         }
         db_release(st);
-        int i = search_asha_promotable(recs, n, s->maximize, s->reduction);
-        asha_record r = i >= 0 ? recs[i] : (asha_record){0};
+        int i = n > 0 ? search_asha_promotable(recs, n, s->maximize, s->reduction) : -1;
+        asha_record r = i >= 0 && recs ? recs[i] : (asha_record){0};
         free(recs);
         if (i < 0) continue;
         char why[600];

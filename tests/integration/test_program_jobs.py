@@ -440,19 +440,22 @@ def fmnist_test(n):
 @timeout(900)
 def test_pytorch_example_trains_and_registers_its_model():
     """deploy/examples/pytorch as a user runs it: the folder copied to the tenant's first root as
-    'pytorch' with the gantry package beside it (python/gantry, the README's cp), job.json submitted; 2
-    workers run DDP over gloo, the job reaches 88% test accuracy in result.metrics, its points carry a step
-    (the dashboard's curves) and an epoch fraction (its progress), and it registers its TorchScript model"""
+    'pytorch' with the gantry package beside it (python/gantry, the README's cp), job.json submitted (on
+    the first 20,000 training images, TRAIN_SIZE in its env, to keep the suite short: the whole run is the
+    README's); 2 workers run DDP over gloo, the job reaches 85% test accuracy in result.metrics, its points
+    carry a step (the dashboard's curves) and an epoch fraction (its progress), and it registers its
+    TorchScript model"""
     example = os.path.join(ROOT, "deploy", "examples", "pytorch")
     with Stack(workers=2) as s:
         tid, tok = s.tenant("prog-pytorch")
         root = example_root(s, tid)
         with open(os.path.join(example, "job.json")) as f:
             job = json.load(f)
+        job["spec"]["program"]["env"]["TRAIN_SIZE"] = "20000"
         jid = s.submit(tok, job)
         done = s.wait_state(tok, jid, "succeeded", timeout=840)
         m = done["result"]["metrics"]
-        assert m["test_accuracy"] >= 0.88 and m["world_size"] == 2 and m["epoch"] == 3, m
+        assert m["test_accuracy"] >= 0.85 and m["world_size"] == 2 and m["epoch"] == 3, m
         assert "model.pt" in [f["path"] for f in done["result"]["outputs"]["files"]], done["result"]["outputs"]
         model = s.get("/v1/models/fashion-cnn", tok).json
         v = model["versions"][0]
@@ -478,7 +481,7 @@ def test_pytorch_example_trains_and_registers_its_model():
         assert r.status == 200 and r.json["model_version"] == str(v["version"]), r
         logits = r.json["outputs"][0]["data"]
         right = sum(max(range(10), key=lambda k: logits[10 * i + k]) == labels[i] for i in range(64))
-        assert right >= 50, right  # ~88% on the test set
+        assert right >= 48, right  # ~87% on the test set
 
 
 @timeout(600)

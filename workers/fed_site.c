@@ -152,7 +152,7 @@ static int resume_transfer(fed_site *s, int holder, const double *v, const char 
     size_t dim = s->dim;
     double *hi = xcalloc(dim, sizeof(double)), *lo = xcalloc(dim, sizeof(double)), *shi = xmalloc(sizeof(double) * dim),
            *slo = xmalloc(sizeof(double) * dim);
-    if (s->me == holder) fed_resume_split(v, dim, hi, lo);
+    if (s->me == holder && v) fed_resume_split(v, dim, hi, lo); /* without v (it announced what it lacks): the sums fail the check */
     int frc = fed_party_sum(&s->S, hi, 0, 0, shi, err, errlen);
     if (!frc) frc = fed_party_sum(&s->S, lo, 0, 0, slo, err, errlen);
     if (!frc) {
@@ -202,10 +202,16 @@ int fed_site_resume(fed_site *s, const tensorfile_header *layout, int rounds, do
         int held = 0;
         for (int i = 0; i < s->n; i++)
             held += have[i].round == plan.round;
-        snprintf(note, sizeof note,
-                 "resumed at round %d of %d from the checkpoint of round %d (site %d's copy, sha256 %.12s...; %d of %d sites "
-                 "held it)",
-                 plan.round + 1, rounds, plan.round, plan.holder, plan.sha256, held, s->n);
+        if (plan.round < rounds)
+            snprintf(note, sizeof note,
+                     "resumed at round %d of %d from the checkpoint of round %d (site %d's copy, sha256 %.12s...; %d of %d sites "
+                     "held it)",
+                     plan.round + 1, rounds, plan.round, plan.holder, plan.sha256, held, s->n);
+        else
+            snprintf(note, sizeof note,
+                     "all %d rounds were done before the restart: the final model is the checkpoint of round %d (site %d's "
+                     "copy, sha256 %.12s...)",
+                     rounds, plan.round, plan.holder, plan.sha256);
     }
     free(got), free(v);
     if (!rc && s->me == 0) ctx->note(ctx, note);

@@ -226,10 +226,11 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     train_ckpt_state st = {.step = (uint64_t)rounds, .seed = seed, .rng = m->rng.s};
     train_model_params_in(m, z);
     if (path_mkdirs(models) != 0 || train_ckpt_save(artifact, m, NULL, &st, err, errlen)) goto out;
-    *result = json_pack("{s:{s:f, s:f, s:i, s:i, s:f, s:f}, s:{s:O, s:I, s:s}, s:o}", "metrics", "test_accuracy", ta, "test_loss",
-                        tl, "rounds", rounds, "sites", n, "residual", site.residual, "bytes_per_site_per_round",
-                        site.S.bytes_sent / (rounds > done ? rounds - done : 1), "model", "architecture", json_object_get(spec, "model"), "parameters",
-                        (json_int_t)dim, "artifact", artifact, "design", fed_site_design(&site));
+    *result =
+        json_pack("{s:{s:f, s:f, s:i, s:i, s:f, s:f}, s:{s:O, s:I, s:s}, s:o}", "metrics", "test_accuracy", ta, "test_loss", tl,
+                  "rounds", rounds, "sites", n, "residual", site.residual, "bytes_per_site_per_round",
+                  site.S.bytes_sent / (rounds > done ? rounds - done : 1), "model", "architecture", json_object_get(spec, "model"),
+                  "parameters", (json_int_t)dim, "artifact", artifact, "design", fed_site_design(&site));
     rc = EXEC_OK;
 out:
     json_decref(tspec);

@@ -19,8 +19,7 @@ static void ckpt_place(const exec_ctx *ctx, char *dir, size_t dirlen, char *name
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", name[i])) name[i] = '_';
 }
 
-int fed_ckpt_save(exec_ctx *ctx, const tensorfile_header *layout, const double *z, int round, int rounds, char *err,
-                  size_t errlen)
+int fed_ckpt_save(exec_ctx *ctx, const tensorfile_header *layout, const double *z, int round, int rounds, char *err, size_t errlen)
 {
     char dir[4096], name[160];
     ckpt_place(ctx, dir, sizeof dir, name, sizeof name);

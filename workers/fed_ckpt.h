@@ -16,8 +16,7 @@
 
 /* z (layout->total values), the global model after round of rounds, as this worker's checkpoint of the job;
  * 0, or -1 with err */
-int fed_ckpt_save(exec_ctx *ctx, const tensorfile_header *layout, const double *z, int round, int rounds, char *err,
-                  size_t errlen);
+int fed_ckpt_save(exec_ctx *ctx, const tensorfile_header *layout, const double *z, int round, int rounds, char *err, size_t errlen);
 
 /* This worker's checkpoint of the job: 1 with *have and *v (layout->total values, malloc'd) when it has one that
  * fits the job and the model; 0 when it has none, or (why not empty) one that cannot be used, saying why. */

@@ -152,7 +152,8 @@ static int resume_transfer(fed_site *s, int holder, const double *v, const char 
     size_t dim = s->dim;
     double *hi = xcalloc(dim, sizeof(double)), *lo = xcalloc(dim, sizeof(double)), *shi = xmalloc(sizeof(double) * dim),
            *slo = xmalloc(sizeof(double) * dim);
-    if (s->me == holder && v) fed_resume_split(v, dim, hi, lo); /* without v (it announced what it lacks): the sums fail the check */
+    if (s->me == holder && v)
+        fed_resume_split(v, dim, hi, lo); /* without v (it announced what it lacks): the sums fail the check */
     int frc = fed_party_sum(&s->S, hi, 0, 0, shi, err, errlen);
     if (!frc) frc = fed_party_sum(&s->S, lo, 0, 0, slo, err, errlen);
     if (!frc) {

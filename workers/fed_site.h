@@ -7,7 +7,8 @@
  * the generation's rendezvous, then the exchange (workers/fed/secagg.h over Redis streams): the
  * design's groups, the keys, the weights, one round's aggregation (SecureD-FL's ADMM or FedAvg, and
  * FedAvg's average for the consensus residual), the round's metrics point and the design in the
- * result; and, when the job is restarted, the sites' agreement on the round it continues after.  Local training and evaluation are the callers'. */
+ * result; and, when the job is restarted, the sites' agreement on the round it continues after.  Local training and evaluation are
+ * the callers'. */
 #ifndef GANTRY_FED_SITE_H
 #define GANTRY_FED_SITE_H
 

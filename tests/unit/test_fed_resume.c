@@ -66,8 +66,12 @@ static void test_announcement(void **state)
     fed_resume_announce(&h, text);
     assert_string_equal(text, "0 -");
     assert_int_equal(fed_resume_parse(text, &back), 0), assert_int_equal(back.round, 0);
-    const char *bad[] = {"", "3", "3 ", "x -", "-1 -", "0 abc", "3 -", "3 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-                         "3 aaaa", "3 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "3  aaaa"};
+    const char *bad[] = {"",       "3",
+                         "3 ",     "x -",
+                         "-1 -",   "0 abc",
+                         "3 -",    "3 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                         "3 aaaa", "3 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                         "3  aaaa"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         assert_int_equal(fed_resume_parse(bad[i], &back), -1);
     assert_int_equal(fed_resume_parse(NULL, &back), -1);

@@ -81,8 +81,8 @@ unsigned char *fed_resume_encode(const tensorfile_header *layout, const double *
     char sr[16], srs[16], sha[65];
     snprintf(sr, sizeof sr, "%d", round), snprintf(srs, sizeof srs, "%d", rounds);
     fed_resume_sha256(v, layout->total, sha);
-    json_t *meta = json_pack("{s:s, s:s, s:s, s:s, s:s}", "gantry", FED_RESUME_FORMAT, "job", job, "round", sr, "rounds", srs,
-                             "sha256", sha);
+    json_t *meta =
+        json_pack("{s:s, s:s, s:s, s:s, s:s}", "gantry", FED_RESUME_FORMAT, "job", job, "round", sr, "rounds", srs, "sha256", sha);
     unsigned char *out = tensorfile_write(layout, meta, v, len);
     json_decref(meta);
     return out;
@@ -115,7 +115,8 @@ int fed_resume_check(const tensorfile_header *h, const double *v, const tensorfi
         return -1;
     }
     if (round < 0 || total != rounds) {
-        const char *r = json_string_value(json_object_get(h->meta, "round")), *t = json_string_value(json_object_get(h->meta, "rounds"));
+        const char *r = json_string_value(json_object_get(h->meta, "round")),
+                   *t = json_string_value(json_object_get(h->meta, "rounds"));
         snprintf(err, errlen, "its round (%.20s of %.20s) is not one of the job's %d", r ? r : "?", t ? t : "?", rounds);
         return -1;
     }

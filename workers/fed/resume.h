@@ -33,10 +33,10 @@ typedef struct {
 } fed_resume_have;
 
 typedef struct {
-    int round;          /* the round to continue after: 0 starts from round 1 */
-    int holder;         /* the site whose copy every site gets (the lowest index holding it); -1 with round 0 */
-    char sha256[65];    /* its values' digest */
-    char why[400];      /* with round 0: why the checkpoints are not used ("" when nobody had one) */
+    int round;       /* the round to continue after: 0 starts from round 1 */
+    int holder;      /* the site whose copy every site gets (the lowest index holding it); -1 with round 0 */
+    char sha256[65]; /* its values' digest */
+    char why[400];   /* with round 0: why the checkpoints are not used ("" when nobody had one) */
 } fed_resume_plan;
 
 /* the SHA-256 (hex) of n values as FP32 little-endian */

@@ -157,7 +157,6 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     /* the data order and the duals from separate streams: SecureD-FL and FedAvg jobs with one seed train alike */
     if ((rc = fed_site_connect(&site, dim, (double)tr.n, rng_mix(seed, 59, (uint64_t)me), err, errlen))) goto out;
-    rc = EXEC_FAILED;
     int rounds = (int)num(&fed_spec_shape, spec, "rounds");
     long local = (long)num(&fed_spec_shape, spec, "local_steps");
     train_model_params_out(m, z); /* every site starts from the same seeded model, or the checkpoint's */

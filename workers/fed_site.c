@@ -169,7 +169,7 @@ static int resume_transfer(fed_site *s, int holder, const double *v, const char 
 int fed_site_resume(fed_site *s, const tensorfile_header *layout, int rounds, double *z, int *round, char *err, size_t errlen)
 {
     exec_ctx *ctx = s->ctx;
-    fed_resume_have have[FED_MAX_JOB_SITES], mine = {0, "-"};
+    fed_resume_have have[FED_MAX_JOB_SITES] = {{0, "-"}}, mine = {0, "-"};
     fed_resume_plan plan;
     double *v = NULL;
     char why[700], note[900];

@@ -24,8 +24,12 @@
  * talks to Redis itself: workers/fed_io.c does.  What every site does whatever
  * trains it (the claim, the rendezvous, the exchange, the round's point) is
  * workers/fed_site.c; this file is the built-in site's local training and
- * evaluation.  A spec with "program" is the program variant: exec_fed_program
- * (workers/exec_fed_program.c) runs it. */
+ * evaluation.  After every round each site checkpoints the global model
+ * (workers/fed_ckpt.h: one tensor "params", the layer list's parameters in
+ * order); a restarted job continues after the newest round a site holds
+ * (fed_site_resume).  Each site's optimizer state and data order are its own
+ * and start afresh then.  A spec with "program" is the program variant:
+ * exec_fed_program (workers/exec_fed_program.c) runs it. */
 #include "common/paths.h"
 #include "common/alloc.h"
 #include "workers/executor.h"
@@ -93,6 +97,14 @@ static void evaluate(train_model *m, const train_data *te, float *xb, int32_t *y
     *loss = te->n ? sum / (double)te->n : 0, *acc = te->n ? (double)correct / (double)te->n : 0;
 }
 
+/* what the built-in site checkpoints: one tensor "params" of the layer list's dim parameters */
+static void params_layout(size_t dim, tensorfile_tensor *t, tensorfile_header *h)
+{
+    static char name[] = "params";
+    *t = (tensorfile_tensor){.name = name, .ndim = 1, .shape = {(int64_t)dim}, .count = dim, .offset = 0};
+    *h = (tensorfile_header){.t = t, .n = 1, .total = dim, .meta = NULL};
+}
+
 int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
 {
     const json_t *spec = ctx->task->spec;
@@ -145,14 +157,19 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     /* the data order and the duals from separate streams: SecureD-FL and FedAvg jobs with one seed train alike */
     if ((rc = fed_site_connect(&site, dim, (double)tr.n, rng_mix(seed, 59, (uint64_t)me), err, errlen))) goto out;
-    rc = EXEC_FAILED;
     int rounds = (int)num(&fed_spec_shape, spec, "rounds");
     long local = (long)num(&fed_spec_shape, spec, "local_steps");
-    train_model_params_out(m, z); /* every site starts from the same seeded model */
+    train_model_params_out(m, z); /* every site starts from the same seeded model, or the checkpoint's */
+    tensorfile_tensor lt;
+    tensorfile_header layout;
+    params_layout(dim, &lt, &layout);
+    int done = 0;
+    if ((rc = fed_site_resume(&site, &layout, rounds, z, &done, err, errlen))) goto out;
+    rc = EXEC_FAILED;
     size_t *order = xmalloc(sizeof(size_t) * (tr.n ? tr.n : 1)), pos = tr.n;
     rng_state rr = {rng_mix(seed, 53, (uint64_t)me)};
     double tl = 0, ta = 0;
-    for (int round = 1; round <= rounds; round++) {
+    for (int round = done + 1; round <= rounds; round++) {
         /* asked once a round as well: while messages keep coming, the exchange's waits never ask (fed_io.c) */
         if (ctx->cancelled(ctx)) {
             snprintf(err, errlen, "stopped");
@@ -179,6 +196,7 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
             goto out;
         }
         rc = EXEC_FAILED;
+        fed_site_checkpoint(&site, &layout, z, round, rounds);
         if (me == 0) {
             train_model_params_in(m, z);
             evaluate(m, &te, xb, yb, cap, &tl, &ta);
@@ -193,6 +211,10 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         }
     }
     free(order);
+    if (me == 0 && done >= rounds) { /* every round was done before the restart: the checkpoint's model */
+        train_model_params_in(m, z);
+        evaluate(m, &te, xb, yb, cap, &tl, &ta);
+    }
     if (me != 0) {
         rc = EXEC_SILENT;
         goto out;
@@ -203,10 +225,11 @@ int exec_federated(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     train_ckpt_state st = {.step = (uint64_t)rounds, .seed = seed, .rng = m->rng.s};
     train_model_params_in(m, z);
     if (path_mkdirs(models) != 0 || train_ckpt_save(artifact, m, NULL, &st, err, errlen)) goto out;
-    *result = json_pack("{s:{s:f, s:f, s:i, s:i, s:f, s:f}, s:{s:O, s:I, s:s}, s:o}", "metrics", "test_accuracy", ta, "test_loss",
-                        tl, "rounds", rounds, "sites", n, "residual", site.residual, "bytes_per_site_per_round",
-                        site.S.bytes_sent / rounds, "model", "architecture", json_object_get(spec, "model"), "parameters",
-                        (json_int_t)dim, "artifact", artifact, "design", fed_site_design(&site));
+    *result =
+        json_pack("{s:{s:f, s:f, s:i, s:i, s:f, s:f}, s:{s:O, s:I, s:s}, s:o}", "metrics", "test_accuracy", ta, "test_loss", tl,
+                  "rounds", rounds, "sites", n, "residual", site.residual, "bytes_per_site_per_round",
+                  site.S.bytes_sent / (rounds > done ? rounds - done : 1), "model", "architecture", json_object_get(spec, "model"),
+                  "parameters", (json_int_t)dim, "artifact", artifact, "design", fed_site_design(&site));
     rc = EXEC_OK;
 out:
     json_decref(tspec);

@@ -14,6 +14,10 @@
  *                    (the samples it trained on: the site's weight this round)
  *   round_R.in       R = rounds + 1, __metadata__.final "1": the final global model; the program ends
  *
+ * After a restart (docs/federated.md, "Restarts") the first file the program gets may be round_K.in with K > 1 and
+ * __metadata__.resumed_from K - 1: the global model checkpointed after round K - 1 (workers/fed_ckpt.h, every site
+ * after every round), which the sites agreed on (fed_site_resume) instead of site 0's initial model.
+ *
  * Each file appears whole (written aside, then renamed).  Site 0's initial model is every site's start:
  * one masked sum of site 0's values and the others' zeros; before it, the sites check that their
  * programs' models have one layout (a digest through the generation's gang values).  Each round the
@@ -217,13 +221,15 @@ static void remove_round_files(const char *dir, int rounds)
     }
 }
 
-static int write_global(fsite *f, int k, int rounds, const double *z, char *err, size_t errlen)
+/* round_K.in: the global model z; resumed_from: the checkpoint's round when it is the first since a restart, else 0 */
+static int write_global(fsite *f, int k, int rounds, int resumed_from, const double *z, char *err, size_t errlen)
 {
-    char name[64], sk[16], sr[16];
+    char name[64], sk[16], sr[16], sf[16];
     snprintf(name, sizeof name, "round_%d.in", k);
-    snprintf(sk, sizeof sk, "%d", k), snprintf(sr, sizeof sr, "%d", rounds);
+    snprintf(sk, sizeof sk, "%d", k), snprintf(sr, sizeof sr, "%d", rounds), snprintf(sf, sizeof sf, "%d", resumed_from);
     json_t *meta = json_pack("{s:s, s:s}", "round", sk, "rounds", sr);
     if (k > rounds) json_object_set_new(meta, "final", json_string("1"));
+    if (resumed_from > 0) json_object_set_new(meta, "resumed_from", json_string(sf));
     int rc = fed_progfile_write(f->r.run, name, &f->layout, meta, z, err, errlen);
     json_decref(meta);
     return rc;
@@ -303,12 +309,14 @@ int exec_fed_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     }
     if ((rc = fed_site_connect(&f.site, dim, 1.0, duals_seed, err, errlen))) goto out;
     z = xmalloc(sizeof(double) * dim);
-    if ((rc = fed_site_from_site0(&f.site, v, z, err, errlen))) goto out;
+    int done = 0; /* the round the job continues after: a checkpoint's, or 0 and site 0's initial model */
+    if ((rc = fed_site_resume(&f.site, &f.layout, rounds, z, &done, err, errlen))) goto out;
+    if (done == 0 && (rc = fed_site_from_site0(&f.site, v, z, err, errlen))) goto out;
     free(v), v = NULL;
-    for (int k = 1; k <= rounds; k++) {
+    for (int k = done + 1; k <= rounds; k++) {
         rc = EXEC_FAILED;
         fed_site_round_start(&f.site);
-        if (write_global(&f, k, rounds, z, err, errlen)) goto out;
+        if (write_global(&f, k, rounds, k == done + 1 ? done : 0, z, err, errlen)) goto out;
         char name[64];
         snprintf(name, sizeof name, "round_%d.out", k);
         if ((rc = wait_file(&f, name, cap, &h, &v, err, errlen)) != 1) goto out;
@@ -319,11 +327,12 @@ int exec_fed_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         if ((rc = fed_site_weigh(&f.site, samples, err, errlen))) goto out;
         if ((rc = fed_site_aggregate(&f.site, v, z, err, errlen))) goto out;
         free(v), v = NULL;
-        char done[PATH_MAX + 64]; /* read by now: only the latest round's files stay */
-        snprintf(done, sizeof done, "%s/round_%d.in", f.r.run, k);
-        unlink(done);
-        snprintf(done, sizeof done, "%s/round_%d.out", f.r.run, k);
-        unlink(done);
+        fed_site_checkpoint(&f.site, &f.layout, z, k, rounds);
+        char used[PATH_MAX + 64]; /* read by now: only the latest round's files stay */
+        snprintf(used, sizeof used, "%s/round_%d.in", f.r.run, k);
+        unlink(used);
+        snprintf(used, sizeof used, "%s/round_%d.out", f.r.run, k);
+        unlink(used);
         if (f.site.me == 0) {
             json_t *pt = fed_site_point(&f.site, k);
             json_object_set_new(pt, "samples", json_real(f.site.S.total_samples));
@@ -335,7 +344,7 @@ int exec_fed_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
         }
     }
     rc = EXEC_FAILED;
-    if (write_global(&f, rounds + 1, rounds, z, err, errlen)) goto out;
+    if (write_global(&f, rounds + 1, rounds, done >= rounds ? done : 0, z, err, errlen)) goto out;
     if ((rc = wait_end(&f, err, errlen))) goto out;
     if (f.site.me != 0) {
         rc = EXEC_SILENT;
@@ -349,7 +358,7 @@ int exec_fed_program(exec_ctx *ctx, json_t **result, char *err, size_t errlen)
     json_object_set_new(metrics, "rounds", json_integer(rounds));
     json_object_set_new(metrics, "sites", json_integer(f.site.n));
     json_object_set_new(metrics, "residual", json_real(f.site.residual));
-    json_object_set_new(metrics, "bytes_per_site_per_round", json_real(f.site.S.bytes_sent / rounds));
+    json_object_set_new(metrics, "bytes_per_site_per_round", json_real(f.site.S.bytes_sent / (rounds > done ? rounds - done : 1)));
     *result = json_pack("{s:o, s:{s:s, s:I, s:I}, s:o, s:o}", "metrics", metrics, "global_model", "path", model, "tensors",
                         (json_int_t)f.layout.n, "parameters", (json_int_t)dim, "design", fed_site_design(&f.site), "outputs",
                         prog_run_outputs(f.r.out));

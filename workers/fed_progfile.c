@@ -13,6 +13,16 @@
 int fed_progfile_write(const char *dir, const char *name, const tensorfile_header *layout, const json_t *meta, const double *v,
                        char *err, size_t errlen)
 {
+    size_t len;
+    unsigned char *bytes = tensorfile_write(layout, meta, v, &len);
+    int rc = fed_progfile_put(dir, name, bytes, len, false, err, errlen);
+    free(bytes);
+    return rc;
+}
+
+int fed_progfile_put(const char *dir, const char *name, const unsigned char *bytes, size_t len, bool durable, char *err,
+                     size_t errlen)
+{
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0) {
         snprintf(err, errlen, "cannot open %s: %s", dir, strerror(errno));
@@ -27,8 +37,6 @@ int fed_progfile_write(const char *dir, const char *name, const tensorfile_heade
         close(dfd);
         return -1;
     }
-    size_t len;
-    unsigned char *bytes = tensorfile_write(layout, meta, v, &len);
     size_t done = 0;
     while (done < len) {
         ssize_t w = write(fd, bytes + done, len - done);
@@ -36,8 +44,8 @@ int fed_progfile_write(const char *dir, const char *name, const tensorfile_heade
         if (w <= 0) break;
         done += (size_t)w;
     }
-    free(bytes);
     int rc = done == len && fchmod(fd, 0644) == 0 ? 0 : -1; /* readable by the program whatever the worker's umask */
+    if (rc == 0 && durable && fsync(fd) != 0) rc = -1;
     if (rc) snprintf(err, errlen, "cannot write %s/%s: %s", dir, tmp, strerror(errno));
     if (close(fd) != 0 && rc == 0) {
         snprintf(err, errlen, "cannot write %s/%s: %s", dir, tmp, strerror(errno));
@@ -48,6 +56,10 @@ int fed_progfile_write(const char *dir, const char *name, const tensorfile_heade
         rc = -1;
     }
     if (rc) unlinkat(dfd, tmp, 0);
+    if (rc == 0 && durable && fsync(dfd) != 0) { /* the rename itself on disk */
+        snprintf(err, errlen, "cannot sync %s: %s", dir, strerror(errno));
+        rc = -1;
+    }
     close(dfd);
     return rc;
 }

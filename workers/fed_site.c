@@ -1,6 +1,8 @@
 /* fed_site.c - a federated job's site, whatever trains its model (fed_site.h). */
 #include "workers/fed_site.h"
 #include "common/alloc.h"
+#include "common/log.h"
+#include "workers/fed_ckpt.h"
 #include "spec/fed_spec.h"
 
 #include <math.h>
@@ -118,6 +120,110 @@ int fed_site_from_site0(fed_site *s, const double *v, double *z, char *err, size
     int frc = fed_party_sum(&s->S, mine, 0, 0, z, err, errlen);
     if (mine != v) free(mine);
     return frc ? fed_site_exec_rc(frc) : 0;
+}
+
+/* every site's announcement (the generation's gang values fed_ck_<site>): 0, or EXEC_RETRY with err */
+static int resume_gather(fed_site *s, const fed_resume_have *mine, fed_resume_have *have, char *err, size_t errlen)
+{
+    exec_ctx *ctx = s->ctx;
+    char field[32], text[FED_RESUME_ANNOUNCE_MAX], why[300];
+    fed_resume_announce(mine, text);
+    snprintf(field, sizeof field, "fed_ck_%d", s->me);
+    if (ctx->gang_put(ctx, field, text) != 0) {
+        snprintf(err, errlen, "cannot announce this site's checkpoint through the rendezvous (Redis unreachable)");
+        return EXEC_RETRY;
+    }
+    for (int i = 0; i < s->n; i++) {
+        snprintf(field, sizeof field, "fed_ck_%d", i);
+        if (ctx->gang_get(ctx, field, s->timeout_ms, text, sizeof text, why, sizeof why) != 0) {
+            snprintf(err, errlen, "site %d's checkpoint did not come: %s", i, why);
+            return EXEC_RETRY;
+        }
+        if (fed_resume_parse(text, &have[i]) != 0) have[i] = (fed_resume_have){0, "-"}; /* counts as none */
+    }
+    return 0;
+}
+
+/* the holder's values to every site as their FP32 bits (two sums of 16-bit halves), in z; *same: whether they
+ * match sha.  0, or an EXEC_* code with err */
+static int resume_transfer(fed_site *s, int holder, const double *v, const char *sha, double *z, bool *same, char *err,
+                           size_t errlen)
+{
+    size_t dim = s->dim;
+    double *hi = xcalloc(dim, sizeof(double)), *lo = xcalloc(dim, sizeof(double)), *shi = xmalloc(sizeof(double) * dim),
+           *slo = xmalloc(sizeof(double) * dim);
+    if (s->me == holder && v)
+        fed_resume_split(v, dim, hi, lo); /* without v (it announced what it lacks): the sums fail the check */
+    int frc = fed_party_sum(&s->S, hi, 0, 0, shi, err, errlen);
+    if (!frc) frc = fed_party_sum(&s->S, lo, 0, 0, slo, err, errlen);
+    if (!frc) {
+        char got[65];
+        fed_resume_join(shi, slo, dim, z);
+        fed_resume_sha256(z, dim, got);
+        *same = strcmp(got, sha) == 0;
+    }
+    free(hi), free(lo), free(shi), free(slo);
+    return frc ? fed_site_exec_rc(frc) : 0;
+}
+
+int fed_site_resume(fed_site *s, const tensorfile_header *layout, int rounds, double *z, int *round, char *err, size_t errlen)
+{
+    exec_ctx *ctx = s->ctx;
+    fed_resume_have have[FED_MAX_JOB_SITES] = {{0, "-"}}, mine = {0, "-"};
+    fed_resume_plan plan;
+    double *v = NULL;
+    char why[700], note[900];
+    *round = 0;
+    if (fed_ckpt_load(ctx, layout, rounds, &mine, &v, why, sizeof why) == 0 && why[0]) {
+        snprintf(note, sizeof note, "site %s (%d): %s", s->name, s->me, why);
+        ctx->note(ctx, note);
+    }
+    int rc = resume_gather(s, &mine, have, err, errlen);
+    if (!rc) fed_resume_decide(have, s->n, rounds, &plan);
+    if (rc || plan.round == 0) {
+        if (!rc && s->me == 0 && plan.why[0]) ctx->note(ctx, plan.why);
+        free(v);
+        return rc;
+    }
+    double *got = xmalloc(sizeof(double) * s->dim), ok = 0;
+    bool same = false;
+    rc = resume_transfer(s, plan.holder, v, plan.sha256, got, &same, err, errlen);
+    if (!rc) { /* did every site get the holder's model? */
+        int frc = fed_party_sum1(&s->S, same ? 1.0 : 0.0, &ok, err, errlen);
+        rc = frc ? fed_site_exec_rc(frc) : 0;
+    }
+    if (!rc && ok < s->n - 0.5) {
+        snprintf(note, sizeof note,
+                 "the checkpoint of round %d (site %d's, sha256 %.12s...) did not reach every site intact (%.0f of %d): starting "
+                 "again from round 1",
+                 plan.round, plan.holder, plan.sha256, ok, s->n);
+    } else if (!rc) {
+        memcpy(z, got, sizeof(double) * s->dim);
+        *round = plan.round;
+        int held = 0;
+        for (int i = 0; i < s->n; i++)
+            held += have[i].round == plan.round;
+        if (plan.round < rounds)
+            snprintf(note, sizeof note,
+                     "resumed at round %d of %d from the checkpoint of round %d (site %d's copy, sha256 %.12s...; %d of %d sites "
+                     "held it)",
+                     plan.round + 1, rounds, plan.round, plan.holder, plan.sha256, held, s->n);
+        else
+            snprintf(note, sizeof note,
+                     "all %d rounds were done before the restart: the final model is the checkpoint of round %d (site %d's "
+                     "copy, sha256 %.12s...)",
+                     rounds, plan.round, plan.holder, plan.sha256);
+    }
+    free(got), free(v);
+    if (!rc && s->me == 0) ctx->note(ctx, note);
+    return rc;
+}
+
+void fed_site_checkpoint(fed_site *s, const tensorfile_header *layout, const double *z, int round, int rounds)
+{
+    char why[600];
+    if (fed_ckpt_save(s->ctx, layout, z, round, rounds, why, sizeof why))
+        log_warn("job %s: site %d: round %d not checkpointed: %s", s->ctx->task->job_id, s->me, round, why);
 }
 
 int fed_site_weigh(fed_site *s, double samples, char *err, size_t errlen)

@@ -7,7 +7,8 @@
  * the generation's rendezvous, then the exchange (workers/fed/secagg.h over Redis streams): the
  * design's groups, the keys, the weights, one round's aggregation (SecureD-FL's ADMM or FedAvg, and
  * FedAvg's average for the consensus residual), the round's metrics point and the design in the
- * result.  Local training and evaluation are the callers'. */
+ * result; and, when the job is restarted, the sites' agreement on the round it continues after.  Local training and evaluation are
+ * the callers'. */
 #ifndef GANTRY_FED_SITE_H
 #define GANTRY_FED_SITE_H
 
@@ -15,6 +16,7 @@
 #include "spec/fed_design.h"
 #include "workers/executor.h"
 #include "workers/fed/admm.h"
+#include "workers/fed/resume.h"
 #include "workers/fed/secagg.h"
 #include "workers/fed_io.h"
 
@@ -51,6 +53,18 @@ int fed_site_connect(fed_site *s, size_t dim, double samples, uint64_t duals_see
 /* site 0's model v to every site, in z (dim values), by one masked sum of site 0's v and the others'
  * zeros (v is read on site 0 only).  0, or an EXEC_* code with err. */
 int fed_site_from_site0(fed_site *s, const double *v, double *z, char *err, size_t errlen);
+/* Where a restarted job continues (docs/federated.md, "Restarts"; the rule: workers/fed/resume.h).  This site
+ * reads its worker's checkpoint of the job (workers/fed_ckpt.h; one that does not fit layout and rounds is said
+ * in an event and counts as none), announces it through the generation's gang values and reads every site's;
+ * the sites continue after the newest round, whose holder's copy reaches every site as its FP32 bits by two
+ * masked sums (as site 0's initial model does); each site checks the SHA-256 the holder announced, and one more
+ * sum confirms that every site's matched, else all start from round 1.  *round: the round the job continues
+ * after (0: from the start, z untouched), with z (dim values) its global model.  Site 0 says which in an event,
+ * and why when the checkpoints are not used.  0, or an EXEC_* code with err. */
+int fed_site_resume(fed_site *s, const tensorfile_header *layout, int rounds, double *z, int *round, char *err, size_t errlen);
+/* z, the global model after round (of rounds), as this worker's checkpoint of the job; a failure is logged, not
+ * fatal (the run goes on; only a restart would miss it) */
+void fed_site_checkpoint(fed_site *s, const tensorfile_header *layout, const double *z, int round, int rounds);
 /* this site's weight from its sample count now (a sum of the counts); 0, or an EXEC_* code with err */
 int fed_site_weigh(fed_site *s, double samples, char *err, size_t errlen);
 /* starts a round's clock and byte counts (fed_site_point reports them) */

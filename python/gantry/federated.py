@@ -17,7 +17,10 @@ The loop changes by a few lines::
 The exchange is files in ``GANTRY_FED_DIR`` (gantry sets it, with ``GANTRY_FED_SITE``, ``GANTRY_FED_SITES``,
 ``GANTRY_FED_ROUNDS``, ``GANTRY_FED_SITE_NAME``): the program writes ``round_0.out`` (its initial model: site 0's
 is every site's start), then for each round K reads ``round_K.in`` and writes ``round_K.out``;
-``round_{rounds+1}.in`` is the final model.  Each file appears whole (written aside, then renamed).  The format is
+``round_{rounds+1}.in`` is the final model.  After a restart (a lost site: the job is requeued) the
+sites continue after the last round checkpointed: the first file is then ``round_K.in`` with K > 1 (its metadata
+``resumed_from`` K - 1), and :func:`rounds` yields rounds K to ``rounds`` only (``rnd.number`` and
+``rnd.resumed_from`` say so); the program starts again from its start, so its own state (an optimizer's) is new.  Each file appears whole (written aside, then renamed).  The format is
 safetensors' (an 8-byte little-endian header length, a JSON header, little-endian FP32 values; no pickle):
 :func:`read` and :func:`write` here, the ``safetensors`` package and workers/fed/tensorfile.c read the same
 bytes.  A model is a torch ``nn.Module`` (its floating-point state: parameters and buffers such as batch norm's
@@ -32,6 +35,7 @@ Standard library only; numpy and torch are used when the model is theirs."""
 import array
 import json
 import os
+import re
 import struct
 import sys
 import time
@@ -166,8 +170,9 @@ def load_into(model, tensors):
 class Round:
     """One round: ``number`` (1 to ``total``), ``site``, ``sites``; :meth:`submit` hands back the model."""
 
-    def __init__(self, number, total, fed_dir):
+    def __init__(self, number, total, fed_dir, resumed_from=0):
         self.number, self.total, self._dir = number, total, fed_dir
+        self.resumed_from = resumed_from  # the checkpoint's round, on the first round after a restart; else 0
         self.site, self.sites = site(), sites()
         self.submitted = False
 
@@ -198,6 +203,25 @@ def _wait(path, timeout):
         time.sleep(_POLL_S)
 
 
+_ROUND_IN = re.compile(r"round_([0-9]+)\.in$")
+
+
+def _first_round(fed_dir, timeout):
+    """the first round gantry hands out: 1, or after a restart the round after the checkpoint's (the first
+    round_K.in to appear; gantry writes one at a time)"""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [int(m.group(1)) for m in map(_ROUND_IN.match, os.listdir(fed_dir)) if m]
+        if found:
+            return min(found)
+        job = sys.modules.get("gantry.job")
+        if job is not None and job.should_stop():
+            sys.exit(0)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no round_K.in came to {fed_dir} within {timeout} s")
+        time.sleep(_POLL_S)
+
+
 def rounds(model, rounds=None, timeout=86400):
     """Yields a :class:`Round` per round, with the global model loaded into ``model`` first; after the last one
     ``model`` holds the final global model.  Inside a federated job gantry says how many rounds
@@ -205,19 +229,22 @@ def rounds(model, rounds=None, timeout=86400):
     round's global model."""
     fed_dir = os.environ.get("GANTRY_FED_DIR")
     total = int(os.environ.get("GANTRY_FED_ROUNDS") or rounds or 1)
+    first, resumed_from = 1, 0
     if fed_dir:
         write(os.path.join(fed_dir, "round_0.out"), _state(model), {"round": 0})
-    for k in range(1, total + 2):
+        first = _first_round(fed_dir, timeout)
+    for k in range(first, total + 2):
         if fed_dir:
             path = os.path.join(fed_dir, f"round_{k}.in")
             _wait(path, timeout)
             tensors, meta = read(path)
             load_into(model, tensors)
+            resumed_from = int(meta.get("resumed_from", "0") or 0)
             if meta.get("final") == "1" or k > total:
                 return
         elif k > total:
             return
-        rnd = Round(k, total, fed_dir)
+        rnd = Round(k, total, fed_dir, resumed_from)
         yield rnd
         if not rnd.submitted:
             raise RuntimeError(f"round {k}: call rnd.submit(model, num_samples) before the next round")

@@ -12,22 +12,27 @@ import shutil
 import tempfile
 
 from harness import ADMIN, ROOT, Stack, timeout, wait_until
+from test_federated import kill_a_site_after_round
 from test_program_jobs import marker_pids
 
 # a site program with a known update: the global model g it gets in round k becomes
 # g + (site + 1) * k / 10 + the element's index / 100, trained on 10 * (site + 1) samples; the initial model is
 # site + 1 everywhere (site 0's, 1.0, is every site's start).  Each site writes what it got and gave to its
-# output directory.
-NUMPY_SITE = """import json, os, sys
+# output directory, with the rounds it was handed (numbers, resumed_from: not 1.. after a restart).  ROUND_SLEEP: seconds
+# each round takes besides (a round long enough to kill a worker in).
+NUMPY_SITE = """import json, os, sys, time
 import numpy as np
 from gantry import federated
 site = federated.site()
 model = {"w": np.full((2, 3), site + 1.0, dtype=np.float32), "b": np.full(4, site + 1.0, dtype=np.float32)}
-log = {"site": site, "sites": federated.sites(), "name": federated.site_name(), "got": [], "gave": [],
+log = {"site": site, "sites": federated.sites(), "name": federated.site_name(), "got": [], "gave": [], "numbers": [],
+       "resumed_from": [],
        "env": {k: v for k, v in os.environ.items() if k.startswith("GANTRY_FED") or k in ("RANK", "WORLD_SIZE", "COLOR")}}
 bad = os.environ.get("BAD_SITE") == str(site)
 for rnd in federated.rounds(model):
     log["got"].append({k: v.tolist() for k, v in model.items()})
+    log["numbers"].append(rnd.number), log["resumed_from"].append(rnd.resumed_from)
+    time.sleep(float(os.environ.get("ROUND_SLEEP", "0")))
     for k, v in model.items():
         v += np.float32((site + 1) * rnd.number / 10) + np.arange(v.size, dtype=np.float32).reshape(v.shape) / 100
     log["gave"].append({k: v.tolist() for k, v in model.items()})
@@ -131,6 +136,37 @@ def test_aggregation_is_the_weighted_average_of_the_updates():
             rounds = [p for p in points if "residual" in p]
             assert [p["round"] for p in rounds] == [1, 2, 3] and all(p["samples"] == 60 for p in rounds), rounds
             assert all(p["residual"] < 1e-6 for p in rounds), rounds
+
+
+def test_a_lost_site_resumes_with_the_checkpointed_model():
+    """A site's worker SIGKILLed after round 2 (its program with it): the job is requeued, the sites agree on the newest
+    round a site checkpointed, and every site's program (started again; one on a new worker that holds no
+    checkpoint) gets round_K+1.in with that round's global model, exactly: the rounds after it are the arithmetic of an
+    uninterrupted run, down to the final model (docs/federated.md, "Restarts")."""
+    rounds = 5
+    with Stack(workers=3) as s:
+        tid, tok = s.tenant("fedprog-resume")
+        site_root(s, tid, {"site.py": NUMPY_SITE})
+        want = expected_rounds(rounds)
+        jid = s.submit(tok, fed_program_job(rounds=rounds, aggregation="securedfl", env={"ROUND_SLEEP": "0.6"},
+                                            exchange_timeout_s=20, name="resume"))
+        seen = kill_a_site_after_round(s, tok, jid, 2)
+        done = s.wait_state(tok, jid, "succeeded", timeout=120)
+        resumed = [e["reason"] for e in s.events(tok, jid) if "resumed at round" in (e.get("reason") or "")]
+        assert len(resumed) == 1, s.events(tok, jid)
+        k = int(resumed[0].split("checkpoint of round ")[1].split(" ")[0])
+        assert seen <= k < rounds, (seen, resumed)
+        for i in range(3):  # the programs of the last generation
+            with open(os.path.join(job_output(s, jid), f"site-{i}.json")) as f:
+                log = json.load(f)
+            assert log["numbers"] == list(range(k + 1, rounds + 1)), log["numbers"]
+            assert log["resumed_from"] == [k] + [0] * (rounds - k - 1), log["resumed_from"]
+            got = [flat(m) for m in log["got"]] + [flat(log["final"])]
+            for j, (g, w) in enumerate(zip(got, want[k:])):
+                assert close(g, w, 1e-5), (i, k + j, g, w)
+        assert close(read_safetensors(done["result"]["global_model"]["path"]), want[-1], 1e-5)
+        got = [p["round"] for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"] if "residual" in p]
+        assert got == sorted(set(got)) and got[-1] == rounds, got  # never back to round 1
 
 
 def read_safetensors(path):

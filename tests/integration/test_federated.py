@@ -102,6 +102,44 @@ def test_a_key_swapped_in_redis_fails_the_job():
         assert s.wait_state(tok, nxt, "succeeded", timeout=120)["result"]["metrics"]["sites"] == 3
 
 
+def round_points(s, tok, jid):
+    """the job's metrics points that are rounds, in order"""
+    return [p for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"] if "round" in p]
+
+
+def kill_a_site_after_round(s, tok, jid, k):
+    """once round k's point is in, SIGKILLs worker 1 (it runs one of the sites) and starts worker 3, a new worker
+    that holds no checkpoint of the job; the newest round reported before the kill"""
+    wait_until(f"round {k}'s point", lambda: any(p["round"] >= k for p in round_points(s, tok, jid)), 120, 0.05)
+    s.kill("worker1")
+    seen = max(p["round"] for p in round_points(s, tok, jid))
+    s.start_worker(3)
+    return seen
+
+
+def test_a_lost_site_resumes_from_the_last_round():
+    """A site's worker SIGKILLed after round 2: the job is requeued, and the sites (two on the workers that hold the
+    checkpoint of the last round, one on a new worker that holds none) continue after the newest round a site
+    checkpointed instead of round 1: the rounds' points never go back, the event says where it resumed, and the
+    model is as good as a run that was not interrupted (docs/federated.md, "Restarts")."""
+    rounds = 6
+    with Stack(workers=3) as s:
+        _, tok = s.tenant("hospitals")
+        jid = s.submit(tok, fed_job(3, rounds=rounds, labels=False, local_steps=300, exchange_timeout_s=20))
+        seen = kill_a_site_after_round(s, tok, jid, 2)
+        done = s.wait_state(tok, jid, "succeeded", timeout=120)
+        notes = [e.get("message") or e.get("reason") or "" for e in s.events(tok, jid)]
+        resumed = [n for n in notes if "resumed at round" in n]
+        assert len(resumed) == 1, notes
+        k = int(resumed[0].split("checkpoint of round ")[1].split(" ")[0])
+        assert k >= seen and f"resumed at round {k + 1} of {rounds} from the checkpoint of round {k}" in resumed[0], resumed
+        assert "2 of 3 sites held it" in resumed[0], resumed  # the new worker's site got it from a survivor
+        got = [p["round"] for p in round_points(s, tok, jid)]
+        assert got == sorted(set(got)) and got[0] == 1 and got[-1] == rounds, got  # never back to round 1
+        m = done["result"]["metrics"]
+        assert m["rounds"] == rounds and m["test_accuracy"] > 0.6 and m["residual"] < 1e-6, m
+
+
 def test_federated_errors_and_waiting_for_a_site():
     with Stack(workers=0) as s:
         for i in range(3):

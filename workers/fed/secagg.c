@@ -440,13 +440,19 @@ int fed_party_sum(fed_party *p, const double *v, int weighted, int cls, double *
     return FED_OK;
 }
 
-int fed_party_weigh(fed_party *p, double samples, char *err, size_t errlen)
+int fed_party_sum1(fed_party *p, double v, double *total, char *err, size_t errlen)
 {
     size_t dim = p->dim; /* a sum of one value: the buffers, made for dim, hold it */
-    double t = 0;
     p->dim = 1;
-    int rc = fed_party_sum(p, &samples, 0, 0, &t, err, errlen);
+    int rc = fed_party_sum(p, &v, 0, 0, total, err, errlen);
     p->dim = dim;
+    return rc;
+}
+
+int fed_party_weigh(fed_party *p, double samples, char *err, size_t errlen)
+{
+    double t = 0;
+    int rc = fed_party_sum1(p, samples, &t, err, errlen);
     if (rc == FED_OK) {
         p->total_samples = t;
         p->a = t > 0.5 ? samples / t : 1.0 / p->n;

@@ -97,6 +97,8 @@ int fed_party_setup(fed_party *p, double samples, char *err, size_t errlen);
 /* this site's weight again, from samples (its count now): one sum of the counts, over a vector of one value (a site
  * whose count changes between rounds: a federated program's); FED_OK or an error with err */
 int fed_party_weigh(fed_party *p, double samples, char *err, size_t errlen);
+/* one exchange of one value (unweighted): *total = the sum over all sites of v */
+int fed_party_sum1(fed_party *p, double v, double *total, char *err, size_t errlen);
 /* one exchange: total = sum over all sites of a_i v_i (scale 1: of v_i), through the groups of class cls */
 int fed_party_sum(fed_party *p, const double *v, int weighted, int cls, double *total, char *err, size_t errlen);
 /* One round's aggregation of this site's model w: SecureD-FL's ADMM (iters iterations over the design's

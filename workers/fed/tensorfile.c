@@ -30,6 +30,12 @@ static void put_float(unsigned char *b, float f)
     b[0] = (unsigned char)u, b[1] = (unsigned char)(u >> 8), b[2] = (unsigned char)(u >> 16), b[3] = (unsigned char)(u >> 24);
 }
 
+void tensorfile_f32_bytes(const double *v, size_t n, unsigned char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        put_float(out + 4 * i, (float)v[i]);
+}
+
 void tensorfile_header_free(tensorfile_header *h)
 {
     for (size_t i = 0; h->t && i < h->n; i++)
@@ -282,8 +288,7 @@ unsigned char *tensorfile_write(const tensorfile_header *layout, const json_t *m
     memcpy(out + 8, text, tl + 1);
     memset(out + 8 + tl, ' ', pad);
     free(text);
-    for (size_t i = 0; i < layout->total; i++)
-        put_float(out + 8 + hl + 4 * i, (float)v[i]);
+    tensorfile_f32_bytes(v, layout->total, out + 8 + hl);
     *len = 8 + hl + at;
     return out;
 }

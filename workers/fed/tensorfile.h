@@ -61,6 +61,9 @@ int tensorfile_same_layout(const tensorfile_header *a, const tensorfile_header *
  * object of strings, or NULL); malloc'd, its length in *len. */
 unsigned char *tensorfile_write(const tensorfile_header *layout, const json_t *meta, const double *v, size_t *len);
 
+/* n values of v as FP32 little-endian (rounded from double): 4 n bytes into out, the data region's encoding */
+void tensorfile_f32_bytes(const double *v, size_t n, unsigned char *out);
+
 /* the layout as compact JSON text, [["NAME", [d0, ...]], ...] in order (malloc'd): what two sites compare */
 char *tensorfile_layout_text(const tensorfile_header *h);
 

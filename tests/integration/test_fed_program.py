@@ -207,6 +207,84 @@ def test_program_that_ends_early_fails_naming_the_site():
         assert "its program exited with code 3 before writing round_0.out" in job["error"] and "bye" in job["error"], job
 
 
+# a hostile site program: what it can reach and read, printed, then it exits without a model
+HOSTILE_SITE = """import os, socket, sys
+def probe(host, port):
+    try:
+        socket.create_connection((host, int(port)), timeout=1.5).close()
+        return "CONNECTED"
+    except ConnectionRefusedError:
+        return "REFUSED"
+    except (socket.timeout, TimeoutError):
+        return "TIMEOUT"
+    except OSError as e:
+        return "ERROR-" + str(e.errno)
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return "READ %d bytes" % len(f.read())
+    except OSError as e:
+        return "DENIED-" + str(e.errno)
+site = os.environ["RANK"]
+for arg in sys.argv[1:]:
+    kind, name, what = arg.split("=", 2)
+    if kind == "port":
+        host, port = what.rsplit(":", 1)
+        print("SITE", site, "PROBE", name, probe(host, port), flush=True)
+    else:
+        print("SITE", site, "FILE", name, read(what), flush=True)
+print("SITE", site, "FEDDIR", ",".join(sorted(os.listdir(os.environ["GANTRY_FED_DIR"]))), flush=True)
+print("SITE", site, "ENVIRON1", read("/proc/1/environ"), flush=True)
+print("SITE", site, "KEYS", ",".join(sorted(k for k in os.environ if "SECRET" in k or "TOKEN" in k or "PASSWORD" in k)), flush=True)
+sys.exit(3)
+"""
+
+
+def test_a_hostile_site_program_reaches_nothing_but_its_files():
+    """each site's program is as fenced as a program rank (docs/programs.md, "The sandbox"): it cannot
+    connect to Redis, the API or the workers' ports, cannot read another tenant's root, the job's global-model
+    checkpoints on the worker, the federation's secret or the workers' state; its exchange directory holds only
+    the round files; no secret is in its environment; the job fails naming the site"""
+    from test_program_fence import listening_ports
+    from test_program_jobs import log_entries
+    with Stack(workers=3) as s:
+        tid, tok = s.tenant("fed-hostile")
+        other_tid, _ = s.tenant("fed-other")
+        other = site_root(s, other_tid, {"secret.txt": "the other tenant's data"})
+        site_root(s, tid, {"site.py": HOSTILE_SITE})
+        state = os.path.join(s.dir, "var", "worker")
+        targets = [f"port=redis=127.0.0.1:{s.rport}", f"port=api=127.0.0.1:{s.port}",
+                   "file=other=" + os.path.join(other, "code", "secret.txt"), f"file=state={state}",
+                   f"file=checkpoints={os.path.join(state, 'jobs')}"]
+        for w in ("worker0", "worker1", "worker2"):
+            targets += [f"port={w}-{p}=127.0.0.1:{p}" for p in listening_ports(s.procs[w].pid)]
+        secrets = [p for p in (os.path.join(s.dir, "fed-secret"), *[os.path.join(d, f) for d, _, fs in os.walk(s.dir)
+                                                                    for f in fs if "secret" in f or "password" in f])]
+        targets += [f"file=secret{i}={p}" for i, p in enumerate(secrets[:6])]
+        job = fed_program_job(rounds=2, aggregation="securedfl")
+        job["spec"]["program"]["command"] += targets
+        jid = s.submit(tok, job)
+        failed = s.wait_state(tok, jid, "failed", timeout=90)
+        assert "its program exited with code 3 before writing round_0.out" in failed["error"], failed
+        lines = [t for r, g, f, t in log_entries(s, jid) if f == "t"]
+        sites = {ln.split()[1] for ln in lines if ln.startswith("SITE ")}
+        assert sites, lines
+        for ln in (ln for ln in lines if ln.startswith("SITE ")):
+            parts = ln.split()
+            if parts[2] == "PROBE":
+                assert parts[4] in ("TIMEOUT", "REFUSED"), ln
+            elif parts[2] == "FILE":
+                assert parts[4].startswith("DENIED"), ln
+            elif parts[2] == "FEDDIR":
+                assert all(f.startswith("round_") for f in (parts[3].split(",") if len(parts) > 3 else [])), ln
+            elif parts[2] == "ENVIRON1":
+                assert parts[3].startswith("DENIED"), ln
+            elif parts[2] == "KEYS":
+                assert len(parts) == 3, ln  # no variable named like a secret
+        assert {ln.split()[3] for ln in lines if ln.startswith("SITE ") and ln.split()[2] == "PROBE"} >= {"redis", "api"}, lines
+        wait_until("no site program left", lambda: not marker_pids("site.py"), 30)
+
+
 def test_spec_errors_name_the_field():
     with Stack(workers=0) as s:
         tid, tok = s.tenant("fedprog-spec")

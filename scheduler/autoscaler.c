@@ -1,5 +1,6 @@
 /* autoscaler.c - the leader's live loop for inference replicas: rates in, Faro's allocation out (autoscaler.h). */
 #include "scheduler/autoscaler.h"
+#include "scheduler/autoscale/admit.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "wire/keys.h"
@@ -29,9 +30,13 @@ typedef struct {
     int last_live, last_target;
     char draining[MAX_DRAINING][64];
     double drained_at[MAX_DRAINING];
-    int idle_s;         /* replicas.min 0: scaled to zero after this long without a request; else 0 */
-    double last_active; /* when it last had an arrival or a waiting request (idle_s jobs) */
-    bool asleep;        /* scaled to zero, not woken since */
+    int idle_s;                    /* replicas.min 0: scaled to zero after this long without a request; else 0 */
+    double last_active;            /* when it last had an arrival or a waiting request (idle_s jobs) */
+    bool asleep;                   /* scaled to zero, not woken since */
+    bool shedding;                 /* overloaded: the gateways admit only what the replicas serve within the SLO */
+    double admit_scale;            /* the model's servable rate times this: lowered while the admitted still miss the SLO */
+    int last_queued;               /* the requests waiting at the last tick */
+    double busy, served, p_recent; /* the replicas' totals at the last tick; the time per request since */
     long long cold_starts;
 } job;
 
@@ -133,7 +138,9 @@ static int load_jobs(autoscaler *a, rs_conn *r)
                 memcpy(fresh[i].drained_at, a->jobs[k].drained_at, sizeof(fresh[i].drained_at));
                 if (a->jobs[k].spec.p != DEFAULT_SERVICE_S) fresh[i].spec.p = a->jobs[k].spec.p;
                 fresh[i].last_active = a->jobs[k].last_active, fresh[i].cold_starts = a->jobs[k].cold_starts;
-                fresh[i].asleep = a->jobs[k].asleep;
+                fresh[i].asleep = a->jobs[k].asleep, fresh[i].shedding = a->jobs[k].shedding;
+                fresh[i].admit_scale = a->jobs[k].admit_scale, fresh[i].last_queued = a->jobs[k].last_queued;
+                fresh[i].busy = a->jobs[k].busy, fresh[i].served = a->jobs[k].served, fresh[i].p_recent = a->jobs[k].p_recent;
             }
     }
     for (int i = 0; i < a->n; i++)
@@ -151,9 +158,10 @@ static int load_jobs(autoscaler *a, rs_conn *r)
 }
 
 /* arrivals, queue (the Redis queue and what the servers hold on the direct path), latency window and measured
- * service time of one job */
-static void observe(autoscaler *a, rs_conn *r, job *j, int idx, as_obs *o)
+ * service time of one job; how many servers reported it lately */
+static int observe(autoscaler *a, rs_conn *r, job *j, int idx, as_obs *o)
 {
+    int servers = 0;
     redisReply *q = rs_command(r, "LLEN %s%s", K_INFER_QUEUE_PREFIX, j->id);
     o->queued = q && q->type == REDIS_REPLY_INTEGER ? (int)q->integer : 0;
     freeReplyObject(q);
@@ -174,6 +182,7 @@ static void observe(autoscaler *a, rs_conn *r, job *j, int idx, as_obs *o)
             if (json_is_integer(ts) && now - json_integer_value(ts) < STALE_MS) {
                 lat = fmax(lat, json_number_value(json_object_get(s, "p99_ms")) / 1000);
                 o->queued += (int)json_integer_value(json_object_get(s, "queued")); /* the direct path's waiting requests */
+                servers++;
             }
         } else if (strcmp(f, "drops") != 0 && strcmp(f, "cold_starts") != 0) { /* a replica: w_<id> -> {served, busy_s} */
             served += json_number_value(json_object_get(s, "served"));
@@ -187,6 +196,54 @@ static void observe(autoscaler *a, rs_conn *r, job *j, int idx, as_obs *o)
         j->spec.p = busy / served;
         as_policy_set_job(a->pol, idx, &j->spec);
     }
+    /* since the last tick (admission's: the time per request under the load now, not the job's whole life) */
+    j->p_recent = served - j->served >= 5 && busy >= j->busy ? (busy - j->busy) / (served - j->served) : j->spec.p;
+    j->busy = busy, j->served = served;
+    return servers;
+}
+
+/* Admission (admit.h): once the job's replicas are what the autoscaler wants (none starting) and requests
+ * still arrive faster than they serve within the SLO, each server's gateway admits its share of the servable
+ * rate and answers the rest 429 at once; the key is set again every tick while it lasts and expires after
+ * K_INFER_ADMIT_TTL_S (a scheduler that stops leaves no job shedding).  *why gets a note when it starts or
+ * ends. */
+static void admission(rs_conn *r, job *j, const as_obs *o, int want, int servers, char *why, size_t wl)
+{
+    why[0] = '\0';
+    if (!(j->admit_scale > 0)) j->admit_scale = 1;
+    double model = as_admit_max_rate(j->p_recent > 0 ? j->p_recent : j->spec.p, o->ready, j->spec.slo_q, j->spec.slo_s);
+    double rate = o->arrivals / AS_TICK_S;
+    bool settled = o->ready > 0 && o->starting == 0 && o->ready >= want;
+    bool shed = settled && as_admit_shed(rate, model, j->shedding);
+    /* the model is M/M/c and its p an average: while the requests waiting now would take more than half the
+     * SLO to drain and their number still grows, admit a fifth less each tick; a fifth more a tick while they
+     * take less than a fifth of it and do not grow (the queue is what the next requests wait behind, unlike a
+     * latency window; a backlog from before the shedding that shrinks is left to drain) */
+    double drain_s = o->queued / fmax(model * j->admit_scale, 1e-9);
+    if (shed && j->shedding && drain_s > 0.5 * j->spec.slo_s && o->queued > j->last_queued)
+        j->admit_scale = fmax(0.2, j->admit_scale * 0.8);
+    else if (shed && drain_s < 0.2 * j->spec.slo_s && o->queued <= j->last_queued)
+        j->admit_scale = fmin(1, j->admit_scale * 1.2);
+    else if (!shed)
+        j->admit_scale = 1;
+    j->last_queued = o->queued;
+    double servable = model * j->admit_scale;
+    if (shed) {
+        char v[32];
+        snprintf(v, sizeof(v), "%.3f", servable / (servers > 0 ? servers : 1));
+        /* a lost SET leaves the gateways admitting everything for a tick: rs_do logged it */
+        rs_do(r, "SET %s%s %s EX %d", K_INFER_ADMIT_PREFIX, j->id, v, K_INFER_ADMIT_TTL_S);
+        if (!j->shedding)
+            snprintf(why, wl,
+                     "admission: %d replica%s serve at most %.1f req/s within the SLO (p%g <= %.0f ms); %.1f req/s arrive: the "
+                     "gateway answers the rest 429 at once",
+                     o->ready, o->ready == 1 ? "" : "s", servable, j->spec.slo_q * 100, j->spec.slo_s * 1000, rate);
+    } else if (j->shedding) {
+        rs_do(r, "DEL %s%s", K_INFER_ADMIT_PREFIX, j->id);
+        snprintf(why, wl, "admission: off (%.1f req/s arrive, %.1f servable within the SLO on %d replica%s)", rate, servable,
+                 o->ready, o->ready == 1 ? "" : "s");
+    }
+    j->shedding = shed;
 }
 
 static bool is_draining(job *j, const char *worker, double now)
@@ -241,7 +298,7 @@ void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now)
     a->last_tick = now;
     if (load_jobs(a, r) != 0 || a->n == 0 || !a->pol) return;
     as_obs obs[MAX_JOBS];
-    int target[MAX_JOBS];
+    int target[MAX_JOBS], servers[MAX_JOBS] = {0};
     double capacity = 0;
     for (int w = 0; w < reg->n; w++) { /* the inference tier: every worker not running other work */
         bool ours = reg->w[w].free;
@@ -258,7 +315,7 @@ void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now)
                 else
                     obs[i].starting++;
             }
-        observe(a, r, &a->jobs[i], i, &obs[i]);
+        servers[i] = observe(a, r, &a->jobs[i], i, &obs[i]);
     }
     as_policy_tick(a->pol, now, capacity, obs, target);
     /* a job waiting for workers (policy.h, rule 6): jobs of its priority or lower stop growing and give
@@ -302,6 +359,12 @@ void autoscaler_tick(autoscaler *a, rs_conn *r, registry *reg, double now)
             snprintf(j->draining[slot], sizeof(j->draining[slot]), "%s", rw->id);
             j->drained_at[slot] = now;
             removed++;
+        }
+        char shed[300];
+        admission(r, j, &obs[i], want, servers[i], shed, sizeof(shed));
+        if (shed[0]) {
+            note(r, j, shed, live + added - removed, want);
+            log_info("job %s: %s", j->id, shed);
         }
         if (added || removed || want != j->last_target) {
             snprintf(

@@ -42,6 +42,9 @@ typedef struct {
     int queued;  /* of those, the ones sent through the Redis queue (counted against queue_limit on both paths) */
     int64_t last_req_ms, ep_next_ms;
     long long arrivals, drops; /* on the direct path, not yet added to gantry:infer:stats:<job> (for the autoscaler) */
+    double admit_rate;         /* overloaded (gantry:infer:admit:<job>): requests a second this server admits; 0: all */
+    double admit_tokens;       /* the token bucket that holds it to that rate */
+    int64_t admit_us;          /* when the bucket was last filled */
 } jstats;
 
 typedef struct pend {
@@ -184,13 +187,33 @@ static void finish(pend *p, int status, const char *body, size_t len)
     uv_close((uv_handle_t *)&p->timer, free_pend);
 }
 
-static void finish_error(pend *p, gerr e, const char *msg)
+static void finish_error_code(pend *p, gerr e, const char *code, const char *msg)
 {
-    json_t *o = json_pack("{s:{s:s, s:s}}", "error", "code", e == GERR_RATE_LIMITED ? "queue_full" : gerr_code(e), "message", msg);
+    json_t *o = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     finish(p, gerr_status(e), s ? s : "{}", s ? strlen(s) : 2);
     free(s);
+}
+
+static void finish_error(pend *p, gerr e, const char *msg)
+{
+    finish_error_code(p, e, e == GERR_RATE_LIMITED ? "queue_full" : gerr_code(e), msg);
+}
+
+/* while the job is overloaded (admit_rate set by the autoscaler): whether this request fits the rate its
+ * replicas serve within the SLO (a token bucket holding a fifth of a second's worth) */
+static bool admitted(jstats *js)
+{
+    if (js->admit_rate <= 0) return true;
+    int64_t now = clock_mono_us();
+    double cap = js->admit_rate * 0.2 > 1 ? js->admit_rate * 0.2 : 1;
+    js->admit_tokens += js->admit_rate * (double)(now - js->admit_us) / 1e6;
+    if (js->admit_tokens > cap) js->admit_tokens = cap;
+    js->admit_us = now;
+    if (js->admit_tokens < 1) return false;
+    js->admit_tokens -= 1;
+    return true;
 }
 
 static pend *lookup(infer_gw *g, uint64_t seq)
@@ -301,6 +324,16 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
     uv_timer_start(&p->timer, on_timeout, (uint64_t)t->timeout_ms, 0);
     g->slots[seq & (PEND_CAP - 1)] = p;
     p->js->last_req_ms = clock_now_ms();
+    if (!admitted(p->js)) { /* shed now rather than answered late: counted as an arrival and a drop */
+        p->js->arrivals++, p->js->drops++;
+        char msg[300];
+        snprintf(msg, sizeof(msg),
+                 "the model's replicas are overloaded: this server admits %.1f requests a second for it (what they serve "
+                 "within its SLO while the cluster has no room for more); retry later",
+                 p->js->admit_rate);
+        finish_error_code(p, GERR_RATE_LIMITED, "overloaded", msg);
+        return;
+    }
     if (forward_direct(g, p, t, c->json_len ? c->json_len : len, body, len)) return;
     if (t->cold_start_ms) { /* no ready replica of a job that scales to zero: one may be starting */
         p->cold_start_ms = t->cold_start_ms > t->timeout_ms ? t->cold_start_ms : t->timeout_ms;
@@ -491,7 +524,23 @@ static void on_endpoints(redis_link *l, const redisReply *rep, const char *err, 
     free(job_id);
 }
 
-/* every job with traffic: its endpoints read again, its direct arrivals and drops counted in Redis */
+/* GET gantry:infer:admit:<job>: the rate this server admits while the job is overloaded (none: every request) */
+static void on_admit(redis_link *l, const redisReply *rep, const char *err, void *priv)
+{
+    (void)err; /* logged by the link */
+    infer_gw *g = redis_link_data(l);
+    char *job_id = priv;
+    for (int i = 0; rep && i < g->njobs; i++) {
+        jstats *js = g->jobs[i];
+        if (strcmp(js->job_id, job_id) != 0) continue;
+        double rate = rep->type == REDIS_REPLY_STRING ? atof(rep->str) : 0;
+        if (rate > 0 && js->admit_rate <= 0) js->admit_tokens = 1, js->admit_us = clock_mono_us(); /* starts with one */
+        js->admit_rate = rate > 0 ? rate : 0;
+    }
+    free(job_id);
+}
+
+/* every job with traffic: its endpoints and admission read again, its direct arrivals and drops counted in Redis */
 static void follow_jobs(infer_gw *g, int64_t now)
 {
     for (int i = 0; i < g->njobs; i++) {
@@ -501,6 +550,9 @@ static void follow_jobs(infer_gw *g, int64_t now)
             char *job_id = xstrdup(js->job_id);
             if (redis_link_cmd(g->tx, on_endpoints, job_id, "HGETALL endpoints", "HGETALL %s%s", K_INFER_EP_PREFIX, js->job_id) !=
                 0)
+                free(job_id);
+            job_id = xstrdup(js->job_id);
+            if (redis_link_cmd(g->tx, on_admit, job_id, "GET admit", "GET %s%s", K_INFER_ADMIT_PREFIX, js->job_id) != 0)
                 free(job_id);
             js->ep_next_ms = now + EP_EVERY_MS;
         }

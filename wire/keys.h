@@ -87,6 +87,10 @@
 #define K_INFER_STATS_PREFIX "gantry:infer:stats:"
 #define K_INFER_JOBS "gantry:infer:jobs"
 #define K_INFER_DRAIN_PREFIX "gantry:infer:drain:"
+/* + job id: while the job is overloaded, the requests per second each server's gateway admits (the rest: 429
+ * at once); set by the autoscaler every tick with a short expiry (scheduler/autoscale/admit.h) */
+#define K_INFER_ADMIT_PREFIX "gantry:infer:admit:"
+#define K_INFER_ADMIT_TTL_S 10
 /* + job id: the model version the job's replicas serve (spec.resolved's JSON) after its alias
  * moved; a replica loads it beside the one it serves and switches between batches */
 #define K_INFER_MODEL_PREFIX "gantry:infer:model:"

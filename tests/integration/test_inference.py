@@ -11,7 +11,7 @@ import os
 import re
 import time
 
-from harness import ADMIN, Stack, wait_until
+from harness import ADMIN, Stack, timeout, wait_until
 from test_flow import SSEReader
 from test_training import training_job
 
@@ -293,6 +293,94 @@ def test_scale_to_zero_then_cold_starts():
         assert "scaled to zero" in r.json["error"]["message"] and time.time() - t0 >= 7.9, r.json
         assert s.post(f"/v1/jobs/{hold}/cancel", tok).status == 200
         wait_until("a replica once the worker is free", lambda: s.post("/v2/models/sleepy/infer", tok, infer_body(data, 1)).status == 200, 60)
+
+
+# a TorchScript model slow enough that a Python client can overload one replica: N tanh(x @ w) in a row
+SLOW_MODEL = """import sys, torch
+class Slow(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(256, 256) / 16)
+    def forward(self, x):
+        for _ in range(2000):
+            x = torch.tanh(x @ self.w)
+        return x
+torch.jit.script(Slow()).save(sys.argv[1])
+"""
+
+
+@timeout(240)
+def test_overloaded_job_sheds_at_the_gateway_and_serves_the_rest_in_time():
+    """one replica (max 1) offered about 2.5 times what it serves: once the autoscaler sees it cannot grow,
+    the gateway answers the excess 429 at once ("overloaded"), and the requests it admits meet their SLO
+    instead of all waiting into 504s"""
+    import subprocess
+    import tempfile
+    from test_torchscript import TORCH_PY, upload
+    with Stack(workers=1) as s:
+        _, tok = s.tenant("overload")
+        d = tempfile.mkdtemp(prefix="gantry-slow-")
+        path = os.path.join(d, "slow.pt")
+        with open(os.path.join(d, "make.py"), "w") as f:  # torch.jit.script reads the class's source file
+            f.write(SLOW_MODEL)
+        subprocess.run([TORCH_PY, os.path.join(d, "make.py"), path], check=True, timeout=120)
+        meta = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 256]}],
+                "outputs": [{"name": "y", "datatype": "FP32", "shape": [-1, 256]}]}
+        assert upload(s, tok, "slow", path, meta).status == 201
+        slo_ms = 1000
+        jid = s.submit(tok, serve_job("slow", replicas={"min": 1, "max": 1}, max_batch=1, timeout_ms=4000,
+                                      slo={"latency_ms": slo_ms, "percentile": 99}))
+        s.wait_state(tok, jid, "running", timeout=60)
+        body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 256], "data": [0.01] * 256}]}
+        wait_until("the replica answers", lambda: s.post("/v2/models/slow/infer", tok, body).status == 200, 60)
+        lat = []
+        for _ in range(10):
+            t0 = time.time()
+            assert s.post("/v2/models/slow/infer", tok, body).status == 200
+            lat.append(time.time() - t0)
+        service = sorted(lat)[5]
+        rate = 2.5 / service  # two and a half times what one replica serves
+        print(f"overload: one request takes {service * 1000:.0f} ms; offering {rate:.0f} req/s for 20 s")
+        results = []
+
+        def one(t_sent):
+            t0 = time.time()
+            r = s.post("/v2/models/slow/infer", tok, body, timeout=10)
+            code = r.json["error"]["code"] if r.status != 200 and r.json else None
+            results.append((t_sent, r.status, time.time() - t0, code))
+        start = time.time()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=96) as pool:
+            k = 0
+            while time.time() - start < 20:
+                due = start + k / rate
+                if due > time.time():
+                    time.sleep(due - time.time())
+                pool.submit(one, time.time())
+                k += 1
+        events = s.events(tok, jid)
+        began = [e for e in events if e["reason"].startswith("admission: ")]
+        assert began, [e["reason"] for e in events]
+        # the last 8 s: the gateways read the rate within a second, and it settles within a few ticks
+        t_on = min(datetime_s(e["ts"]) for e in began)
+        assert t_on < start + 12, (t_on - start, [e["reason"] for e in events])
+        after = [r for r in results if r[0] >= start + 12]
+        codes = {}
+        for r in after:
+            codes[r[1]] = codes.get(r[1], 0) + 1
+        served = sorted(r[2] for r in after if r[1] == 200)
+        print(f"overload: admission began {t_on - start:.1f} s in; the last 8 s: {codes}; served p50 "
+              f"{served[len(served) // 2] * 1000:.0f} ms, p90 {served[int(len(served) * 0.9)] * 1000:.0f} ms (SLO {slo_ms} ms)")
+        assert codes.get(429, 0) > 0 and all(r[3] == "overloaded" for r in after if r[1] == 429), codes
+        # queued, all would wait into 504s (offered 2.5x); admitted, they are served about in time
+        assert codes.get(504, 0) == 0, codes
+        assert len(served) >= 5 and served[len(served) // 2] <= slo_ms / 1000, served
+        assert served[int(len(served) * 0.9)] <= 2 * slo_ms / 1000, served
+
+
+def datetime_s(iso):
+    """the API's times (2026-11-28T09:05:33.384Z) in seconds since the epoch"""
+    from datetime import datetime
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"')

@@ -58,6 +58,7 @@ typedef struct pend {
     uint32_t link;       /* the direct link it waits on, 0: none (the Redis queue) */
     int retried, queued; /* queued: sent through the Redis queue (jstats.queued) */
     int cold_start_ms;   /* waiting for a scaled-to-zero job's first replica: the wait allowed; else 0 */
+    infer_target t;      /* its job's limits (a fallback to the queue needs them) */
 } pend;
 
 typedef struct {
@@ -261,6 +262,39 @@ static void on_enqueued(redis_link *l, const redisReply *rep, const char *err, v
         finish_error(p, GERR_RATE_LIMITED, "the model's request queue is full (the job's queue_limit); retry later");
 }
 
+/* the Redis queue's path: the request in the job's queue (at most queue_limit there), for whichever replica
+ * takes it; answered by on_enqueued when it could not be queued */
+static void send_queued(infer_gw *g, pend *p, size_t json_len, const char *body, size_t len)
+{
+    if (!redis_link_up(g->tx)) {
+        finish_error(p, GERR_UNAVAILABLE, "the inference gateway is not connected to Redis; retry");
+        return;
+    }
+    char head[IW_HEAD_MAX], queue[128], stats[128], limit[24];
+    int hl = iw_request_head(head, sizeof(head), p->seq, g->replies, json_len); /* wire/infer_wire.h */
+    if (hl < 0) hl = 0; /* (the server's own stream name always fits: its consumer name is short) */
+    char *req = xmalloc((size_t)hl + len);
+    memcpy(req, head, (size_t)hl);
+    memcpy(req + hl, body, len);
+    snprintf(queue, sizeof(queue), "%s%s", K_INFER_QUEUE_PREFIX, p->js->job_id);
+    snprintf(stats, sizeof(stats), "%s%s", K_INFER_STATS_PREFIX, p->js->job_id);
+    snprintf(limit, sizeof(limit), "%d", p->t.queue_limit); /* (no ready link: none has requests waiting) */
+    p->queued = 1, p->js->queued++;
+    const char *argv[] = {g->sha[0] ? "EVALSHA" : "EVAL", g->sha[0] ? g->sha : lua_infer_enqueue, "2", queue, stats, limit, req};
+    size_t lens[] = {strlen(argv[0]), strlen(argv[1]), 1, strlen(queue), strlen(stats), strlen(limit), (size_t)hl + len};
+    if (redis_link_cmd_argv(g->tx, on_enqueued, (void *)(uintptr_t)p->seq,
+                            g->sha[0] ? "EVALSHA infer_enqueue" : "EVAL infer_enqueue", 7, argv, lens) != 0)
+        finish_error(p, GERR_UNAVAILABLE, "the request could not be queued (Redis unreachable); retry");
+    free(req);
+}
+
+/* waits for a replica of a job that scales to zero (cold_start_ms): no ready one now, one may be starting */
+static void wait_cold(pend *p, const infer_target *t)
+{
+    p->cold_start_ms = t->cold_start_ms > t->timeout_ms ? t->cold_start_ms : t->timeout_ms;
+    if (t->cold_start_ms > t->timeout_ms) uv_timer_start(&p->timer, on_timeout, (uint64_t)t->cold_start_ms, 0);
+}
+
 /* the direct path (infer_link.h): 1 sent, or answered 429; 0 when the job has no ready link (the
  * request goes through the Redis queue) */
 static int forward_direct(infer_gw *g, pend *p, const infer_target *t, size_t json_len, const char *body, size_t len)
@@ -304,6 +338,18 @@ static void on_link_lost(void *arg, uint32_t link)
             p->link = ilinks_send(g->links, p->js->job_id, p->frame, link);
             if (p->link) continue;
         }
+        if (p->t.cold_start_ms && p->frame && p->frame->len >= IF_HEAD) { /* its last replica drained as it came (scale to
+                                                                              zero): it waits for the next one */
+            if_head h;
+            if (if_head_decode((const unsigned char *)p->frame->data, &h) == 0 && h.len == p->frame->len - IF_HEAD) {
+                ilink_frame *f = p->frame;
+                p->frame = NULL;
+                wait_cold(p, &p->t);
+                send_queued(g, p, h.arg, f->data + IF_HEAD, h.len);
+                ilink_frame_unref(f);
+                continue;
+            }
+        }
         finish_error(p, GERR_UNAVAILABLE, "the connection to the model's replica dropped while it had the request; retry");
     }
 }
@@ -316,7 +362,7 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
         return;
     }
     pend *p = xcalloc(1, sizeof(*p));
-    p->g = g, p->seq = seq, p->js = stats_for(g, t), p->t0_us = clock_mono_us();
+    p->g = g, p->seq = seq, p->js = stats_for(g, t), p->t0_us = clock_mono_us(), p->t = *t;
     p->js->pending++;
     p->defer = http_defer_begin(c);
     uv_timer_init(g->srv->loop, &p->timer);
@@ -335,31 +381,8 @@ void infer_forward(infer_gw *g, http_ctx *c, const infer_target *t, const char *
         return;
     }
     if (forward_direct(g, p, t, c->json_len ? c->json_len : len, body, len)) return;
-    if (t->cold_start_ms) { /* no ready replica of a job that scales to zero: one may be starting */
-        p->cold_start_ms = t->cold_start_ms > t->timeout_ms ? t->cold_start_ms : t->timeout_ms;
-        if (t->cold_start_ms > t->timeout_ms) uv_timer_start(&p->timer, on_timeout, (uint64_t)t->cold_start_ms, 0);
-    }
-    if (!redis_link_up(g->tx)) {
-        finish_error(p, GERR_UNAVAILABLE, "the inference gateway is not connected to Redis; retry");
-        return;
-    }
-
-    char head[IW_HEAD_MAX], queue[128], stats[128], limit[24];
-    int hl = iw_request_head(head, sizeof(head), seq, g->replies, c->json_len ? c->json_len : len); /* wire/infer_wire.h */
-    if (hl < 0) hl = 0; /* (the server's own stream name always fits: its consumer name is short) */
-    char *req = xmalloc((size_t)hl + len);
-    memcpy(req, head, (size_t)hl);
-    memcpy(req + hl, body, len);
-    snprintf(queue, sizeof(queue), "%s%s", K_INFER_QUEUE_PREFIX, t->job_id);
-    snprintf(stats, sizeof(stats), "%s%s", K_INFER_STATS_PREFIX, t->job_id);
-    snprintf(limit, sizeof(limit), "%d", t->queue_limit); /* (no ready link: none has requests waiting) */
-    p->queued = 1, p->js->queued++;
-    const char *argv[] = {g->sha[0] ? "EVALSHA" : "EVAL", g->sha[0] ? g->sha : lua_infer_enqueue, "2", queue, stats, limit, req};
-    size_t lens[] = {strlen(argv[0]), strlen(argv[1]), 1, strlen(queue), strlen(stats), strlen(limit), (size_t)hl + len};
-    if (redis_link_cmd_argv(g->tx, on_enqueued, (void *)(uintptr_t)seq, g->sha[0] ? "EVALSHA infer_enqueue" : "EVAL infer_enqueue",
-                            7, argv, lens) != 0)
-        finish_error(p, GERR_UNAVAILABLE, "the request could not be queued (Redis unreachable); retry");
-    free(req);
+    if (t->cold_start_ms) wait_cold(p, t); /* no ready replica of a job that scales to zero: one may be starting */
+    send_queued(g, p, c->json_len ? c->json_len : len, body, len);
 }
 
 /* ---- the (tenant, model) -> serving job cache ---- */

@@ -7,7 +7,9 @@
 // predictions for a few seconds, and checks that the job page shows the
 // request rate, p99 latency against the SLO and the replica count, filling
 // live, and in its summary the replicas and the SLO (with its attainment) the
-// API's metrics report, and no progress. Saves inference.png.
+// API's metrics report, and no progress. Saves inference.png. The job scales to
+// zero (replicas.min 0, idle_s 3): the page says so once the API does, and counts
+// the cold start of the next request.
 import { assert, check, http, launch, login, pageProblems, requireEnv, run, screenshot, tenantWithMember, waitJob } from './lib.mjs';
 
 requireEnv('inference.mjs');
@@ -31,7 +33,8 @@ async function main() {
     await check('an inference job serves it', async () => {
         serve = await http('POST', '/v1/jobs', member, {
             type: 'inference', name: 'web-serve',
-            spec: { model: 'web-mlp', slo: { latency_ms: 50, percentile: 99 }, replicas: { min: 1, max: 2 } },
+            // replicas.min 0: scaled to zero 3 s after the predictions stop (checked below)
+            spec: { model: 'web-mlp', slo: { latency_ms: 50, percentile: 99 }, replicas: { min: 0, max: 2 }, idle_s: 3 },
         });
         const until = Date.now() + 60000;
         for (;;) {
@@ -82,6 +85,38 @@ async function main() {
         }
     });
     await screenshot('inference.png');
+    await check('idle, the job scales to zero and its page says so (as the API)', async () => {
+        const end = Date.now() + 40000;
+        for (;;) {
+            const pts = (await http('GET', `/v1/jobs/${serve.id}/metrics`, member)).points;
+            const rep = [...pts].reverse().find((p) => typeof p.replicas === 'number');
+            const cell = await page.$eval('[data-testid="job-replicas"]', (e) => ({ zero: e.dataset.scaledToZero, text: e.textContent }));
+            if (rep && rep.replicas === 0 && rep.target === 0 && cell.zero === 'true' && cell.text.includes('scaled to zero')) break;
+            if (Date.now() > end) throw new Error(`page "${cell.text}" (${cell.zero}); API replicas ${rep && rep.replicas} target ${rep && rep.target}`);
+            await new Promise((r) => setTimeout(r, 250));
+        }
+    });
+    await check('a request wakes it: answered, and the page counts the cold start', async () => {
+        // (the page may have opened on a job asleep already: the predictions above woke it once)
+        const colds = async () => {
+            const pts = (await http('GET', `/v1/jobs/${serve.id}/metrics`, member)).points;
+            const p = [...pts].reverse().find((q) => typeof q.cold_starts === 'number');
+            return p ? p.cold_starts : 0;
+        };
+        const before = await colds();
+        const body = { inputs: [{ name: 'input', shape: [1, 1, 28, 28], datatype: 'FP32', data: new Array(784).fill(0.5) }] };
+        const r = await http('POST', '/v2/models/web-mlp/infer', member, body);
+        assert(Array.isArray(r.outputs), `no outputs: ${JSON.stringify(r).slice(0, 200)}`);
+        const want = `${before + 1} cold start${before + 1 === 1 ? '' : 's'}`;
+        try {
+            await page.waitForFunction((w) => (document.querySelector('[data-testid="job-replicas"]')?.textContent || '').includes(w),
+                want, { timeout: 30000 });
+        } catch (e) {
+            const shown = await page.$eval('[data-testid="job-replicas"]', (el) => el.textContent);
+            throw new Error(`page "${shown}", want "${want}"; the API counts ${await colds()} (${before} before)`);
+        }
+        assert(await colds() === before + 1, `the API counts ${await colds()} cold starts, the page ${want}`);
+    });
     await check('cancel stops the job', async () => {
         await http('POST', `/v1/jobs/${serve.id}/cancel`, member);
         const j = await waitJob(member, serve.id, 30000);

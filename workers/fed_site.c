@@ -99,8 +99,7 @@ int fed_site_connect(fed_site *s, size_t dim, double samples, uint64_t duals_see
     }
     int frc = fed_party_setup(&s->S, samples, err, errlen);
     if (frc) return fed_site_exec_rc(frc);
-    const char *agg = json_string_value(json_object_get(s->spec, "aggregation"));
-    s->fedavg = agg && !strcmp(agg, "fedavg");
+    s->fedavg = !fed_spec_securedfl(s->spec);
     const json_t *admm = json_object_get(s->spec, "admm");
     s->P = (fed_admm_params){sch_number(&fed_admm_shape, admm, "rho", 0), sch_number(&fed_admm_shape, admm, "decay", 0),
                              (int)sch_number(&fed_admm_shape, admm, "decay_every", 0)};

@@ -127,12 +127,19 @@ static void test_admm_identities(void **state)
         assert_int_equal(fed_design_make(n, &d, err, sizeof err), 0);
         sim S;
         sim_init(&S, n, (uint64_t)n);
-        double avg[DIM] = {0}, prev = 1e9;
+        double avg[DIM] = {0}, lam0[DIM] = {0}, pred[DIM], prev = 1e9;
         for (int i = 0; i < n; i++)
             for (int j = 0; j < DIM; j++)
-                avg[j] += S.a[i] * S.w[i][j];
+                avg[j] += S.a[i] * S.w[i][j], lam0[j] += S.a[i] * S.lambda[i][j];
         for (int k = 0; k < 12; k++) {
+            /* z depends on the totals alone (docs/federated.md, "Which aggregation"): z_1 = (2 avg - L)/(2 + rho) + L/rho
+             * with L = sum a_i lambda_i at the start, then z_k = (2 avg + rho z_(k-1))/(2 + rho) */
+            double rho = fed_admm_rho(&p, k);
+            for (int j = 0; j < DIM; j++)
+                pred[j] = k == 0 ? (2 * avg[j] - lam0[j]) / (2 + rho) + lam0[j] / rho : (2 * avg[j] + rho * S.z[j]) / (2 + rho);
             sim_iter(&S, &d, k, &p);
+            for (int j = 0; j < DIM; j++)
+                assert_true(fabs(S.z[j] - pred[j]) < 1e-12 * (1 + fabs(pred[j])));
             for (int j = 0; j < DIM; j++) { /* sum a_i lambda_i = 0 after every iteration */
                 double s = 0;
                 for (int i = 0; i < n; i++)

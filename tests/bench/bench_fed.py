@@ -8,7 +8,8 @@ round: one job per aggregation with the same seed and local training.  The aggre
   securedfl:K  SecureD-FL with K iterations
   fedavg       FedAvg, one masked sum a round (the default now)
 Reported per (sites, aggregation): final test accuracy, the consensus residual, rounds per second (1 / the
-mean round time, local training included) and the bytes each site sends and receives per round (site 0's
+mean round time, local training included), the aggregation's time per round (site 0's, waits for the slowest
+peer's training included) and the bytes each site sends and receives per round (site 0's
 metrics points, averaged over the rounds), and each row's traffic and rate against the first aggregation's.
 Dropouts are not built yet (issue 32), so there is no column for the time one costs.
 
@@ -40,9 +41,9 @@ def main():
     args = ap.parse_args()
     aggs = args.aggs.split(",")
     print(f"load average at start: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
-    print("| sites | aggregation | accuracy | residual | rounds/s | MB sent / received per site per round "
-          f"| traffic, rounds/s vs {aggs[0]} |")
-    print("|---|---|---|---|---|---|---|")
+    print("| sites | aggregation | accuracy | residual | rounds/s | aggregation s per round | MB sent / received per site "
+          f"per round | traffic, rounds/s vs {aggs[0]} |")
+    print("|---|---|---|---|---|---|---|---|")
     for n in [int(x) for x in args.sites.split(",")]:
         with Stack(workers=0) as s:
             for i in range(n):
@@ -55,11 +56,12 @@ def main():
                 pts = [p for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"] if "round" in p]
                 m = done["result"]["metrics"]
                 rate = len(pts) / sum(p["round_s"] for p in pts)
+                agg_s = sum(p.get("aggregate_s", 0) for p in pts) / len(pts)
                 sent = sum(p["bytes_sent"] for p in pts) / len(pts) / 1e6
                 got = sum(p.get("bytes_received", 0) for p in pts) / len(pts) / 1e6
                 base = base or (sent + got, rate)
                 print(f"| {n} | {agg} | {m['test_accuracy'] * 100:.2f}% | {m['residual']:.1e} | {rate:.2f} "
-                      f"| {sent:.3f} / {got:.3f} | {(sent + got) / base[0]:.3f}x, {rate / base[1]:.2f}x |", flush=True)
+                      f"| {agg_s:.3f} | {sent:.3f} / {got:.3f} | {(sent + got) / base[0]:.3f}x, {rate / base[1]:.2f}x |", flush=True)
     print(f"load average at end: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
 
 

@@ -135,7 +135,7 @@ static int aggregate(secured *S, double **w, size_t dim, double *z, double *resi
             jobs[i].lambda[j] = 0.02 * (double)rng_normal(r); /* random duals, private to the site */
     }
     int rc = all_sites(jobs, n);
-    if (rc == 0) {
+    if (rc == 0 && n > 0) {
         memcpy(z, jobs[0].z, sizeof(double) * dim);
         double num = 0, den = 0;
         for (size_t j = 0; j < dim; j++)

@@ -429,7 +429,7 @@ static void test_partition(void **state)
             int mx = 0;
             for (int s = 0; s < S; s++)
                 mx = count[s][c] > mx ? count[s][c] : mx;
-            sum += (double)mx / (N / C);
+            sum += (double)mx / ((double)N / C);
         }
         skew[t] = sum / C;
     }

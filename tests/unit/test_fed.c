@@ -403,6 +403,21 @@ static void test_privacy_audit_finds_the_old_leak(void **state)
     assert_int_equal(r.single, 9 + 9 * 8); /* Redis: all 9; each site: all 8 others */
 }
 
+/* the designs are not what keeps the models private: groups drawn at random (pairs meeting more than once) hide as
+ * much, since the masks cancel only in the total (docs/federated.md, "Which aggregation") */
+static void test_privacy_audit_random_groups(void **state)
+{
+    (void)state;
+    int sizes[] = {9};
+    fed_audit_opts o = {.coalitions_upto = 9, .random_groups = 1};
+    fed_audit_result r;
+    char err[512];
+    if (fed_audit(sizes, 1, &o, &r, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(r.views, 12 * (1 + 9 + 36));
+    assert_int_equal(r.single, 0);
+    assert_int_equal(r.coalition, 0);
+}
+
 /* Dirichlet label skew: every sample on one site; small alpha concentrates each class on few sites */
 static void test_partition(void **state)
 {
@@ -441,10 +456,15 @@ static void test_partition(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_designs_up_to_99), cmocka_unit_test(test_admm_identities),
-        cmocka_unit_test(test_masks_cancel),     cmocka_unit_test(test_secagg_sums),
-        cmocka_unit_test(test_secagg_reweigh),   cmocka_unit_test(test_secagg_tampering),
-        cmocka_unit_test(test_privacy_audit),    cmocka_unit_test(test_privacy_audit_finds_the_old_leak),
+        cmocka_unit_test(test_designs_up_to_99),
+        cmocka_unit_test(test_admm_identities),
+        cmocka_unit_test(test_masks_cancel),
+        cmocka_unit_test(test_secagg_sums),
+        cmocka_unit_test(test_secagg_reweigh),
+        cmocka_unit_test(test_secagg_tampering),
+        cmocka_unit_test(test_privacy_audit),
+        cmocka_unit_test(test_privacy_audit_finds_the_old_leak),
+        cmocka_unit_test(test_privacy_audit_random_groups),
         cmocka_unit_test(test_partition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,9 +41,13 @@ static const sch local_steps_s = {SCH_INT, SCH_IN(1, 1000000), .desc = "local st
 static const sch rounds_s = {SCH_INT, SCH_IN(1, 100000)};
 static const sch exchange_s = {SCH_INT, SCH_IN(1, 3600), .dflt = "120", .desc = "how long a site waits for a peer's message"};
 static const char *const agg_v[] = {"securedfl", "fedavg", NULL};
-static const sch agg_s = {SCH_STR, .values = agg_v, .dflt = "\"securedfl\"",
-                          .desc = "securedfl: ADMM in block-design groups; fedavg: the plain mean (a baseline)"};
-static const sch masking_s = {SCH_BOOL, .dflt = "true", .desc = "pairwise masks hide each message; off: iterations <= P"};
+static const sch agg_s = {SCH_STR, .values = agg_v, .dflt = "\"fedavg\"",
+                          .desc = "fedavg: one masked sum of the weighted models a round; securedfl: ADMM, one masked sum per "
+                                  "iteration, the same model to ~1e-8 at admm.iterations times the traffic (the default when the "
+                                  "spec gives admm without aggregation)"};
+static const sch masking_s = {SCH_BOOL, .dflt = "true",
+                              .desc = "kept for old specs: every sum is masked over all sites whatever it says; false caps "
+                                      "securedfl's admm.iterations at P"};
 static const sch iters_s = {SCH_INT, SCH_IN(1, 1000), .dflt = "7", .desc = "ADMM iterations per round"};
 static const sch rho_s = {SCH_NUM, SCH_ABOVE(0), .dflt = "0.1"};
 static const sch decay_s = {SCH_NUM, SCH_IN_LO_OPEN(0, 1), .dflt = "0.9", .desc = "rho's factor every decay_every iterations"};
@@ -65,9 +69,9 @@ static const sch_member spec_m[] = {{"model", &train_arch_shape, 1},
                                     {"exchange_timeout_s", &exchange_s, 0},
                                     {0}};
 const sch fed_spec_shape = {SCH_OBJECT, .members = spec_m,
-                            .desc = "A federated job (SecureD-FL): sites train on their own data and agree on a model by "
-                                    "ADMM in block-design groups (docs/federated.md). Without masking, admm.iterations is at "
-                                    "most the design's classes P."};
+                            .desc = "A federated job: sites train on their own data and agree on a model by sums masked "
+                                    "over all sites (FedAvg by default, or SecureD-FL's ADMM; docs/federated.md). Without "
+                                    "masking, securedfl's admm.iterations is at most the design's classes P."};
 
 /* ---- the program variant: each site runs the team's own program (spec/program_spec.h) ---- */
 
@@ -182,14 +186,13 @@ static int check_sites(const json_t *sites, char *field, size_t fl, char *msg, s
 /* the design for n sites, and without masking the iterations within its classes (both variants) */
 static int check_design(const json_t *spec, size_t n, char *field, size_t fl, char *msg, size_t ml)
 {
-    const char *agg = json_string_value(json_object_get(spec, "aggregation"));
     long iters = (long)sch_number(&fed_admm_shape, json_object_get(spec, "admm"), "iterations", 0);
     fed_design d;
     char err[200];
     if (fed_design_make((int)n, &d, err, sizeof err)) return field_fail(field, fl, msg, ml, "spec.sites", "%s", err);
     int P = d.classes;
     fed_design_free(&d);
-    if (json_is_false(json_object_get(spec, "masking")) && (!agg || !strcmp(agg, "securedfl")) && iters > P) {
+    if (json_is_false(json_object_get(spec, "masking")) && fed_spec_securedfl(spec) && iters > P) {
         snprintf(field, fl, "spec.admm.iterations");
         snprintf(msg, ml,
                  "without masking at most %d (P, the design's classes for %zu sites): one more and a site sees a peer's "
@@ -269,6 +272,12 @@ static int program_variant(const json_t *spec, char *field, size_t fl, char *msg
 fed_variant fed_spec_variant(const json_t *spec)
 {
     return json_object_get(spec, "program") ? FED_PROGRAM : FED_BUILTIN;
+}
+
+bool fed_spec_securedfl(const json_t *spec)
+{
+    const char *agg = json_string_value(json_object_get(spec, "aggregation"));
+    return agg ? strcmp(agg, "securedfl") == 0 : json_object_get(spec, "admm") != NULL;
 }
 
 int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml)

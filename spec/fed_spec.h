@@ -32,6 +32,7 @@
 #define GANTRY_FED_SPEC_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/jobtypes.h"
@@ -46,6 +47,11 @@ extern const sch fed_spec_shape, fed_program_spec_shape, fed_admm_shape, fed_par
 typedef enum { FED_BUILTIN, FED_PROGRAM } fed_variant;
 /* which variant a spec is: FED_PROGRAM when it has "program" */
 fed_variant fed_spec_variant(const json_t *spec);
+/* whether a (valid) spec aggregates by SecureD-FL's ADMM: "aggregation": "securedfl", or no "aggregation" but an
+ * "admm" (a spec written when securedfl was the default keeps its meaning); otherwise FedAvg, the default: every
+ * sum is masked over all sites, so ADMM's iterations reveal no less than FedAvg's one sum and reach its model
+ * (docs/federated.md, "Which aggregation") */
+bool fed_spec_securedfl(const json_t *spec);
 
 int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml);
 /* the training spec of site s's local steps (new reference): model, optimizer, its dataset, batch_size, seed */

@@ -10,9 +10,9 @@
  * their weights from a masked sum of the sample counts.
  *
  * Every round each site trains its copy of the global model on its own data
- * (local_steps steps), then the sites run the aggregation: for SecureD-FL the
- * ADMM iterations, for FedAvg one weighted sum; one more sum gives the FedAvg
- * average for the consensus residual.  Each sum is masked with every other
+ * (local_steps steps), then the sites run the aggregation: for FedAvg (the
+ * default) one weighted sum; for SecureD-FL the ADMM iterations and one more
+ * sum, FedAvg's average for the consensus residual.  Each sum is masked with every other
  * site (the masks cancel only in the total), aggregated through the groups of
  * the design's class, and sealed (ChaCha20-Poly1305) on its way through Redis:
  * Redis sees sizes and timing, a site sees the total.  Raw data and individual

@@ -99,8 +99,7 @@ int fed_site_connect(fed_site *s, size_t dim, double samples, uint64_t duals_see
     }
     int frc = fed_party_setup(&s->S, samples, err, errlen);
     if (frc) return fed_site_exec_rc(frc);
-    const char *agg = json_string_value(json_object_get(s->spec, "aggregation"));
-    s->fedavg = agg && !strcmp(agg, "fedavg");
+    s->fedavg = !fed_spec_securedfl(s->spec);
     const json_t *admm = json_object_get(s->spec, "admm");
     s->P = (fed_admm_params){sch_number(&fed_admm_shape, admm, "rho", 0), sch_number(&fed_admm_shape, admm, "decay", 0),
                              (int)sch_number(&fed_admm_shape, admm, "decay_every", 0)};
@@ -241,7 +240,9 @@ int fed_site_aggregate(fed_site *s, const double *w, double *z, char *err, size_
 {
     for (size_t j = 0; !s->fedavg && j < s->dim; j++) /* this round's duals: private to the site */
         s->lambda[j] = 0.02 * (double)rng_normal(&s->duals);
+    double t0 = now_s();
     int frc = fed_party_round(&s->S, w, s->lambda, &s->P, s->iters, s->fedavg, z, s->avg, s->x, s->msgv, err, errlen);
+    s->aggregate_s = now_s() - t0;
     if (frc) return fed_site_exec_rc(frc);
     double num = 0, den = 0;
     for (size_t j = 0; j < s->dim; j++)
@@ -252,9 +253,9 @@ int fed_site_aggregate(fed_site *s, const double *w, double *z, char *err, size_
 
 json_t *fed_site_point(const fed_site *s, int round)
 {
-    return json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:i}", "round", round, "step", (json_int_t)round, "residual", s->residual,
+    return json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:i}", "round", round, "step", (json_int_t)round, "residual", s->residual,
                      "bytes_sent", s->S.bytes_sent - s->sent0, "bytes_received", s->S.bytes_got - s->got0, "round_s",
-                     now_s() - s->t0, "sites", s->n);
+                     now_s() - s->t0, "aggregate_s", s->aggregate_s, "sites", s->n);
 }
 
 static json_t *fed_site_groups(const fed_site *s)

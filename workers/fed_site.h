@@ -38,7 +38,7 @@ typedef struct {
     size_t dim;
     double *lambda, *x, *msgv, *avg;
     /* fed_site_aggregate: the last round's */
-    double residual, t0, sent0, got0;
+    double residual, t0, sent0, got0, aggregate_s; /* aggregate_s: the last fed_site_aggregate's wall time */
 } fed_site;
 
 /* what a protocol result (workers/fed/secagg.h) means for the job: a lost site or a stop retries the
@@ -73,7 +73,7 @@ void fed_site_round_start(fed_site *s);
  * equal), and the residual against FedAvg's average.  0, or an EXEC_* code with err. */
 int fed_site_aggregate(fed_site *s, const double *w, double *z, char *err, size_t errlen);
 /* site 0's round as a metrics point (new reference): round, step, residual, bytes sent and received,
- * round_s, sites */
+ * round_s (local training included), aggregate_s (the aggregation, waits for the peers included), sites */
 json_t *fed_site_point(const fed_site *s, int round);
 /* result.design: {"kind", "classes", "groups": the sites' names per group per class} (new reference) */
 json_t *fed_site_design(const fed_site *s);

@@ -5,7 +5,7 @@
  *   gantry-fed-sim [--sites 9] [--alpha 0.5] [--rounds 20] [--local-steps 50]
  *                  [--iters 7] [--batch 32] [--lr 0.001] [--seed 1]
  *   gantry-fed-sim --privacy-audit [--sites 9,15,21,27] [--coalitions-upto 15]
- *                  [--t-max T] [--legacy]
+ *                  [--t-max T] [--legacy] [--random-groups]
  *
  * Every site trains the MLP 784-64-10 (Adam) locally from the global model on
  * its own samples; then the same local models are aggregated twice: by
@@ -20,7 +20,8 @@
  * --privacy-audit runs workers/fed/fed_audit.h: one line per (n, observer, T) with
  * the number of other sites' models the observer's view determines, then
  * "privacy audit: N determined by Redis or a single site" (exit status 1 when
- * N > 0, unless --legacy, which audits the exchange before issue 18). */
+ * N > 0, unless --legacy, which audits the exchange before issue 18).  --random-groups replaces the design's
+ * groups by random ones (pairs meet more than once): the masks over all sites make them no less private. */
 #include "workers/fed/admm.h"
 #include "workers/fed/fed_audit.h"
 #include "spec/fed_design.h"
@@ -134,7 +135,7 @@ static int aggregate(secured *S, double **w, size_t dim, double *z, double *resi
             jobs[i].lambda[j] = 0.02 * (double)rng_normal(r); /* random duals, private to the site */
     }
     int rc = all_sites(jobs, n);
-    if (rc == 0) {
+    if (rc == 0 && n > 0) {
         memcpy(z, jobs[0].z, sizeof(double) * dim);
         double num = 0, den = 0;
         for (size_t j = 0; j < dim; j++)
@@ -168,6 +169,7 @@ static int audit_main(int argc, char **argv)
     for (char *t = strtok(list, ","); t && ns < 16; t = strtok(NULL, ","))
         sizes[ns++] = atoi(t);
     fed_audit_opts o = {.legacy = flag(argc, argv, "--legacy"),
+                        .random_groups = flag(argc, argv, "--random-groups"),
                         .coalitions_upto = atoi(arg(argc, argv, "--coalitions-upto", "15")),
                         .t_min = atoi(arg(argc, argv, "--t-min", "1")),
                         .t_max = atoi(arg(argc, argv, "--t-max", "0")),

@@ -34,7 +34,7 @@ def test_nine_sites_secured_fl():
         for i in range(9):
             s.start_worker(i, labels=f"site=s{i},zone=test")
         _, tok = s.tenant("hospitals")
-        jid = s.submit(tok, fed_job(9, rounds=4))
+        jid = s.submit(tok, fed_job(9, rounds=4, aggregation="securedfl"))
         done = s.wait_state(tok, jid, "succeeded", timeout=300)
         m = done["result"]["metrics"]
         assert m["sites"] == 9 and m["rounds"] == 4 and m["test_accuracy"] > 0.6, m
@@ -147,6 +147,8 @@ def test_federated_errors_and_waiting_for_a_site():
         _, tok = s.tenant("banks")
         bad = [
             (fed_job(2), "spec.sites"),
+            (fed_job(3, aggregation="securedfl", masking=False, admm={"iterations": 5}), "spec.admm.iterations"),
+            # a spec with admm but no aggregation is SecureD-FL, as when that was the default
             (dict(fed_job(3), spec=dict(fed_job(3)["spec"], masking=False, admm={"iterations": 5})), "spec.admm.iterations"),
             (dict(fed_job(3), spec=dict(fed_job(3)["spec"], aggregation="median")), "spec.aggregation"),
             (dict(fed_job(3), spec=dict(fed_job(3)["spec"], sites=fed_job(3)["spec"]["sites"][:2] * 2)), "spec.sites[2].name"),
@@ -168,6 +170,10 @@ def test_federated_errors_and_waiting_for_a_site():
         s.start_worker(3, labels="site=s3")
         done = s.wait_state(tok, jid, "succeeded", timeout=240)
         assert done["result"]["metrics"]["sites"] == 4  # a searched packing (4 sites: one group of 4)
+        # the default aggregation is FedAvg: one masked sum a round, so a site sends one sealed vector of the
+        # MLP's 25,450 parameters (8 bytes each, 38 of header and tag) and no more
+        points = [p for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"] if "round" in p]
+        assert [p["bytes_sent"] for p in points] == [25450 * 8 + 38], points
         # FedAvg with masks over all sites, in the same job type
         jid = s.submit(tok, fed_job(4, rounds=2, name="fedavg", aggregation="fedavg"))
         done = s.wait_state(tok, jid, "succeeded", timeout=240)

@@ -612,6 +612,28 @@ static int audit_one(int n, int T, const fed_design *d, const fed_audit_opts *o,
     return rc;
 }
 
+/* d's classes regrouped at random: n / 3 groups of consecutive sites in a shuffled order, the last one taking the
+ * one or two left over; the number of classes kept */
+static void randomize_groups(fed_design *d)
+{
+    int n = d->n, perm[FED_PARTY_MAX], ng = n / 3;
+    rng_state r;
+    rng_seed(&r, (uint64_t)n);
+    for (int c = 0; c < d->classes; c++) {
+        for (int i = 0; i < n; i++)
+            perm[i] = i;
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)rng_below(&r, (uint64_t)i + 1), t = perm[i];
+            perm[i] = perm[j], perm[j] = t;
+        }
+        for (int k = 0; k < n; k++)
+            d->group[c * n + perm[k]] = k / 3 < ng ? k / 3 : ng - 1;
+        d->ngroups[c] = ng;
+    }
+    snprintf(d->kind, sizeof d->kind, "random groups of 3");
+    d->exact = 0;
+}
+
 int fed_audit(const int *sizes, int nsizes, const fed_audit_opts *o, fed_audit_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof(*res));
@@ -623,6 +645,7 @@ int fed_audit(const int *sizes, int nsizes, const fed_audit_opts *o, fed_audit_r
             return -1;
         }
         if (fed_design_make(n, &d, err, errlen)) return -1;
+        if (o->random_groups) randomize_groups(&d);
         int t_max = o->t_max > 0 ? o->t_max : 3 * d.classes, t_min = o->t_min > 0 ? o->t_min : 1;
         if (o->out)
             fprintf(o->out, "n=%d: design %s, P = %d; T = %d .. %d; %s\n", n, d.kind, d.classes, t_min, t_max,

@@ -37,6 +37,8 @@ typedef struct {
     int legacy;          /* audit the exchange before issue 18 (group masks, every message readable) */
     int coalitions_upto; /* coalitions of 2 sites for n <= this (0: none) */
     int t_min, t_max;    /* iterations audited (t_max 0: 3P) */
+    int random_groups;   /* each class's groups drawn at random (triples, the rest in the last group) instead of the
+                          * design's: pairs may meet more than once; what the groups contribute to privacy */
     FILE *out;           /* one line per (n, observer, T); NULL: none */
 } fed_audit_opts;
 

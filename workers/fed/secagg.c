@@ -477,6 +477,9 @@ int fed_party_round(fed_party *p, const double *w, double *lambda, const fed_adm
             if (rc == FED_OK) fed_admm_dual(lambda, x, z, rho, dim);
         }
     }
-    if (rc == FED_OK) rc = fed_party_sum(p, w, 1, 0, avg, err, errlen); /* FedAvg's model, for the residual */
+    if (rc == FED_OK && fedavg)
+        memcpy(avg, z, sizeof(double) * dim); /* z is FedAvg's model: a second sum would reveal nothing new */
+    else if (rc == FED_OK)
+        rc = fed_party_sum(p, w, 1, 0, avg, err, errlen); /* FedAvg's model, for the residual */
     return rc;
 }

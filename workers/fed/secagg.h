@@ -103,7 +103,8 @@ int fed_party_sum1(fed_party *p, double v, double *total, char *err, size_t errl
 int fed_party_sum(fed_party *p, const double *v, int weighted, int cls, double *total, char *err, size_t errlen);
 /* One round's aggregation of this site's model w: SecureD-FL's ADMM (iters iterations over the design's
  * classes, lambda: this site's duals, drawn by the caller, updated) or FedAvg (one sum); z the global model;
- * avg FedAvg's average (one more sum, for the consensus residual).  x, m: dim doubles of scratch. */
+ * avg FedAvg's average (SecureD-FL: one more sum, for the consensus residual; FedAvg: z itself).  x, m: dim
+ * doubles of scratch. */
 int fed_party_round(fed_party *p, const double *w, double *lambda, const fed_admm_params *P, int iters, int fedavg, double *z,
                     double *avg, double *x, double *m, char *err, size_t errlen);
 

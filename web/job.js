@@ -336,7 +336,9 @@ function designView(d) {
     const rows = designRows(d);
     return h('div', { 'data-testid': 'design' },
         h('h3', {}, `Communication groups: ${d.kind || 'design'}, ${rows.length} parallel class${rows.length === 1 ? '' : 'es'}`),
-        h('p', { class: 'muted' }, 'Iteration k of the aggregation sums within the groups of class k mod P; two sites share a group at most once.'),
+        h('p', { class: 'muted' }, 'Who adds whose masked messages: a sum is aggregated within the groups of one class (SecureD-FL: '
+            + 'iteration k, class k mod P); two sites share a group at most once. Every sum is masked over all sites, so the '
+            + 'groups spread the work, not the privacy (docs/federated.md).'),
         h('table', { class: 'events' },
             h('thead', {}, h('tr', {}, h('th', {}, 'Class'), h('th', {}, 'Groups'))),
             h('tbody', {}, rows.map(([c, groups]) => h('tr', { 'data-testid': 'design-class' }, h('td', {}, String(c)), h('td', {}, groups.join('  ')))))));

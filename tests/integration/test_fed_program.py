@@ -13,6 +13,7 @@ import tempfile
 
 from harness import ADMIN, ROOT, Stack, timeout, wait_until
 from test_federated import kill_a_site_after_round
+from test_program_fence import PROBE_FN
 from test_program_jobs import marker_pids
 
 # a site program with a known update: the global model g it gets in round k becomes
@@ -209,17 +210,7 @@ def test_program_that_ends_early_fails_naming_the_site():
 
 # a hostile site program: what it can reach and read, printed, then it exits without a model
 HOSTILE_SITE = """import os, socket, sys
-def probe(host, port):
-    try:
-        socket.create_connection((host, int(port)), timeout=1.5).close()
-        return "CONNECTED"
-    except ConnectionRefusedError:
-        return "REFUSED"
-    except (socket.timeout, TimeoutError):
-        return "TIMEOUT"
-    except OSError as e:
-        return "ERROR-" + str(e.errno)
-def read(path):
+""" + PROBE_FN + """def read(path):
     try:
         with open(path, "rb") as f:
             return "READ %d bytes" % len(f.read())

@@ -33,9 +33,8 @@ while not os.path.exists("stop-" + marker) and time.time() < deadline:
         pass
 """
 
-# job B: "PROBE name OUTCOME" for each host:port given; then what /proc shows
-PROBE = """import os, socket, sys, threading
-def probe(name, host, port):
+# probe(host, port): what a connection attempt gets (a program's function; test_fed_program's hostile site too)
+PROBE_FN = """def probe(host, port):
     try:
         socket.create_connection((host, int(port)), timeout=1.5).close()
         return "CONNECTED"
@@ -45,13 +44,17 @@ def probe(name, host, port):
         return "TIMEOUT"
     except OSError as e:
         return "ERROR-" + str(e.errno)
-for arg in sys.argv[2:]:
+"""
+
+# job B: "PROBE name OUTCOME" for each host:port given; then what /proc shows
+PROBE = """import os, socket, sys, threading
+""" + PROBE_FN + """for arg in sys.argv[2:]:
     name, host, port = arg.split(":")
-    print("PROBE", name, probe(name, host, port), flush=True)
+    print("PROBE", name, probe(host, port), flush=True)
 # its own listener: a rank reaches its own job
 own = socket.create_server(("127.0.0.1", 0))
 threading.Thread(target=lambda: own.accept(), daemon=True).start()
-print("PROBE own", probe("own", "127.0.0.1", own.getsockname()[1]), flush=True)
+print("PROBE own", probe("127.0.0.1", own.getsockname()[1]), flush=True)
 print("UID", os.getuid(), os.getgid(), flush=True)
 print("CMDLINE1", open("/proc/1/cmdline", "rb").read().replace(b"\\0", b" ").decode(), flush=True)
 try:

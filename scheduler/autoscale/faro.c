@@ -1,6 +1,7 @@
 /* faro.c - Faro's cluster-wide replica allocation, pure (faro.h). */
 #include "scheduler/autoscale/faro.h"
 #include "common/alloc.h"
+#include "scheduler/autoscale/faro_exact.h"
 #include "scheduler/autoscale/latency.h"
 
 #include <math.h>
@@ -76,6 +77,13 @@ static void refresh(state *s)
     rank_extremes(s);
 }
 
+double faro_objective_of(faro_objective obj, int n, double sum_u, double sum_wu, double min_u, double max_u)
+{
+    if (obj == FARO_SUM) return sum_wu;
+    if (obj == FARO_FAIR) return -(max_u - min_u) + 1e-6 * sum_u;
+    return sum_u + n * (min_u - max_u);
+}
+
 /* the objective if job a had utility ua and job b had ub (b may be -1) */
 static double score(const state *s, int a, double ua, int b, double ub)
 {
@@ -94,8 +102,7 @@ static double score(const state *s, int a, double ua, int b, double ub)
             mx = fmax(mx, s->u[s->hi[k]]);
             break;
         }
-    if (s->obj == FARO_FAIR) return -(mx - mn) + 1e-6 * su;
-    return su + s->n * (mn - mx);
+    return faro_objective_of(s->obj, s->n, su, swu, mn, mx);
 }
 
 static double current_score(const state *s)
@@ -111,7 +118,96 @@ static double used(const state *s)
     return t;
 }
 
-double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj, int *x)
+static double load_of(const faro_job *j)
+{
+    double peak = 0;
+    for (int h = 0; h < (j->nh < 1 ? 1 : j->nh); h++)
+        peak = fmax(peak, j->rate[h]);
+    return peak * j->p;
+}
+
+/* FARO_GREEDY's optimisation: trim to the budget, add the most useful replicas, move replicas between jobs */
+static void greedy(state *s, double budget)
+{
+    const faro_job *jobs = s->jobs;
+    int n = s->n, *x = s->x;
+    /* 1. over budget (capacity shrank): remove the replicas that hurt least */
+    while (used(s) > budget + EPS) {
+        int best = -1;
+        double bv = -INFINITY;
+        for (int i = 0; i < n; i++)
+            if (x[i] > jobs[i].min) {
+                double v = score(s, i, util(s, i, x[i] - 1), -1, 0);
+                if (v > bv) bv = v, best = i;
+            }
+        if (best < 0) break; /* the minimums alone exceed the budget */
+        x[best]--;
+        refresh(s);
+    }
+    /* 2. add the most useful replica while the budget lasts and it helps */
+    for (;;) {
+        double free_slots = budget - used(s), base = current_score(s), bv = base + EPS;
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (x[i] < s->cap[i] && jobs[i].cost <= free_slots + EPS) {
+                double v = score(s, i, util(s, i, x[i] + 1), -1, 0);
+                if (v > bv) bv = v, best = i;
+            }
+        if (best < 0) break;
+        x[best]++;
+        refresh(s);
+    }
+    /* 3. move single replicas between jobs while that helps */
+    for (int iter = 0; iter < 4 * n + 64; iter++) {
+        double free_slots = budget - used(s), base = current_score(s), bv = base + EPS;
+        int bi = -1, bj = -1;
+        for (int j = 0; j < n; j++) {
+            if (x[j] <= jobs[j].min) continue;
+            double uj = util(s, j, x[j] - 1);
+            for (int i = 0; i < n; i++) {
+                if (i == j || x[i] >= s->cap[i] || jobs[i].cost > free_slots + jobs[j].cost + EPS) continue;
+                double v = score(s, i, util(s, i, x[i] + 1), j, uj);
+                if (v > bv) bv = v, bi = i, bj = j;
+            }
+        }
+        if (bi < 0) break;
+        x[bi]++, x[bj]--;
+        refresh(s);
+    }
+}
+
+/* the paper's last steps, after any optimisation: shrink, then hand out the leftovers */
+static void shrink_and_hand_out(state *s, double budget)
+{
+    const faro_job *jobs = s->jobs;
+    int n = s->n, *x = s->x;
+    /* 4. shrink: drop replicas that buy (almost) nothing */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < n; i++)
+            if (x[i] > jobs[i].min && current_score(s) - score(s, i, util(s, i, x[i] - 1), -1, 0) <= SHRINK_LOSS) {
+                x[i]--;
+                refresh(s);
+                changed = 1;
+            }
+    }
+    /* 5. leftovers: one at a time to the job with the most load per replica (headroom against
+     *    prediction errors) */
+    for (;;) {
+        double free_slots = budget - used(s), worst = -1;
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            if (x[i] >= s->cap[i] || jobs[i].cost > free_slots + EPS) continue;
+            double load = load_of(&jobs[i]) / (x[i] > 0 ? x[i] : 0.5);
+            if (load > worst) worst = load, best = i;
+        }
+        if (best < 0 || worst <= 0) break;
+        x[best]++;
+        refresh(s);
+    }
+}
+
+double faro_solve_by(const faro_job *jobs, int n, double budget, faro_objective obj, faro_method method, int *x)
 {
     if (n <= 0) return 0;
     state s = {jobs,
@@ -138,76 +234,9 @@ double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj
         x[i] = c < jobs[i].min ? jobs[i].min : c > hi ? hi : c;
     }
     refresh(&s);
-    /* 1. over budget (capacity shrank): remove the replicas that hurt least */
-    while (used(&s) > budget + EPS) {
-        int best = -1;
-        double bv = -INFINITY;
-        for (int i = 0; i < n; i++)
-            if (x[i] > jobs[i].min) {
-                double v = score(&s, i, util(&s, i, x[i] - 1), -1, 0);
-                if (v > bv) bv = v, best = i;
-            }
-        if (best < 0) break; /* the minimums alone exceed the budget */
-        x[best]--;
-        refresh(&s);
-    }
-    /* 2. add the most useful replica while the budget lasts and it helps */
-    for (;;) {
-        double free_slots = budget - used(&s), base = current_score(&s), bv = base + EPS;
-        int best = -1;
-        for (int i = 0; i < n; i++)
-            if (x[i] < s.cap[i] && jobs[i].cost <= free_slots + EPS) {
-                double v = score(&s, i, util(&s, i, x[i] + 1), -1, 0);
-                if (v > bv) bv = v, best = i;
-            }
-        if (best < 0) break;
-        x[best]++;
-        refresh(&s);
-    }
-    /* 3. move single replicas between jobs while that helps */
-    for (int iter = 0; iter < 4 * n + 64; iter++) {
-        double free_slots = budget - used(&s), base = current_score(&s), bv = base + EPS;
-        int bi = -1, bj = -1;
-        for (int j = 0; j < n; j++) {
-            if (x[j] <= jobs[j].min) continue;
-            double uj = util(&s, j, x[j] - 1);
-            for (int i = 0; i < n; i++) {
-                if (i == j || x[i] >= s.cap[i] || jobs[i].cost > free_slots + jobs[j].cost + EPS) continue;
-                double v = score(&s, i, util(&s, i, x[i] + 1), j, uj);
-                if (v > bv) bv = v, bi = i, bj = j;
-            }
-        }
-        if (bi < 0) break;
-        x[bi]++, x[bj]--;
-        refresh(&s);
-    }
-    /* 4. shrink: drop replicas that buy (almost) nothing */
-    for (int changed = 1; changed;) {
-        changed = 0;
-        for (int i = 0; i < n; i++)
-            if (x[i] > jobs[i].min && current_score(&s) - score(&s, i, util(&s, i, x[i] - 1), -1, 0) <= SHRINK_LOSS) {
-                x[i]--;
-                refresh(&s);
-                changed = 1;
-            }
-    }
-    /* 5. leftovers: one at a time to the job with the most load per replica (headroom against
-     *    prediction errors) */
-    for (;;) {
-        double free_slots = budget - used(&s), worst = -1;
-        int best = -1;
-        for (int i = 0; i < n; i++) {
-            if (x[i] >= s.cap[i] || jobs[i].cost > free_slots + EPS) continue;
-            double peak = 0;
-            for (int h = 0; h < (jobs[i].nh < 1 ? 1 : jobs[i].nh); h++)
-                peak = fmax(peak, jobs[i].rate[h]);
-            double load = peak * jobs[i].p / (x[i] > 0 ? x[i] : 0.5);
-            if (load > worst) worst = load, best = i;
-        }
-        if (best < 0 || worst <= 0) break;
-        x[best]++;
-        refresh(&s);
-    }
+    if (method != FARO_EXACT || faro_exact(jobs, n, budget, obj, FARO_EXACT_UNBOUNDED, x) != 0) greedy(&s, budget);
+    refresh(&s);
+    shrink_and_hand_out(&s, budget);
     double v = current_score(&s);
     for (int i = 0; i < n; i++)
         free(s.memo[i]);
@@ -215,12 +244,9 @@ double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj
     return v;
 }
 
-static double load_of(const faro_job *j)
+double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj, int *x)
 {
-    double peak = 0;
-    for (int h = 0; h < (j->nh < 1 ? 1 : j->nh); h++)
-        peak = fmax(peak, j->rate[h]);
-    return peak * j->p;
+    return faro_solve_by(jobs, n, budget, obj, FARO_GREEDY, x);
 }
 
 static int by_load(const void *a, const void *b, void *arg)
@@ -230,10 +256,10 @@ static int by_load(const void *a, const void *b, void *arg)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-void faro_solve_grouped(const faro_job *jobs, int n, double budget, faro_objective obj, int group_size, int *x)
+void faro_solve_grouped(const faro_job *jobs, int n, double budget, faro_objective obj, faro_method method, int group_size, int *x)
 {
     if (group_size < 2 || n <= group_size) {
-        faro_solve(jobs, n, budget, obj, x);
+        faro_solve_by(jobs, n, budget, obj, method, x);
         return;
     }
     int *order = xmalloc(sizeof(int) * (size_t)n);
@@ -258,7 +284,7 @@ void faro_solve_grouped(const faro_job *jobs, int n, double budget, faro_objecti
         }
         double share = gm + (spare > 0 ? spare * (total_load > 0 ? gl / total_load : 1.0 / groups) : 0);
         if (k == groups - 1 || share > left) share = left; /* the last group takes what the others left */
-        faro_solve(g, m, share, obj, gx);
+        faro_solve_by(g, m, share, obj, method, gx);
         for (int i = 0; i < m; i++) {
             x[member[i]] = gx[i];
             left -= g[i].cost * gx[i];

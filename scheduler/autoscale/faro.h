@@ -7,19 +7,23 @@
  *   SUM      max Σ w_i U_i
  *   FAIR     max -(max U - min U)            (ties broken by Σ U)
  *   FAIRSUM  max Σ U_i + N (min U - max U)
- * Solver (derivative-free, on integer counts): start from the current counts
- * (trimmed to the budget), add the replica that helps the objective most while
- * the budget lasts, then move single replicas between jobs while a move
- * improves the objective, shrink while the objective loses at most 1e-4, and
- * hand out what is left.  Each candidate move is scored in O(1) from cached
- * per-job utilities and the two best / two worst utilities, so 100 jobs take a
- * few milliseconds. */
+ * Solver: an optimisation step chosen by faro_method, then, whatever the
+ * method, shrink while the objective loses at most 1e-4 and hand out what is
+ * left (one replica at a time to the job with the most load per replica).
+ * FARO_GREEDY (derivative-free, on integer counts): start from the current
+ * counts (trimmed to the budget), add the replica that helps the objective most
+ * while the budget lasts, then move single replicas between jobs while a move
+ * improves the objective.  Each candidate move is scored in O(1) from cached
+ * per-job utilities and the three best / three worst utilities, so 100 jobs
+ * take well under a millisecond.  FARO_EXACT: the optimum over integer counts
+ * (faro_exact.h); where the instance is not eligible, the greedy step. */
 #ifndef GANTRY_AUTOSCALE_FARO_H
 #define GANTRY_AUTOSCALE_FARO_H
 
 #define FARO_HORIZON 7 /* predicted minutes */
 
 typedef enum { FARO_SUM, FARO_FAIR, FARO_FAIRSUM } faro_objective;
+typedef enum { FARO_GREEDY, FARO_EXACT } faro_method;
 
 typedef struct {
     double p, slo_s, q, weight, cost; /* processing time, latency target, percentile, weight, slots per replica */
@@ -32,14 +36,20 @@ typedef struct {
 /* the sloppified utility (alpha = 1) of one job with x replicas */
 double faro_utility(const faro_job *j, int x);
 
+/* the objective of n jobs from the sum of their utilities, the weighted sum, the smallest and the largest
+ * (the one definition of Sum, Fair and FairSum) */
+double faro_objective_of(faro_objective obj, int n, double sum_u, double sum_wu, double min_u, double max_u);
+
 /* Writes the replica counts into x (n entries); budget R in slots. Returns the
  * objective value reached. */
+double faro_solve_by(const faro_job *jobs, int n, double budget, faro_objective obj, faro_method method, int *x);
+/* faro_solve_by with FARO_GREEDY */
 double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj, int *x);
 
 /* Hierarchical: above group_size jobs, the jobs are cut into groups of similar
  * load, the budget is split between groups in proportion to their predicted
  * load (each group first gets its minimums), and each group is solved alone;
  * slots a group leaves go to the others.  At most group_size jobs: faro_solve. */
-void faro_solve_grouped(const faro_job *jobs, int n, double budget, faro_objective obj, int group_size, int *x);
+void faro_solve_grouped(const faro_job *jobs, int n, double budget, faro_objective obj, faro_method method, int group_size, int *x);
 
 #endif

@@ -122,7 +122,7 @@ static void test_utility_and_solver(void **state)
     /* the hierarchical solve (groups of 20) stays within budget and close to the flat one */
     int xg[100];
     faro_solve(many, 100, 300, FARO_SUM, xm);
-    faro_solve_grouped(many, 100, 300, FARO_SUM, 20, xg);
+    faro_solve_grouped(many, 100, 300, FARO_SUM, FARO_GREEDY, 20, xg);
     double flat = 0, grouped = 0;
     total = 0;
     for (int i = 0; i < 100; i++) {
@@ -187,7 +187,7 @@ static int drive(const char *name, int n, as_obs o, double capacity, int ticks)
     as_obs obs[8];
     for (int i = 0; i < n; i++)
         jobs[i] = J1, obs[i] = o;
-    as_params prm = {0.8, 0, 300};
+    as_params prm = {0.8, 0, 300, FARO_GREEDY, NULL, 0};
     as_policy *p = as_policy_create(name, n, jobs, &prm);
     assert_non_null(p);
     int t[8];
@@ -240,7 +240,7 @@ static void test_simulator(void **state)
     as_job jobs[2] = {J1, J1};
     double *tr = constant_trace(20, 2, 600); /* 10 requests/s each, 0.1 s service: 1 busy replica */
     sim_config c = {2, 20, tr, jobs, 8, 5, 1000, 0, 2, 1};
-    as_params prm = {0.8, 0, 300};
+    as_params prm = {0.8, 0, 300, FARO_GREEDY, NULL, 0};
     sim_result a, b;
     assert_int_equal(sim_run(&c, "fairshare", &prm, &a), 0); /* 4 replicas each: ample */
     assert_true(a.requests > 0.9 * 18 * 2 * 600 && a.requests < 1.1 * 18 * 2 * 600);

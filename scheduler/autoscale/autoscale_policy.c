@@ -60,7 +60,7 @@ as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, con
     for (int i = 0; as_policy_names[i]; i++)
         if (strlen(as_policy_names[i]) == base && strncmp(as_policy_names[i], name, base) == 0) k = i;
     if (k < 0 || njobs < 0) return NULL;
-    as_params prm = params ? *params : (as_params){0.8, 0, 300, FARO_GREEDY, NULL, 0};
+    as_params prm = params ? *params : (as_params){0.8, 0, 300, FARO_AUTO, NULL, 0};
     for (const char *m = name + base; *m == '+'; m += 1 + strcspn(m + 1, "+")) { /* the ablation's modifiers */
         size_t len = strcspn(m + 1, "+");
         if (!is_faro((kind)k)) return NULL;
@@ -68,6 +68,10 @@ as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, con
             oracle = 1;
         else if (len == 5 && strncmp(m + 1, "exact", 5) == 0)
             prm.method = FARO_EXACT;
+        else if (len == 6 && strncmp(m + 1, "greedy", 6) == 0)
+            prm.method = FARO_GREEDY;
+        else if (len == 7 && strncmp(m + 1, "relaxed", 7) == 0)
+            prm.method = FARO_RELAXED;
         else
             return NULL;
     }

@@ -16,7 +16,8 @@
  *       +1 replica for a job whose observed latency stayed above its SLO for
  *       30 s (when a slot is free).  For the ablation a Faro name takes
  *       modifiers: "+oracle" forecasts the true rates (as_params.oracle),
- *       "+exact" solves with FARO_EXACT, e.g. "faro-fairsum+oracle+exact".
+ *       "+greedy", "+exact", "+relaxed" solve with FARO_GREEDY, FARO_EXACT,
+ *       FARO_RELAXED instead of as_params.method, e.g. "faro-fairsum+oracle+exact".
  *   fairshare  capacity / N to each job.
  *   oneshot    Kubernetes HPA on latency: x <- ceil(x L / T) after 30 s above
  *              the SLO, or after 600 s below it.
@@ -60,7 +61,7 @@ typedef struct {
     double quantile;  /* Faro's forecast quantile (0.8) */
     int period_min;   /* seasonal period of the load in minutes (0: none) */
     double control_s; /* Faro / MArk control period (300) */
-    int method;       /* faro_method of Faro's solve (0: FARO_GREEDY) */
+    int method;       /* faro_method of Faro's solve (0: FARO_AUTO) */
     /* the truth, for "+oracle" (NULL otherwise): oracle[m * njobs + j] requests of job j in minute m, which
      * covers now_s in [60 m, 60 m + 60), for m < oracle_minutes */
     const double *oracle;

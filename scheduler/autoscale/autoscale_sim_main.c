@@ -152,7 +152,7 @@ int main(int argc, char **argv)
         jobs[j] = (as_job){service_ms / 1000, slo_ms / 1000, slo_q, 1, 1, 1, 1 << 20};
     char *pl[MAX_LIST], *cl[MAX_LIST];
     int np = split(policies, pl, MAX_LIST), nc = split(caps, cl, MAX_LIST);
-    as_params prm = {.quantile = quantile, .period_min = period, .control_s = control_s}; /* FARO_GREEDY, no oracle */
+    as_params prm = {.quantile = quantile, .period_min = period, .control_s = control_s}; /* FARO_AUTO, no oracle */
     if (!json)
         printf("Trace %s, minutes %d:%d (first %d for warm-up), %d jobs, %g ms service, p%g <= %g ms, cold start %g s, "
                "%d seeds\n",

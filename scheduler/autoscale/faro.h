@@ -14,16 +14,21 @@
  * counts (trimmed to the budget), add the replica that helps the objective most
  * while the budget lasts, then move single replicas between jobs while a move
  * improves the objective.  Each candidate move is scored in O(1) from cached
- * per-job utilities and the three best / three worst utilities, so 100 jobs
- * take well under a millisecond.  FARO_EXACT: the optimum over integer counts
- * (faro_exact.h); where the instance is not eligible, the greedy step. */
+ * per-job utilities and the three best / three worst utilities.
+ * FARO_RELAXED (the paper's): the same moves on real counts (a compass search
+ * on a lattice of 1/16 replica, the step halving from 4 replicas), then round
+ * up, trim while over budget (the replica that hurts least), then the integer
+ * moves from there.  FARO_EXACT: the optimum over integer counts
+ * (faro_exact.h; where not eligible, the greedy step).  FARO_AUTO (the
+ * default): exact when its programme is small (the paper's ten jobs: well
+ * under a millisecond), else the better of relaxed and greedy. */
 #ifndef GANTRY_AUTOSCALE_FARO_H
 #define GANTRY_AUTOSCALE_FARO_H
 
 #define FARO_HORIZON 7 /* predicted minutes */
 
 typedef enum { FARO_SUM, FARO_FAIR, FARO_FAIRSUM } faro_objective;
-typedef enum { FARO_GREEDY, FARO_EXACT } faro_method;
+typedef enum { FARO_AUTO, FARO_GREEDY, FARO_EXACT, FARO_RELAXED } faro_method;
 
 typedef struct {
     double p, slo_s, q, weight, cost; /* processing time, latency target, percentile, weight, slots per replica */
@@ -35,15 +40,18 @@ typedef struct {
 
 /* the sloppified utility (alpha = 1) of one job with x replicas */
 double faro_utility(const faro_job *j, int x);
+/* the same on a real count (latency.h interpolates; below one replica, that share of one replica's utility) */
+double faro_utility_at(const faro_job *j, double x);
 
 /* the objective of n jobs from the sum of their utilities, the weighted sum, the smallest and the largest
  * (the one definition of Sum, Fair and FairSum) */
 double faro_objective_of(faro_objective obj, int n, double sum_u, double sum_wu, double min_u, double max_u);
 
 /* Writes the replica counts into x (n entries); budget R in slots. Returns the
- * objective value reached. */
+ * objective value the optimisation and the shrink reached (the hand-out of the
+ * leftovers that follows is headroom and may lower it). */
 double faro_solve_by(const faro_job *jobs, int n, double budget, faro_objective obj, faro_method method, int *x);
-/* faro_solve_by with FARO_GREEDY */
+/* faro_solve_by with FARO_AUTO */
 double faro_solve(const faro_job *jobs, int n, double budget, faro_objective obj, int *x);
 
 /* Hierarchical: above group_size jobs, the jobs are cut into groups of similar

@@ -140,10 +140,15 @@ int faro_exact(const faro_job *jobs, int n, double budget, faro_objective obj, l
         need += e.cost[i] * jobs[i].min;
     }
     if (need > e.budget) goto out;
-    e.u = xcalloc((size_t)n, sizeof(double *));
+    long least = 0; /* the cell updates of one programme: over the bound, give up before any utility is computed */
     for (int i = 0; i < n; i++) {
         int extra = (e.budget - need) / e.cost[i], top = jobs[i].max < jobs[i].min + extra ? jobs[i].max : jobs[i].min + extra;
         e.k[i] = top - jobs[i].min + 1;
+        least += (long)e.k[i] * (e.budget + 1);
+    }
+    if (max_work > 0 && least > max_work) goto out;
+    e.u = xcalloc((size_t)n, sizeof(double *));
+    for (int i = 0; i < n; i++) {
         e.u[i] = xmalloc(sizeof(double) * (size_t)e.k[i]);
         for (int t = 0; t < e.k[i]; t++)
             e.u[i][t] = faro_utility(&jobs[i], jobs[i].min + t);

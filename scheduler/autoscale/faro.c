@@ -10,8 +10,9 @@
 
 #define EPS 1e-9
 #define SHRINK_LOSS 1e-4
-#define LATTICE 16               /* steps per replica of the relaxed solve */
-#define AUTO_EXACT_WORK 1000000L /* FARO_AUTO: the exact programme when it takes at most this many cell updates */
+#define LATTICE 8                /* steps per replica of the relaxed solve */
+#define AUTO_EXACT_JOBS 12       /* FARO_AUTO: the exact solve for at most this many jobs (the paper's 10), */
+#define AUTO_EXACT_WORK 1000000L /* when it takes at most this many cell updates (a few ms) */
 
 double faro_utility_at(const faro_job *j, double x)
 {
@@ -288,7 +289,7 @@ static void relaxed(state *s, double budget)
     int *xr = xmalloc(sizeof(int) * (size_t)s->n);
     state_init(&r, s->jobs, s->n, budget, s->obj, LATTICE, xr);
     trim(&r, budget, LATTICE / 4);
-    for (int d = 4 * LATTICE; d >= 1; d /= 2) {
+    for (int d = 2 * LATTICE; d >= 1; d /= 2) {
         add(&r, budget, d);
         move(&r, budget, d);
     }
@@ -333,7 +334,10 @@ double faro_solve_by(const faro_job *jobs, int n, double budget, faro_objective 
         relaxed(&s, budget);
     else if (method == FARO_EXACT && faro_exact(jobs, n, budget, obj, FARO_EXACT_UNBOUNDED, x) != 0)
         greedy(&s, budget);
-    else if (method == FARO_AUTO && faro_exact(jobs, n, budget, obj, AUTO_EXACT_WORK, x) != 0)
+    else if (method == FARO_AUTO && n <= AUTO_EXACT_JOBS) {
+        greedy(&s, budget); /* the solution for the exact search to beat, and the answer if it gives up */
+        faro_exact(jobs, n, budget, obj, AUTO_EXACT_WORK, x);
+    } else if (method == FARO_AUTO)
         relaxed_or_greedy(&s, budget);
     refresh(&s);
     double v = shrink_and_hand_out(&s, budget);

@@ -92,7 +92,15 @@ static int search(ex *e, int *x)
     for (int i = 0; i < nl; i++)
         if (m == 0 || lev[i] > lev[m - 1] + TOL) lev[m++] = lev[i];
     double best = -INFINITY;
-    int rc = -1;
+    int rc = -1, valid = 1; /* x on entry: the solution to beat, when it is one */
+    for (int i = 0; i < n && valid; i++)
+        valid = x[i] >= e->jobs[i].min && x[i] - e->jobs[i].min < e->k[i];
+    if (valid) {
+        long slots = 0;
+        for (int i = 0; i < n; i++)
+            slots += (long)e->cost[i] * x[i];
+        if (slots <= e->budget) best = value(e, x), rc = 0;
+    }
     for (int li = m - 1; li >= 0 && rc != -2; li--) {
         double lo = lev[li], floor_hi = -INFINITY; /* every job's smallest utility >= lo: the largest of these */
         int ok = 1;
@@ -156,6 +164,7 @@ int faro_exact(const faro_job *jobs, int n, double budget, faro_objective obj, l
     e.dp = xmalloc(sizeof(double) * (size_t)(e.budget + 1)), e.next = xmalloc(sizeof(double) * (size_t)(e.budget + 1));
     e.choice = xmalloc(sizeof(int) * (size_t)n * (size_t)(e.budget + 1));
     int *cand = xmalloc(sizeof(int) * (size_t)n);
+    memcpy(cand, x, sizeof(int) * (size_t)n);
     rc = obj == FARO_SUM ? program(&e, -INFINITY, INFINITY, cand) : search(&e, cand);
     if (rc == 0) memcpy(x, cand, sizeof(int) * (size_t)n);
     rc = rc == 0 ? 0 : -1;

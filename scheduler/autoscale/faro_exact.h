@@ -19,8 +19,10 @@
 #define FARO_EXACT_UNBOUNDED 0L
 
 /* Writes the optimal counts into x and returns 0; -1 (x untouched) when the instance is not eligible or
- * the programme would take more than max_work cell updates (FARO_EXACT_UNBOUNDED: no limit).  Among
- * optima it takes the one with the fewest slots. */
+ * the programme would take more than max_work cell updates (FARO_EXACT_UNBOUNDED: no limit).  For Fair
+ * and FairSum, x on entry, when it is a solution (within bounds and budget), is the one to beat: the
+ * bounds cut more from the start, and x stays when nothing is better.  Among equal Sum optima it takes the
+ * one with the fewest slots. */
 int faro_exact(const faro_job *jobs, int n, double budget, faro_objective obj, long max_work, int *x);
 
 #endif

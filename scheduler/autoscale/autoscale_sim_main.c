@@ -7,6 +7,7 @@
  *       [--slo-ms 720] [--slo-q 0.99] [--cold-start-s 10] [--cv 0] [--quantile 0.8]
  *       [--period 360] [--queue-limit 1000] [--control-s 300] [--json]
  *
+ * A Faro policy takes the ablation's modifiers (autoscale_policy.h): +oracle, +greedy, +exact, +relaxed.
  * The trace: JSON lines {"minute":m,"rates":{"job":requests in that minute,...}}
  * (data/traces/README.md).  Prints, per capacity, a markdown table of mean ± sd
  * over the seeds, or with --json one object per (capacity, policy). */

@@ -2,7 +2,6 @@
 #include "scheduler/autoscale/faro.h"
 #include "common/alloc.h"
 #include "scheduler/autoscale/faro_exact.h"
-#include "scheduler/autoscale/latency.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,24 +12,6 @@
 #define LATTICE 8                /* steps per replica of the relaxed solve */
 #define AUTO_EXACT_JOBS 12       /* FARO_AUTO: the exact solve for at most this many jobs (the paper's 10), */
 #define AUTO_EXACT_WORK 1000000L /* when it takes at most this many cell updates (a few ms) */
-
-double faro_utility_at(const faro_job *j, double x)
-{
-    int nh = j->nh < 1 ? 1 : j->nh > FARO_HORIZON ? FARO_HORIZON : j->nh;
-    double sum = 0;
-    for (int h = 0; h < nh; h++) {
-        double c = h == 0 && x > j->current ? j->current : x; /* new replicas are still starting in the first minute */
-        if (c <= 0) continue;                                 /* nothing serves: utility 0 */
-        double l = as_latency(j->rate[h], j->p, c < 1 ? 1 : c, j->q), u = l <= j->slo_s ? 1.0 : j->slo_s / l;
-        sum += c < 1 ? c * u : u; /* below one replica: a share of one replica's utility */
-    }
-    return sum / nh;
-}
-
-double faro_utility(const faro_job *j, int x)
-{
-    return faro_utility_at(j, x);
-}
 
 /* The search state.  Counts are in steps of 1/g replica (g = 1: integer counts; g > 1: the relaxed problem on a
  * lattice of real counts). */
@@ -85,13 +66,6 @@ static void refresh(state *s)
         s->sum_wu += s->jobs[i].weight * s->u[i];
     }
     rank_extremes(s);
-}
-
-double faro_objective_of(faro_objective obj, int n, double sum_u, double sum_wu, double min_u, double max_u)
-{
-    if (obj == FARO_SUM) return sum_wu;
-    if (obj == FARO_FAIR) return -(max_u - min_u) + 1e-6 * sum_u;
-    return sum_u + n * (min_u - max_u);
 }
 
 /* the objective if job a had utility ua and job b had ub (b may be -1) */

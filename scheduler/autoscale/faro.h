@@ -1,12 +1,6 @@
-/* faro.h - Faro's cluster-wide replica allocation (EuroSys'25), pure.
+/* faro.h - Faro's cluster-wide replica allocation (EuroSys'25), pure: the solvers of the
+ * objectives of faro_model.h.
  *
- * Utility of a job over a horizon of predicted rates: the sloppified
- * U = min(1, (T/L)^alpha) averaged over the horizon steps (L from latency.h).
- * A job scaling up is scored at its old count for the first step (cold start).
- * Objectives over replica counts x (Σ cost_i x_i <= R, min_i <= x_i <= max_i):
- *   SUM      max Σ w_i U_i
- *   FAIR     max -(max U - min U)            (ties broken by Σ U)
- *   FAIRSUM  max Σ U_i + N (min U - max U)
  * Solver: an optimisation step chosen by faro_method, then, whatever the
  * method, shrink while the objective loses at most 1e-4 and hand out what is
  * left (one replica at a time to the job with the most load per replica).
@@ -16,7 +10,7 @@
  * improves the objective.  Each candidate move is scored in O(1) from cached
  * per-job utilities and the three best / three worst utilities.
  * FARO_RELAXED (the paper's): the same moves on real counts (a compass search
- * on a lattice of 1/16 replica, the step halving from 4 replicas), then round
+ * on a lattice of 1/8 replica, the step halving from 2 replicas), then round
  * up, trim while over budget (the replica that hurts least), then the integer
  * moves from there.  FARO_EXACT: the optimum over integer counts
  * (faro_exact.h; where not eligible, the greedy step).  FARO_AUTO (the
@@ -25,27 +19,9 @@
 #ifndef GANTRY_AUTOSCALE_FARO_H
 #define GANTRY_AUTOSCALE_FARO_H
 
-#define FARO_HORIZON 7 /* predicted minutes */
+#include "scheduler/autoscale/faro_model.h"
 
-typedef enum { FARO_SUM, FARO_FAIR, FARO_FAIRSUM } faro_objective;
 typedef enum { FARO_AUTO, FARO_GREEDY, FARO_EXACT, FARO_RELAXED } faro_method;
-
-typedef struct {
-    double p, slo_s, q, weight, cost; /* processing time, latency target, percentile, weight, slots per replica */
-    int min, max;
-    int current;               /* replicas now (ready + starting) */
-    int nh;                    /* horizon steps used (1..FARO_HORIZON) */
-    double rate[FARO_HORIZON]; /* predicted arrival rates (1/s) */
-} faro_job;
-
-/* the sloppified utility (alpha = 1) of one job with x replicas */
-double faro_utility(const faro_job *j, int x);
-/* the same on a real count (latency.h interpolates; below one replica, that share of one replica's utility) */
-double faro_utility_at(const faro_job *j, double x);
-
-/* the objective of n jobs from the sum of their utilities, the weighted sum, the smallest and the largest
- * (the one definition of Sum, Fair and FairSum) */
-double faro_objective_of(faro_objective obj, int n, double sum_u, double sum_wu, double min_u, double max_u);
 
 /* Writes the replica counts into x (n entries); budget R in slots. Returns the
  * objective value the optimisation and the shrink reached (the hand-out of the

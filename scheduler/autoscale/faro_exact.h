@@ -14,7 +14,7 @@
 #ifndef GANTRY_AUTOSCALE_FARO_EXACT_H
 #define GANTRY_AUTOSCALE_FARO_EXACT_H
 
-#include "scheduler/autoscale/faro.h"
+#include "scheduler/autoscale/faro_model.h"
 
 #define FARO_EXACT_UNBOUNDED 0L
 

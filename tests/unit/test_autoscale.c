@@ -224,7 +224,7 @@ static int cmp_ms(const void *a, const void *b)
 static void test_solver_time(void **state)
 {
     (void)state;
-    enum { RUNS = 60 };
+    enum { RUNS = 200 };
     static const int sizes[] = {10, 100};
     faro_job js[100];
     int x[100];

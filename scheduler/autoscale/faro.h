@@ -14,8 +14,9 @@
  * up, trim while over budget (the replica that hurts least), then the integer
  * moves from there.  FARO_EXACT: the optimum over integer counts
  * (faro_exact.h; where not eligible, the greedy step).  FARO_AUTO (the
- * default): exact when its programme is small (the paper's ten jobs: well
- * under a millisecond), else the better of relaxed and greedy. */
+ * default): up to 12 jobs (the paper's ten), the greedy solution improved to
+ * the exact optimum (giving up after 10^6 programme cells); above, the better
+ * of relaxed and greedy. */
 #ifndef GANTRY_AUTOSCALE_FARO_H
 #define GANTRY_AUTOSCALE_FARO_H
 

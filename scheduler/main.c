@@ -378,7 +378,7 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    as_params asp = {atof(OPT("autoscale-quantile")), atoi(OPT("autoscale-period-min")), atof(OPT("autoscale-control-s"))};
+    as_params asp = {atof(OPT("autoscale-quantile")), atoi(OPT("autoscale-period-min")), atof(OPT("autoscale-control-s")), 0, NULL, 0};
     autoscaler *as = autoscaler_create(OPT("autoscaler"), &asp);
     if (!as) {
         log_error("--autoscaler: unknown policy '%s'", OPT("autoscaler"));

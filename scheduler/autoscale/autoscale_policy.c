@@ -39,6 +39,7 @@ typedef struct {
 
 struct as_policy {
     kind k;
+    int oracle; /* Faro forecasts the true rates (prm.oracle) */
     int n;
     as_job *jobs;
     job_state *st;
@@ -47,18 +48,39 @@ struct as_policy {
     int started;
 };
 
+static int is_faro(kind k)
+{
+    return k == P_FARO_FAIRSUM || k == P_FARO_SUM || k == P_FARO_FAIR;
+}
+
 as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, const as_params *params)
 {
-    int k = -1;
+    int k = -1, oracle = 0;
+    size_t base = strcspn(name, "+");
     for (int i = 0; as_policy_names[i]; i++)
-        if (strcmp(as_policy_names[i], name) == 0) k = i;
+        if (strlen(as_policy_names[i]) == base && strncmp(as_policy_names[i], name, base) == 0) k = i;
     if (k < 0 || njobs < 0) return NULL;
+    as_params prm = params ? *params : (as_params){0.8, 0, 300, FARO_AUTO, NULL, 0};
+    for (const char *m = name + base; *m == '+'; m += 1 + strcspn(m + 1, "+")) { /* the ablation's modifiers */
+        size_t len = strcspn(m + 1, "+");
+        if (!is_faro((kind)k)) return NULL;
+        if (len == 6 && strncmp(m + 1, "oracle", 6) == 0 && prm.oracle)
+            oracle = 1;
+        else if (len == 5 && strncmp(m + 1, "exact", 5) == 0)
+            prm.method = FARO_EXACT;
+        else if (len == 6 && strncmp(m + 1, "greedy", 6) == 0)
+            prm.method = FARO_GREEDY;
+        else if (len == 7 && strncmp(m + 1, "relaxed", 7) == 0)
+            prm.method = FARO_RELAXED;
+        else
+            return NULL;
+    }
     as_policy *p = xcalloc(1, sizeof(*p));
-    p->k = (kind)k, p->n = njobs;
+    p->k = (kind)k, p->n = njobs, p->oracle = oracle;
     p->jobs = xmalloc(sizeof(as_job) * (size_t)(njobs ? njobs : 1));
     memcpy(p->jobs, jobs, sizeof(as_job) * (size_t)njobs);
     p->st = xcalloc((size_t)(njobs ? njobs : 1), sizeof(job_state));
-    p->prm = params ? *params : (as_params){0.8, 0, 300};
+    p->prm = prm;
     if (p->prm.control_s <= 0) p->prm.control_s = 300;
     if (p->prm.quantile <= 0 || p->prm.quantile >= 1) p->prm.quantile = 0.8;
     for (int i = 0; i < njobs; i++) {
@@ -133,7 +155,17 @@ static void fit(as_policy *p, double capacity, int *t)
     }
 }
 
-static void faro_round(as_policy *p, double capacity, const as_obs *obs, int *t)
+/* the oracle: the true rates of the minute now and the next ones (the last minute known repeats) */
+static void oracle_rates(const as_policy *p, int i, double now, double *rate)
+{
+    int m = (int)floor(now / 60 + 1e-9), last = p->prm.oracle_minutes - 1;
+    for (int h = 0; h < FARO_HORIZON; h++) {
+        int k = m + h < 0 ? 0 : m + h > last ? last : m + h;
+        rate[h] = p->prm.oracle[(size_t)k * p->n + i] / 60.0;
+    }
+}
+
+static void faro_round(as_policy *p, double now, double capacity, const as_obs *obs, int *t)
 {
     faro_job *fj = xcalloc((size_t)p->n, sizeof(faro_job));
     static const faro_objective objs[] = {FARO_FAIRSUM, FARO_SUM, FARO_FAIR};
@@ -142,14 +174,16 @@ static void faro_round(as_policy *p, double capacity, const as_obs *obs, int *t)
         const as_job *j = &p->jobs[i];
         fj[i] = (faro_job){j->p,         j->slo_s, j->slo_q, j->weight, j->cost, j->min, j->max, obs[i].ready + obs[i].starting,
                            FARO_HORIZON, {0}};
-        if (s->pred.n >= 3) {
+        if (p->oracle) {
+            oracle_rates(p, i, now, fj[i].rate);
+        } else if (s->pred.n >= 3) {
             pred_forecast(&s->pred, p->prm.quantile, FARO_HORIZON, fj[i].rate);
         } else { /* no history yet: the rate seen now, for the whole horizon */
             for (int h = 0; h < FARO_HORIZON; h++)
                 fj[i].rate[h] = s->last_rate;
         }
     }
-    faro_solve_grouped(fj, p->n, capacity, objs[p->k], FARO_GROUP, t);
+    faro_solve_grouped(fj, p->n, capacity, objs[p->k], (faro_method)p->prm.method, FARO_GROUP, t);
     free(fj);
 }
 
@@ -242,8 +276,8 @@ void as_policy_tick(as_policy *p, double now, double capacity, const as_obs *obs
     }
     for (int i = 0; i < p->n; i++)
         t[i] = p->st[i].target;
-    if (control && (p->k == P_FARO_FAIRSUM || p->k == P_FARO_SUM || p->k == P_FARO_FAIR)) {
-        faro_round(p, capacity, obs, t);
+    if (control && is_faro(p->k)) {
+        faro_round(p, now, capacity, obs, t);
     } else if (control && p->k == P_MARK) {
         for (int i = 0; i < p->n; i++) {
             const as_job *j = &p->jobs[i];
@@ -256,7 +290,7 @@ void as_policy_tick(as_policy *p, double now, double capacity, const as_obs *obs
             t[i] = (int)fmax(ceil(peak * j->p / j->slo_s), ceil(peak * j->p / 0.9));
         }
     }
-    if (p->k == P_FARO_FAIRSUM || p->k == P_FARO_SUM || p->k == P_FARO_FAIR || p->k == P_MARK) {
+    if (is_faro(p->k) || p->k == P_MARK) {
         /* the reactive loop between rounds: +1 after 30 s above the SLO, from a free slot or,
          * for Faro, from the job that the latency model says can spare one at the rate it
          * sees now (its utility stays 1 with one replica less) */

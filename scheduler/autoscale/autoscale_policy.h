@@ -14,7 +14,10 @@
  *       probabilistic forecast of the next 7 minutes at quantile `quantile`
  *       and the cluster-wide solve of faro.h; between rounds a reactive loop:
  *       +1 replica for a job whose observed latency stayed above its SLO for
- *       30 s (when a slot is free).
+ *       30 s (when a slot is free).  For the ablation a Faro name takes
+ *       modifiers: "+oracle" forecasts the true rates (as_params.oracle),
+ *       "+greedy", "+exact", "+relaxed" solve with FARO_GREEDY, FARO_EXACT,
+ *       FARO_RELAXED instead of as_params.method, e.g. "faro-fairsum+oracle+exact".
  *   fairshare  capacity / N to each job.
  *   oneshot    Kubernetes HPA on latency: x <- ceil(x L / T) after 30 s above
  *              the SLO, or after 600 s below it.
@@ -58,13 +61,18 @@ typedef struct {
     double quantile;  /* Faro's forecast quantile (0.8) */
     int period_min;   /* seasonal period of the load in minutes (0: none) */
     double control_s; /* Faro / MArk control period (300) */
+    int method;       /* faro_method of Faro's solve (0: FARO_AUTO) */
+    /* the truth, for "+oracle" (NULL otherwise): oracle[m * njobs + j] requests of job j in minute m, which
+     * covers now_s in [60 m, 60 m + 60), for m < oracle_minutes */
+    const double *oracle;
+    int oracle_minutes;
 } as_params;
 
 typedef struct as_policy as_policy;
 
 extern const char *const as_policy_names[]; /* NULL-terminated */
 
-/* NULL when the name is unknown */
+/* NULL when the name is unknown (or "+oracle" without as_params.oracle) */
 as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, const as_params *params);
 /* now_s: seconds since any fixed origin, increasing by about AS_TICK_S */
 void as_policy_tick(as_policy *p, double now_s, double capacity, const as_obs *obs, int *target);

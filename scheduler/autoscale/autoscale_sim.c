@@ -257,7 +257,9 @@ static void actuate(sim *S, int j, int target, double now)
 
 int sim_run(const sim_config *c, const char *policy, const as_params *prm, sim_result *out)
 {
-    as_policy *pol = as_policy_create(policy, c->njobs, c->jobs, prm);
+    as_params known = *prm; /* the simulator knows the truth: "+oracle" policies read it */
+    known.oracle = c->counts, known.oracle_minutes = c->minutes;
+    as_policy *pol = as_policy_create(policy, c->njobs, c->jobs, &known);
     if (!pol) return -1;
     sim S = {.c = c};
     memset(out, 0, sizeof(*out));

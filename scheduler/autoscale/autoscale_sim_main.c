@@ -7,6 +7,7 @@
  *       [--slo-ms 720] [--slo-q 0.99] [--cold-start-s 10] [--cv 0] [--quantile 0.8]
  *       [--period 360] [--queue-limit 1000] [--control-s 300] [--json]
  *
+ * A Faro policy takes the ablation's modifiers (autoscale_policy.h): +oracle, +greedy, +exact, +relaxed.
  * The trace: JSON lines {"minute":m,"rates":{"job":requests in that minute,...}}
  * (data/traces/README.md).  Prints, per capacity, a markdown table of mean ± sd
  * over the seeds, or with --json one object per (capacity, policy). */
@@ -152,7 +153,7 @@ int main(int argc, char **argv)
         jobs[j] = (as_job){service_ms / 1000, slo_ms / 1000, slo_q, 1, 1, 1, 1 << 20};
     char *pl[MAX_LIST], *cl[MAX_LIST];
     int np = split(policies, pl, MAX_LIST), nc = split(caps, cl, MAX_LIST);
-    as_params prm = {quantile, period, control_s};
+    as_params prm = {.quantile = quantile, .period_min = period, .control_s = control_s}; /* FARO_AUTO, no oracle */
     if (!json)
         printf("Trace %s, minutes %d:%d (first %d for warm-up), %d jobs, %g ms service, p%g <= %g ms, cold start %g s, "
                "%d seeds\n",

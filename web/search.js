@@ -16,6 +16,7 @@ import { badge, fmtMetric, isTerminal } from './format.js';
 
 const MIN_REFETCH_MS = 1000;
 const METRICS_PARALLEL = 4;      // trials' metrics fetched at once
+const POLL_MS = 5000;            // a round this often while a trial runs (events may come before a round knows the job)
 const LEGEND_MAX_TRIALS = 24;    // above: no legend under the chart (the table names them)
 const DATASET_MAX_X = 2000;      // data-xs and data-series only up to this many x values
 export const FADED_ALPHA = 0.3;
@@ -170,13 +171,13 @@ export function mountSearch(root, { id, live, signal }) {
     const curves = new Map();               // trial -> {key, curve, last, rechecked}
     let sort = null;                        // {key, dir}; null: the metric, best first
     let uPlot = null, plot = null, plotKey = '', dataKey = '';
-    let inflight = false, dirty = false, lastStart = 0, timer = null;
+    let inflight = false, dirty = false, lastStart = 0, timer = null, poll = null;
     let trialJobs = new Set();
 
     loadUplot().then((u) => { uPlot = u; draw(); },
         (e) => replace(chartNote, notice('error', e.message, 'search-chart-error')));
     const off = live ? live.on('job', (ev) => { if (trialJobs.has(ev.job_id)) refresh(); }) : () => {};
-    signal.addEventListener('abort', () => { off(); clearTimeout(timer); if (plot) plot.destroy(); plot = null; });
+    signal.addEventListener('abort', () => { off(); clearTimeout(timer); clearTimeout(poll); if (plot) plot.destroy(); plot = null; });
     return { update };
 
     // the summary shows the job's state with the trials of the round after it (never
@@ -207,6 +208,11 @@ export function mountSearch(root, { id, live, signal }) {
                 'search-error'));
         } finally {
             inflight = false;
+            // while a trial runs, a round every POLL_MS whatever the stream says: an event of a trial's job
+            // that came before a round had seen the job (a short trial) is not lost for good
+            clearTimeout(poll);
+            const live = data && Array.isArray(data.trials) && data.trials.some((t) => t.state === 'running' || t.state === 'paused');
+            if (live && !signal.aborted) poll = setTimeout(refresh, POLL_MS);
         }
     }
 

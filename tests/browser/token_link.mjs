@@ -51,7 +51,12 @@ async function main() {
     await check('a refused token: the login form says so, and the token leaves the address bar', async () => {
         await page.evaluate(() => sessionStorage.clear());
         await page.goto(`${BASE}/#token=gty_not_a_token_0123`); // pasted into the open tab: a hash change
-        await page.waitForSelector('[data-testid="login-error"]');
+        try { // (the tab reloads itself with the token: the form comes from the new page)
+            await page.waitForSelector('[data-testid="login-error"]', { timeout: 40000 });
+        } catch (e) {
+            const main = await page.evaluate(() => `${location.href} | ${document.body ? document.body.innerText.slice(0, 300) : ''}`).catch((x) => String(x));
+            throw new Error(`${e.message}; the page: ${main}`);
+        }
         const text = await page.textContent('[data-testid="login-error"]');
         assert(/401/.test(text), text);
         assert(!page.url().includes('gty_not_a_token'), page.url());

@@ -34,17 +34,16 @@ import os
 import statistics
 import sys
 import time
-from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from harness import Stack, wait_until  # noqa: E402
+from harness import Stack, iso_seconds, wait_until  # noqa: E402
 from test_search_torch import example_root, example_search  # noqa: E402
 
 
 def ms(iso):
     """milliseconds since the epoch of the API's ISO 8601 UTC times (2026-11-28T09:05:33.384Z)"""
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000
+    return iso_seconds(iso) * 1000
 
 
 def busy(s, tok, t0, t1, workers):

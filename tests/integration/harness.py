@@ -56,6 +56,12 @@ def timeout(seconds):
     return mark
 
 
+def iso_seconds(iso):
+    """the API's ISO 8601 UTC times (2026-11-28T09:05:33.384Z) in seconds since the epoch"""
+    from datetime import datetime
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
 def wait_until(what, fn, timeout=20.0, interval=0.02):
     """Polls fn until it returns a truthy value; raises AssertionError naming `what` at the deadline."""
     deadline = time.monotonic() + timeout

@@ -11,7 +11,7 @@ import os
 import re
 import time
 
-from harness import ADMIN, Stack, timeout, wait_until
+from harness import ADMIN, Stack, iso_seconds, timeout, wait_until
 from test_flow import SSEReader
 from test_training import training_job
 
@@ -361,7 +361,7 @@ def test_overloaded_job_sheds_at_the_gateway_and_serves_the_rest_in_time():
         began = [e for e in events if e["reason"].startswith("admission: ")]
         assert began, [e["reason"] for e in events]
         # the last 8 s: the gateways read the rate within a second, and it settles within a few ticks
-        t_on = min(datetime_s(e["ts"]) for e in began)
+        t_on = min(iso_seconds(e["ts"]) for e in began)
         assert t_on < start + 12, (t_on - start, [e["reason"] for e in events])
         after = [r for r in results if r[0] >= start + 12]
         codes = {}
@@ -375,12 +375,6 @@ def test_overloaded_job_sheds_at_the_gateway_and_serves_the_rest_in_time():
         assert codes.get(504, 0) == 0, codes
         assert len(served) >= 5 and served[len(served) // 2] <= slo_ms / 1000, served
         assert served[int(len(served) * 0.9)] <= 2 * slo_ms / 1000, served
-
-
-def datetime_s(iso):
-    """the API's times (2026-11-28T09:05:33.384Z) in seconds since the epoch"""
-    from datetime import datetime
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"')

@@ -5,9 +5,8 @@ its runtime or memory limit fails (not requeued) with the reason, and its worker
 job."""
 
 import time
-from datetime import datetime
 
-from harness import ADMIN, Stack, placement_job, wait_until
+from harness import ADMIN, Stack, iso_seconds, placement_job, wait_until
 from test_federated import fed_job
 
 MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 32}, {"type": "relu"},
@@ -33,7 +32,7 @@ def tenant_row(s, tid):
 
 
 def ms(iso):
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000
+    return iso_seconds(iso) * 1000
 
 
 def never_requeued(s, tok, jid):

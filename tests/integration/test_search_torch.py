@@ -17,9 +17,8 @@ import json
 import os
 import signal
 import time
-from datetime import datetime
 
-from harness import ROOT, Stack, timeout, wait_until
+from harness import ROOT, Stack, iso_seconds, timeout, wait_until
 from test_program_jobs import example_root
 
 EXAMPLE = os.path.join(ROOT, "deploy", "examples", "pytorch")
@@ -68,11 +67,6 @@ def job_pids(job_ids, generation=None, programs=True):
 def left(job_ids):
     """every process of those jobs still there, the sandboxes' own included"""
     return job_pids(job_ids, programs=False)
-
-
-def seconds(iso):
-    """the API's times (2026-11-28T09:05:33.384Z) in seconds since the epoch"""
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def trials_of(s, tok, sid):
@@ -204,7 +198,7 @@ def test_scheduler_killed_mid_search():
             assert [e["state"] for e in events if e["state"] == "running"] == ["running"], events
             assert [e["reason"] for e in events if e["state"] == "queued"] == ["accepted"], events
         scheduled = [e for e in s.events(tok, waiting[0]["job_id"]) if e["state"] == "scheduled"]
-        assert len(scheduled) == 1 and seconds(scheduled[0]["ts"]) >= restarted, (scheduled, restarted)
+        assert len(scheduled) == 1 and iso_seconds(scheduled[0]["ts"]) >= restarted, (scheduled, restarted)
         wait_until("no trial's process left", lambda: not left(all_trial_jobs(s, tok, sid)), 30)
 
 

@@ -179,14 +179,15 @@ def test_autoscaler_follows_a_compressed_trace():
         body = json.dumps(infer_body(data, 32)).encode()
         rates = trace_rates(["serve-cluster4", "serve-cluster9"], 20)
         peak = max(max(r) for r in rates)
-        stop = time.time() + 40
+        start = time.time()
+        stop = [start + 40]  # at most the trace's 20 minutes; sooner once what is asserted below has happened
 
         def load(k):
             """requests of 32 samples for model k at up to ~14/s, shaped like its trace"""
             name, sent, codes = ("cnn-a", "cnn-b")[k], 0, {}
             conn = s.connection(10)
             t0 = time.time()
-            while time.time() < stop:
+            while time.time() < stop[0]:
                 minute = min(19, int((time.time() - t0) / 2))
                 rate = 2 + 12 * rates[k][minute] / peak
                 time.sleep(1.0 / rate)  # the load's shape is the trace: this pause sets the request rate
@@ -200,8 +201,19 @@ def test_autoscaler_follows_a_compressed_trace():
                     conn = s.connection(10)
                 sent += 1
             return codes
+        def scaled():
+            """some job was given a second replica by the autoscaler (a replicas point >= 2 and an event)"""
+            return any(any(p.get("replicas", 0) >= 2 for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"])
+                       and any(e["reason"].startswith("autoscaler") for e in s.events(tok, jid)) for jid in jids)
         with concurrent.futures.ThreadPoolExecutor(4) as ex:
-            results = list(ex.map(load, [0, 0, 1, 1]))
+            loads = ex.map(load, [0, 0, 1, 1])
+            # the load runs 20 s at least (10 trace minutes, two control rounds), then ends once a job has scaled
+            while time.time() < stop[0]:
+                if time.time() - start >= 20 and scaled():
+                    stop[0] = time.time()
+                    break
+                time.sleep(1)
+            results = list(loads)
         codes = {}
         for c in results:
             for k, v in c.items():

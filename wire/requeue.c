@@ -184,3 +184,11 @@ int requeue_mark_done(rs_conn *r, const char *job_id, int attempt)
     freeReplyObject(rep);
     return n;
 }
+
+int requeue_forgive(rs_conn *r, const char *job_id)
+{
+    redisReply *rep = rs_command(r, "DEL %s%s", K_FAILURES_PREFIX, job_id);
+    int n = !rep || rep->type != REDIS_REPLY_INTEGER ? -1 : rep->integer > 0;
+    freeReplyObject(rep);
+    return n;
+}

@@ -48,4 +48,11 @@ int requeue_ask(rs_conn *r, const char *job_id, int attempt, const char *by);
  * when Redis is unreachable. */
 int requeue_mark_done(rs_conn *r, const char *job_id, int attempt);
 
+/* A job that moved on after a restart (a federated round completed past the checkpoint its generation
+ * resumed from): its count of failed generations starts again, so that sites lost now and then over a long
+ * run do not add up to a failure, while generations that cannot get past the point where the last one
+ * stopped still fail the job at max_attempts.  1 when a count was cleared, 0 when there was none, -1 when
+ * Redis is unreachable. */
+int requeue_forgive(rs_conn *r, const char *job_id);
+
 #endif

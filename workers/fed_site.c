@@ -1,5 +1,6 @@
 /* fed_site.c - a federated job's site, whatever trains its model (fed_site.h). */
 #include "workers/fed_site.h"
+#include "wire/requeue.h"
 #include "common/alloc.h"
 #include "common/log.h"
 #include "workers/fed_ckpt.h"
@@ -223,6 +224,17 @@ void fed_site_checkpoint(fed_site *s, const tensorfile_header *layout, const dou
     char why[600];
     if (fed_ckpt_save(s->ctx, layout, z, round, rounds, why, sizeof why))
         log_warn("job %s: site %d: round %d not checkpointed: %s", s->ctx->task->job_id, s->me, round, why);
+    /* the first round a restarted generation completes: the sites got past where the last one stopped, so the
+     * losses before it no longer count towards the job's failures (wire/requeue.h, requeue_forgive) */
+    if (s->me == 0 && !s->moved_on && s->ctx->task->attempt > 0 && s->ctx->redis) {
+        s->moved_on = true;
+        if (requeue_forgive(s->ctx->redis, s->ctx->task->job_id) > 0) {
+            char note[120];
+            snprintf(note, sizeof note,
+                     "round %d completed after the restart: earlier lost generations no longer count as failures", round);
+            s->ctx->note(s->ctx, note);
+        }
+    }
 }
 
 int fed_site_weigh(fed_site *s, double samples, char *err, size_t errlen)

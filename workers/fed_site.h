@@ -39,6 +39,7 @@ typedef struct {
     double *lambda, *x, *msgv, *avg;
     /* fed_site_aggregate: the last round's */
     double residual, t0, sent0, got0, aggregate_s; /* aggregate_s: the last fed_site_aggregate's wall time */
+    bool moved_on;                                 /* site 0: a round completed in this generation (fed_site_checkpoint) */
 } fed_site;
 
 /* what a protocol result (workers/fed/secagg.h) means for the job: a lost site or a stop retries the

@@ -318,6 +318,22 @@ static void test_requeue_task_past_max_attempts(void **state)
     free(raw);
 }
 
+/* a job that moved on after a restart: its failures no longer count, so the next loss is failure 1 again */
+static void test_requeue_forgive(void **state)
+{
+    (void)state;
+    char *raw = make_task("j_1", "federated", 2);
+    freeReplyObject(cmd("SET %sj_1 2", K_FAILURES_PREFIX));
+    assert_int_equal(requeue_forgive(&R, "j_1"), 1);
+    assert_int_equal(requeue_forgive(&R, "j_1"), 0); /* nothing left to forgive */
+    assert_int_equal(requeue_task(&R, raw, 3, "worker lost", "scheduler", "w1"), 1);
+    expect_event(0, "j_1", "queued", "worker lost; requeued");
+    char *failures = cmd_str("GET %sj_1", K_FAILURES_PREFIX);
+    assert_string_equal(failures, "1");
+    free(failures);
+    free(raw);
+}
+
 static void test_requeue_task_preempted(void **state)
 {
     (void)state;
@@ -701,6 +717,7 @@ int main(void)
         cmocka_unit_test_setup(test_requeue_task, setup),
         cmocka_unit_test_setup(test_requeue_task_once, setup),
         cmocka_unit_test_setup(test_requeue_task_past_max_attempts, setup),
+        cmocka_unit_test_setup(test_requeue_forgive, setup),
         cmocka_unit_test_setup(test_requeue_task_preempted, setup),
         cmocka_unit_test_setup(test_requeue_inference_replica, setup),
         cmocka_unit_test_setup(test_requeue_not_a_task, setup),

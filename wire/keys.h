@@ -31,6 +31,9 @@
  *                              world: the gang's size, written by the dispatch script
  *   gantry:fed:<job>:<gen>:sites HASH site index -> worker id: which worker runs each site of a federated
  *                              job's generation, claimed atomically (workers/fed_io.h)
+ *   gantry:fed:<job>:<gen>:live HASH worker id -> site index, and t -> the threshold: the sites of a
+ *                              generation whose rounds go on without a lost one while t remain
+ *                              (wire/requeue.h, requeue_tolerate); absent: every loss requeues the job
  *   gantry:fed:<job>:<gen>:<channel> STREAM of one federated exchange's messages (field d), sealed by
  *                              the sites (workers/fed/secagg.h): hello (public keys and their tags), key:<s>
  *                              (the job's key for site s), x:<e>:<g> (group g's shares of exchange e),

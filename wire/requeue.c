@@ -23,7 +23,7 @@
  * of more than 14 digits as a real. */
 typedef struct {
     char job[MSG_ID_LEN], attempt[16];
-    char retry[160], failures[128], preempt[160];
+    char retry[160], failures[128], preempt[160], live[192];
     char *next; /* the task with attempt + 1 (malloc'd) */
 } next_task;
 
@@ -38,6 +38,7 @@ static int next_of(const char *raw, next_task *n)
     snprintf(n->retry, sizeof(n->retry), "%s%s:%d", K_RETRY_PREFIX, t.job_id, t.attempt);
     snprintf(n->failures, sizeof(n->failures), "%s%s", K_FAILURES_PREFIX, t.job_id);
     snprintf(n->preempt, sizeof(n->preempt), "%s%s:%d", K_PREEMPT_PREFIX, t.job_id, t.attempt);
+    snprintf(n->live, sizeof(n->live), "%s%s:%d:live", K_FED_PREFIX, t.job_id, t.attempt);
     t.attempt++;
     n->next = msg_task_encode(&t);
     msg_task_clear(&t);
@@ -107,16 +108,16 @@ static int requeue_lists(rs_conn *r, const char *worker_id, int max_attempts, co
     common_args a;
     common_args_of(&a, max_attempts);
     char nkeys[16], nin[24], ntasks[24];
-    snprintf(nkeys, sizeof(nkeys), "%zu", 6 + 3 * ok);
+    snprintf(nkeys, sizeof(nkeys), "%zu", 6 + 4 * ok);
     snprintf(nin, sizeof(nin), "%zu", lists[0]->elements);
     snprintf(ntasks, sizeof(ntasks), "%zu", lists[1]->elements);
-    const char **argv = xcalloc(16 + 6 * ok + total, sizeof(*argv));
+    const char **argv = xcalloc(16 + 7 * ok + total, sizeof(*argv));
     int argc = 0;
     argv[argc++] = "EVAL", argv[argc++] = lua_requeue_worker, argv[argc++] = nkeys;
     argv[argc++] = K_JOBS_STREAM, argv[argc++] = K_EVENTS_STREAM, argv[argc++] = K_INFER_JOBS;
     argv[argc++] = tasks, argv[argc++] = inflight, argv[argc++] = K_WORKERS_SET;
     for (size_t i = 0; i < ok; i++)
-        argv[argc++] = next[i].retry, argv[argc++] = next[i].failures, argv[argc++] = next[i].preempt;
+        argv[argc++] = next[i].retry, argv[argc++] = next[i].failures, argv[argc++] = next[i].preempt, argv[argc++] = next[i].live;
     argv[argc++] = a.maxlen, argv[argc++] = a.ttl, argv[argc++] = a.attempts, argv[argc++] = why;
     argv[argc++] = worker_id, argv[argc++] = nin, argv[argc++] = ntasks;
     for (size_t i = 0; i < total; i++)
@@ -191,4 +192,19 @@ int requeue_forgive(rs_conn *r, const char *job_id)
     int n = !rep || rep->type != REDIS_REPLY_INTEGER ? -1 : rep->integer > 0;
     freeReplyObject(rep);
     return n;
+}
+
+int requeue_tolerate(rs_conn *r, const char *job_id, int attempt, const char *worker_id, int site, int threshold)
+{
+    char key[192];
+    snprintf(key, sizeof(key), "%s%s:%d:live", K_FED_PREFIX, job_id, attempt);
+    redisReply *rep = rs_command(r, "HSET %s %s %d t %d", key, worker_id, site, threshold);
+    int rc = !rep || rep->type != REDIS_REPLY_INTEGER ? -1 : 0;
+    freeReplyObject(rep);
+    if (rc == 0) {
+        rep = rs_command(r, "EXPIRE %s %d", key, MARKER_TTL_S);
+        rc = !rep || rep->type != REDIS_REPLY_INTEGER ? -1 : 0;
+        freeReplyObject(rep);
+    }
+    return rc;
 }

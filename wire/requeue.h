@@ -55,4 +55,12 @@ int requeue_mark_done(rs_conn *r, const char *job_id, int attempt);
  * Redis is unreachable. */
 int requeue_forgive(rs_conn *r, const char *job_id);
 
+/* A site of a federated generation whose rounds go on without a lost site (docs/federated.md, "Dropouts"):
+ * the worker running site `site` of the generation `attempt` says so, with the generation's threshold t
+ * (gantry:fed:<job>:<attempt>:live).  When such a worker is lost (requeue_worker_tasks), the job is not
+ * requeued while t sites remain without it: an event says which site was dropped, the worker leaves the
+ * hash, and the other sites go on.  Site 0 (it reports the rounds) is never dropped so: its loss requeues
+ * the generation as before.  0, or -1 when Redis is unreachable. */
+int requeue_tolerate(rs_conn *r, const char *job_id, int attempt, const char *worker_id, int site, int threshold);
+
 #endif

@@ -401,6 +401,52 @@ static void test_requeue_worker_tasks(void **state)
     free(waiting);
 }
 
+/* a federated generation that goes on without a lost site (requeue_tolerate): sites 1 and 2 of 3 with threshold 2 */
+static void test_requeue_tolerated_site(void **state)
+{
+    (void)state;
+    char *site = make_task("j_fed", "federated", 4);
+    for (int i = 0; i < 3; i++) {
+        char w[8];
+        snprintf(w, sizeof w, "w%d", i);
+        assert_int_equal(requeue_tolerate(&R, "j_fed", 4, w, i, 2), 0);
+        freeReplyObject(cmd("RPUSH %s%s %s", K_INFLIGHT_PREFIX, w, site));
+    }
+    assert_true(cmd_int("TTL %sj_fed:4:live", K_FED_PREFIX) > 0);
+    /* site 1 lost: 2 sites remain, the job is not requeued, an event says so */
+    assert_int_equal(requeue_worker_tasks(&R, "w1", 3, "worker w1 lost"), 1);
+    assert_int_equal(cmd_int("EXISTS %s", K_JOBS_STREAM), 0);
+    expect_event(0, "j_fed", "", "site 1 dropped: the rounds go on with the other 2 sites (threshold 2)");
+    assert_int_equal(cmd_int("HEXISTS %sj_fed:4:live w1", K_FED_PREFIX), 0);
+    assert_int_equal(cmd_int("EXISTS %sj_fed:4", K_RETRY_PREFIX), 0); /* the generation goes on */
+    /* the same worker's task again (it came back and gave up its lists): already dropped, nothing */
+    freeReplyObject(cmd("RPUSH %sw1 %s", K_INFLIGHT_PREFIX, site));
+    assert_int_equal(requeue_worker_tasks(&R, "w1", 3, "worker w1 lost"), 0);
+    assert_int_equal(cmd_int("EXISTS %s", K_JOBS_STREAM), 0);
+    /* site 2 lost: 1 site would remain, below the threshold: requeued as any generation */
+    assert_int_equal(requeue_worker_tasks(&R, "w2", 3, "worker w2 lost"), 1);
+    assert_int_equal(cmd_int("XLEN %s", K_JOBS_STREAM), 1);
+    expect_event(1, "j_fed", "queued", "worker w2 lost; requeued (failure 1 of 3 allowed)");
+    free(site);
+}
+
+/* site 0 reports the rounds: its loss requeues the generation, whatever the threshold */
+static void test_requeue_tolerated_site_zero(void **state)
+{
+    (void)state;
+    char *site = make_task("j_fed", "federated", 0);
+    for (int i = 0; i < 4; i++) {
+        char w[8];
+        snprintf(w, sizeof w, "w%d", i);
+        assert_int_equal(requeue_tolerate(&R, "j_fed", 0, w, i, 3), 0);
+    }
+    freeReplyObject(cmd("RPUSH %sw0 %s", K_INFLIGHT_PREFIX, site));
+    assert_int_equal(requeue_worker_tasks(&R, "w0", 3, "worker w0 lost"), 1);
+    assert_int_equal(cmd_int("XLEN %s", K_JOBS_STREAM), 1);
+    expect_event(0, "j_fed", "queued", "worker w0 lost; requeued");
+    free(site);
+}
+
 /* the lists changed between C's read and the script: -1, nothing touched */
 static void test_requeue_worker_stale(void **state)
 {
@@ -718,6 +764,8 @@ int main(void)
         cmocka_unit_test_setup(test_requeue_task_once, setup),
         cmocka_unit_test_setup(test_requeue_task_past_max_attempts, setup),
         cmocka_unit_test_setup(test_requeue_forgive, setup),
+        cmocka_unit_test_setup(test_requeue_tolerated_site, setup),
+        cmocka_unit_test_setup(test_requeue_tolerated_site_zero, setup),
         cmocka_unit_test_setup(test_requeue_task_preempted, setup),
         cmocka_unit_test_setup(test_requeue_inference_replica, setup),
         cmocka_unit_test_setup(test_requeue_not_a_task, setup),

@@ -3,8 +3,8 @@
 -- prepend: requeue_one.lua
 -- KEYS[1..3] and ARGV[1..4] as in requeue_one.lua, then
 --   KEYS[4] gantry:tasks:<worker>  KEYS[5] gantry:inflight:<worker>  KEYS[6] gantry:workers
---   KEYS[7 + 3i .. 9 + 3i] for the i-th task C could decode (i from 0): gantry:retry:<job>:<attempt>,
---     gantry:failures:<job>, gantry:preempt:<job>:<attempt>
+--   KEYS[7 + 4i .. 10 + 4i] for the i-th task C could decode (i from 0): gantry:retry:<job>:<attempt>,
+--     gantry:failures:<job>, gantry:preempt:<job>:<attempt>, gantry:fed:<job>:<attempt>:live
 --   ARGV[5] worker id  ARGV[6] n, the number of tasks C read from the in-flight list
 --   ARGV[7] m, the number C read from the task list
 --   ARGV[8 .. 7 + n + m] those tasks as read: the in-flight list's, then the task list's
@@ -24,8 +24,8 @@ for _, list in ipairs({{KEYS[5], n}, {KEYS[4], m}}) do
   end
 end
 local done = 0
-for i = 0, (#KEYS - 6) / 3 - 1 do
-  local k = {retry = KEYS[7 + 3 * i], failures = KEYS[8 + 3 * i], preempt = KEYS[9 + 3 * i]}
+for i = 0, (#KEYS - 6) / 4 - 1 do
+  local k = {retry = KEYS[7 + 4 * i], failures = KEYS[8 + 4 * i], preempt = KEYS[9 + 4 * i], live = KEYS[10 + 4 * i]}
   local a = at + 3 * i
   done = done + requeue_one(k, ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[4], 'scheduler', ARGV[5],
                             tonumber(ARGV[3]), ms)

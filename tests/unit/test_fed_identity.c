@@ -17,6 +17,7 @@
 #include "spec/fed_design.h"
 #include "spec/fed_sitekey.h"
 #include "spec/fed_spec.h"
+#include "workers/fed/fed_audit.h"
 #include "workers/fed/memnet.h"
 #include "workers/fed/secagg.h"
 
@@ -298,6 +299,28 @@ static void test_mixed_roster(void **state)
     /* an unpinned site whose worker has another cluster secret is still refused by the tag */
 }
 
+/* the privacy audit with a mixed roster (sites 0, 2, 4, ... sign: every signature checked, none explains a value) and
+ * coalitions of three sites: 9 sites, T = 1..12, nothing determined; with 4 sites, three determine the fourth (the
+ * total minus their own: inherent), which shows the coalitions are pooled */
+static void test_privacy_audit_signed_triples(void **state)
+{
+    (void)state;
+    int nine[] = {9}, four[] = {4};
+    fed_audit_opts o = {.coalitions_upto = 9, .coalitions3_upto = 9};
+    fed_audit_result r;
+    char err[512];
+    if (fed_audit(nine, 1, &o, &r, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(r.views, 12 * (1 + 9 + 36 + 84));
+    assert_int_equal(r.single, 0);
+    assert_int_equal(r.coalition, 0);
+    assert_int_equal(r.coalition3, 0);
+    fed_audit_opts o4 = {.coalitions_upto = 4, .coalitions3_upto = 4, .t_max = 2};
+    if (fed_audit(four, 1, &o4, &r, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(r.single, 0);
+    assert_int_equal(r.coalition, 0);
+    assert_int_equal(r.coalition3, 2 * 4); /* T = 1, 2; each of the 4 triples */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_wrong_signer_refused),
         cmocka_unit_test(test_forged_partial_rejected),
         cmocka_unit_test(test_mixed_roster),
+        cmocka_unit_test(test_privacy_audit_signed_triples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

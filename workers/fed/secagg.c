@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HELLO_LEN (FED_HDR_LEN + 32 + 32)
+#define HELLO_LEN FED_HELLO_LEN
 
 void fed_blobs_free(fed_blob *b, int n)
 {
@@ -200,10 +200,7 @@ static int hello_sig(const fed_party *p, int s, const unsigned char pub[32], uns
     return sign ? fed_sitekey_sign(p->id_priv, msg, k, sig) : fed_sitekey_verify(p->roster[s], msg, k, sig);
 }
 
-/* whether site s's hello (its length checked: HELLO_LEN, or HELLO_LEN + FED_SIG_LEN) authenticates its key: a pinned
- * site's by its roster key's signature, the others' by the cluster secret's tag; 0, or 1 (not by its roster key), or
- * 2 (not by the secret) */
-static int hello_check(const fed_party *p, int s, const unsigned char *blob, size_t len)
+int fed_hello_check(const fed_party *p, int s, const unsigned char *blob, size_t len)
 {
     const unsigned char *pub = blob + FED_HDR_LEN;
     if (p->pinned[s]) return len == HELLO_LEN + FED_SIG_LEN && hello_sig(p, s, pub, (unsigned char *)blob + HELLO_LEN, 0) ? 0 : 1;
@@ -343,7 +340,7 @@ int fed_party_setup(fed_party *p, double samples, char *err, size_t errlen)
         } else {
             const unsigned char *pub = all[i].data + FED_HDR_LEN;
             memcpy(p->pub[g.sender], pub, 32);
-            int no = hello_check(p, g.sender, all[i].data, all[i].len);
+            int no = fed_hello_check(p, g.sender, all[i].data, all[i].len);
             if (!no && g.sender == me && memcmp(pub, hello + FED_HDR_LEN, 32) != 0) no = p->pinned[me] ? 1 : 2;
             if (no && (bad < 0 || g.sender < bad)) bad = g.sender, why = no;
         }

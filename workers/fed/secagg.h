@@ -61,7 +61,8 @@ enum { FED_MSG_HELLO = 1, FED_MSG_KEY = 2, FED_MSG_SHARE = 3, FED_MSG_PARTIAL = 
 
 #define FED_HDR_LEN 22
 #define FED_TAG_LEN 16
-#define FED_SIG_LEN 64 /* an Ed25519 signature (spec/fed_sitekey.h) */
+#define FED_SIG_LEN 64                        /* an Ed25519 signature (spec/fed_sitekey.h) */
+#define FED_HELLO_LEN (FED_HDR_LEN + 32 + 32) /* a public key message: header, X25519 key, tag (+ FED_SIG_LEN when signed) */
 #define FED_TO_ALL 0xffff
 
 /* a message's header: version (1), type, sender, recipient, exchange, nonce */
@@ -127,6 +128,10 @@ int fed_hdr_parse(const unsigned char *blob, size_t len, fed_hdr *h);
  * most), or -1 when it does not authenticate for this job and attempt */
 long fed_msg_open(const unsigned char key[32], const char *job, uint32_t attempt, const unsigned char *blob, size_t len,
                   unsigned char *plain);
+/* whether site s's public key message (FED_HELLO_LEN bytes, or FED_HELLO_LEN + FED_SIG_LEN: its length is the caller's to check)
+ * authenticates its key: a pinned site's by its roster key's signature, the others' by the cluster secret's tag; 0, or 1
+ * (not signed by its roster key), or 2 (not tagged with the cluster secret) */
+int fed_hello_check(const fed_party *p, int s, const unsigned char *blob, size_t len);
 /* Every message to all sites (a group's partial sum, and any other) goes through this pair.  fed_bcast_seal: sealed
  * under the broadcast key, then signed by this site's identity key when the roster pins it; its length in *outlen (out:
  * FED_HDR_LEN + len + FED_TAG_LEN + FED_SIG_LEN bytes); 0, or -1.  fed_bcast_open: one such message from site

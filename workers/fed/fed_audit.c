@@ -452,6 +452,7 @@ static void audit_coalitions(const ctx_t *C, const msginfo *mi, size_t nmsg, con
                              const fed_audit_opts *o, fed_audit_result *res)
 {
     int n = C->n, obs[FED_AUDIT_MAX_COALITION];
+    if (c < 2 || c > FED_AUDIT_MAX_COALITION || c >= n) return;
     for (int k = 0; k < c; k++)
         obs[k] = k;
     for (;;) {

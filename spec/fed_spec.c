@@ -5,6 +5,7 @@
 
 #include "common/utf8.h"
 #include "spec/fed_design.h"
+#include "spec/fed_sitekey.h"
 #include "spec/program_spec.h"
 #include "spec/train_spec.h"
 
@@ -31,7 +32,14 @@ static const sch site_label_s = {SCH_STR, SCH_IN(6, 68),
                                          "that holds its data); without it, on any free worker",
                                  .msg = "must be site=NAME (NAME 1-63 characters, no comma, '=' or space): the label of the "
                                         "worker that holds the site's data (gantry-worker --labels site=NAME)"};
-static const sch_member site_m[] = {{"name", &site_name_s, 1}, {"label", &site_label_s, 0}, {"dataset", &dataset_s, 1}, {0}};
+static const sch site_pubkey_s = {SCH_STR, SCH_IN(1, 100),
+                                  .desc =
+                                      "ed25519:<base64>: the site's identity key (gantry-worker --print-site-key FILE); only the "
+                                      "worker holding it runs the site, and the site's public key and group sums must be "
+                                      "signed by it (docs/federated.md, \"Protocol\"); without it the site is authenticated "
+                                      "by the workers' shared --fed-secret"};
+static const sch_member site_m[] = {
+    {"name", &site_name_s, 1}, {"label", &site_label_s, 0}, {"public_key", &site_pubkey_s, 0}, {"dataset", &dataset_s, 1}, {0}};
 static const sch site_s = {SCH_OBJECT, .members = site_m};
 static const sch sites_s = {SCH_ARRAY, SCH_IN(3, FED_MAX_JOB_SITES), .items = &site_s, .desc = "names unique",
                             .msg = "must list 3 to 64 sites ({\"name\", \"dataset\"}): groups need 3 members so that a sum "
@@ -79,7 +87,8 @@ static const sch psite_env_s = {SCH_OBJECT, .flags = SCH_OPEN | SCH_HI, .hi = PR
                                 .items = &(const sch){SCH_STR, SCH_IN(0, 65536)},
                                 .desc = "this site's own variables (its data's directory, ...), added to program.env; names as "
                                         "program.env's"};
-static const sch_member psite_m[] = {{"name", &site_name_s, 1}, {"label", &site_label_s, 0}, {"env", &psite_env_s, 0}, {0}};
+static const sch_member psite_m[] = {
+    {"name", &site_name_s, 1}, {"label", &site_label_s, 0}, {"public_key", &site_pubkey_s, 0}, {"env", &psite_env_s, 0}, {0}};
 static const sch psite_s = {SCH_OBJECT, .members = psite_m};
 static const sch psites_s = {SCH_ARRAY, SCH_IN(3, FED_MAX_JOB_SITES), .items = &psite_s, .desc = "names unique",
                              .msg = "must list 3 to 64 sites ({\"name\"}): groups need 3 members so that a sum hides each one"};
@@ -152,6 +161,29 @@ static int check_dataset(const json_t *spec, const json_t *dataset, const char *
     return 0;
 }
 
+/* site s's public_key, when it has one: the text form (spec/fed_sitekey.h), and no other site's */
+static int check_site_key(const json_t *sites, size_t s, char *field, size_t fl, char *msg, size_t ml)
+{
+    const char *key = json_string_value(json_object_get(json_array_get(sites, s), "public_key"));
+    unsigned char pub[FED_SITEKEY_LEN], other[FED_SITEKEY_LEN];
+    char why[200];
+    if (!key) return 0;
+    if (fed_sitekey_parse(key, pub, why, sizeof why)) {
+        snprintf(field, fl, "spec.sites[%zu].public_key", s);
+        snprintf(msg, ml, "%s", why);
+        return -1;
+    }
+    for (size_t o = 0; o < s; o++) {
+        const char *ok = json_string_value(json_object_get(json_array_get(sites, o), "public_key"));
+        if (ok && fed_sitekey_parse(ok, other, why, sizeof why) == 0 && memcmp(pub, other, sizeof pub) == 0) {
+            snprintf(field, fl, "spec.sites[%zu].public_key", s);
+            snprintf(msg, ml, "is spec.sites[%zu]'s key too: each site needs its own worker and key", o);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* every site's name and label (both variants): names without ',', '=' or blanks and unique, labels site=NAME */
 static int check_sites(const json_t *sites, char *field, size_t fl, char *msg, size_t ml)
 {
@@ -179,6 +211,7 @@ static int check_sites(const json_t *sites, char *field, size_t fl, char *msg, s
                 snprintf(msg, ml, "\"%s\" is listed twice", name);
                 return -1;
             }
+        if (check_site_key(sites, s, field, fl, msg, ml)) return -1;
     }
     return 0;
 }

@@ -44,6 +44,10 @@ typedef struct exec_ctx {
     /* --fed-secret: the cluster secret federated sites authenticate their keys with (NULL: none) */
     const unsigned char *fed_secret;
     size_t fed_secret_len;
+    /* --site-key: this worker's Ed25519 identity key (raw, NULL: none) and its public key's text form ("" none):
+     * a federated site whose spec pins a public_key runs only on the worker holding it (docs/federated.md) */
+    const unsigned char *site_key;
+    const char *site_key_text;
     /* set by an executor that counts its own restarts (a program job: max_restarts + 1): the failures a
      * requeue after EXEC_RETRY allows before the job fails; 0: the worker's --max-attempts */
     int max_failures;

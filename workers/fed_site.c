@@ -4,6 +4,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "workers/fed_ckpt.h"
+#include "spec/fed_sitekey.h"
 #include "spec/fed_spec.h"
 
 #include <math.h>
@@ -31,29 +32,69 @@ int fed_site_exec_rc(int fed_rc)
     return fed_rc == FED_LOST || fed_rc == FED_STOPPED ? EXEC_RETRY : EXEC_FAILED;
 }
 
+/* site s's pinned public key (spec.sites[s].public_key, valid) into pub; 0, or -1 (none) */
+static int site_pinned(const json_t *spec, int s, unsigned char pub[FED_SITEKEY_LEN])
+{
+    const char *key = json_string_value(json_object_get(json_array_get(json_object_get(spec, "sites"), (size_t)s), "public_key"));
+    char why[200];
+    return key && fed_sitekey_parse(key, pub, why, sizeof why) == 0 ? 0 : -1;
+}
+
 /* Which site this worker runs (-1: none is left for it; -2: Redis did not answer): the first
- * unclaimed site labelled with its own label (site=NAME), else the first unclaimed site without a
- * label; claimed atomically in the generation's hash, so two workers never run one site (a worker
- * that claimed before, e.g. a restarted one, gets its own again).  The scheduler placed the job so
- * that every site has a worker that can claim it. */
+ * unclaimed site that names it (its label site=NAME, or its public key pinned), else the first
+ * unclaimed site that names no other worker (no label, no public key); a site pinned to another
+ * key is never this worker's.  Claimed atomically in the generation's hash, so two workers never
+ * run one site (a worker that claimed before, e.g. a restarted one, gets its own again).  The
+ * scheduler placed the job so that every labelled site has a worker with its label; a pinned site
+ * without a label may be placed on a worker without its key, which then fails the job, saying so. */
 static int claim_site(exec_ctx *ctx, const json_t *spec, int n, char *err, size_t errlen)
 {
     const json_t *sites = json_object_get(spec, "sites");
     const char *mine = ctx->site && *ctx->site ? ctx->site : NULL;
-    int cand[FED_MAX_JOB_SITES], ncand = 0;
-    for (int pass = 0; pass < 2; pass++) /* its labelled sites first, then the unlabelled ones */
+    unsigned char my_pub[FED_SITEKEY_LEN], pub[FED_SITEKEY_LEN];
+    bool has_key = ctx->site_key && fed_sitekey_public(ctx->site_key, my_pub) == 0;
+    int cand[FED_MAX_JOB_SITES], ncand = 0, pinned_elsewhere = 0;
+    for (int pass = 0; pass < 2; pass++) /* the sites that name it first, then those that name no worker */
         for (int s = 0; s < n && s < FED_MAX_JOB_SITES; s++) {
             const char *label = json_string_value(json_object_get(json_array_get(sites, (size_t)s), "label"));
-            bool ours = label && mine && strncmp(label, "site=", 5) == 0 && strcmp(label + 5, mine) == 0;
-            if (pass == 0 ? !ours : label != NULL) continue;
+            bool labelled = label && mine && strncmp(label, "site=", 5) == 0 && strcmp(label + 5, mine) == 0;
+            bool pinned = site_pinned(spec, s, pub) == 0, keyed = pinned && has_key && memcmp(pub, my_pub, sizeof pub) == 0;
+            if (pinned && !keyed) { /* another worker's site */
+                pinned_elsewhere += pass == 0;
+                continue;
+            }
+            if (label && !labelled) continue;
+            if (pass == 0 ? !(labelled || keyed) : (label != NULL || pinned)) continue;
             cand[ncand++] = s;
         }
     int me = fed_io_claim(ctx->redis, ctx->task->job_id, ctx->task->attempt, cand, ncand, ctx->worker_id);
     if (me == -2)
         snprintf(err, errlen, "cannot claim a site: Redis did not answer");
+    else if (me < 0 && pinned_elsewhere)
+        snprintf(err, errlen,
+                 "no site of the job is left for worker %s (its label: site=%s; its site key: %s): %d site%s pinned by "
+                 "spec.sites[i].public_key to another worker's key; give such a site the label of the worker that holds "
+                 "its key, so that the scheduler places it there",
+                 ctx->worker_id ? ctx->worker_id : "?", mine ? mine : "(none)",
+                 ctx->site_key_text && *ctx->site_key_text ? ctx->site_key_text : "none (no --site-key)", pinned_elsewhere,
+                 pinned_elsewhere == 1 ? " is" : "s are");
     else if (me < 0)
         snprintf(err, errlen, "no site of the job is left for this worker (its label: site=%s)", mine ? mine : "(none)");
     return me;
+}
+
+/* the roster of the spec (sites[i].public_key) and this worker's identity key into the exchange; 0, or -1 with err */
+static int set_roster(fed_site *s, char *err, size_t errlen)
+{
+    unsigned char(*roster)[32] = xcalloc(FED_PARTY_MAX, 32), pinned[FED_PARTY_MAX] = {0};
+    for (int i = 0; i < s->n && i < FED_PARTY_MAX; i++)
+        pinned[i] = site_pinned(s->spec, i, roster[i]) == 0;
+    int rc = fed_party_identity(&s->S, (const unsigned char(*)[32])roster, pinned, s->ctx->site_key);
+    free(roster);
+    if (rc)
+        snprintf(err, errlen, "site %d (spec.sites[%d].public_key) is pinned to a key this worker does not hold (its key: %s)",
+                 s->me, s->me, s->ctx->site_key_text && *s->ctx->site_key_text ? s->ctx->site_key_text : "none");
+    return rc;
 }
 
 int fed_site_join(fed_site *s, exec_ctx *ctx, const json_t *spec, char *err, size_t errlen)
@@ -98,6 +139,7 @@ int fed_site_connect(fed_site *s, size_t dim, double samples, uint64_t duals_see
         snprintf(err, errlen, "cannot start the exchange: %d sites, rank %d or the cluster secret out of range", s->n, s->me);
         return EXEC_FAILED;
     }
+    if (set_roster(s, err, errlen)) return EXEC_FAILED;
     int frc = fed_party_setup(&s->S, samples, err, errlen);
     if (frc) return fed_site_exec_rc(frc);
     s->fedavg = !fed_spec_securedfl(s->spec);

@@ -35,11 +35,13 @@
 #include "workers/executor.h"
 #include "workers/program/prog_netfence.h"
 #include "workers/rendezvous.h"
+#include "workers/site_key.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -77,6 +79,12 @@ static config_opt opts[] = {
                "file with the cluster secret that authenticates federated sites' keys (mode 600, the same on every worker, "
                "never in Redis; empty: this worker runs no federated site)",
                ""),
+    CONFIG_OPT("site-key",
+               "file with this worker's federated identity key (Ed25519, PEM, mode 600; --make-site-key makes one): it runs "
+               "the sites whose spec pins its public key, and signs their messages (empty: none)",
+               ""),
+    CONFIG_OPT("print-site-key", "print the public key of this identity key file (ed25519:<base64>) and exit", ""),
+    CONFIG_OPT("make-site-key", "make this identity key file (mode 600) unless it exists, print its public key and exit", ""),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 #define OPT(name) config_get(opts, NOPTS, name)
@@ -94,6 +102,8 @@ static unsigned sandbox_uid;           /* --sandbox-uid, or derived from the id 
 static bool net_fenced;                /* this slot's nftables chain is in place (workers/program/prog_netfence.h) */
 static char net_why[700];              /* why not */
 static size_t fed_secret_len;
+static unsigned char site_key[FED_SITEKEY_LEN]; /* --site-key: the raw Ed25519 private key */
+static char site_key_text[FED_SITEKEY_TEXT];    /* its public key's text form ("" none) */
 static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
 static char running_job[64];
 
@@ -502,6 +512,8 @@ static bool run_task(rs_conn *r, const char *raw)
                     .site = site_label,
                     .fed_secret = fed_secret_len ? fed_secret : NULL,
                     .fed_secret_len = fed_secret_len,
+                    .site_key = site_key_text[0] ? site_key : NULL,
+                    .site_key_text = site_key_text,
                     .threads = atoi(OPT("threads")) > 0 ? atoi(OPT("threads")) : (int)sysconf(_SC_NPROCESSORS_ONLN),
                     .bin_dir = bin_dir,
                     .sandbox_uid = sandbox_uid,
@@ -666,6 +678,38 @@ static int load_fed_secret(const char *path)
     return 0;
 }
 
+/* --site-key: the identity key and its public key's text form; 0, or -1 logged */
+static int load_site_key(const char *path)
+{
+    char why[600];
+    unsigned char pub[FED_SITEKEY_LEN];
+    if (site_key_load(path, site_key, why, sizeof why) || fed_sitekey_public(site_key, pub)) {
+        log_error("--site-key %s", why);
+        return -1;
+    }
+    fed_sitekey_format(pub, site_key_text);
+    log_info("federated site key %s (--site-key %s): a spec's sites[i].public_key pins a site to this worker", site_key_text, path);
+    return 0;
+}
+
+/* --print-site-key FILE, --make-site-key FILE: the public key on stdout; the exit status */
+static int site_key_command(const char *path, bool make)
+{
+    char why[600], text[FED_SITEKEY_TEXT];
+    unsigned char priv[FED_SITEKEY_LEN], pub[FED_SITEKEY_LEN];
+    bool exists = access(path, F_OK) == 0;
+    int rc = make && !exists ? site_key_make(path, priv, why, sizeof why) : site_key_load(path, priv, why, sizeof why);
+    if (rc == 0 && fed_sitekey_public(priv, pub) != 0) rc = -1, snprintf(why, sizeof why, "%s: not a usable key", path);
+    OPENSSL_cleanse(priv, sizeof priv);
+    if (rc) {
+        fprintf(stderr, "gantry-worker: %s\n", why);
+        return 1;
+    }
+    fed_sitekey_format(pub, text);
+    printf("%s\n", text);
+    return 0;
+}
+
 /* --sandbox-uid and --program-network: the uid program ranks run as, and their network fence (set up now:
  * a restart after a crash replaces what the last run left); 0, or -1 logged */
 static int setup_sandbox(void)
@@ -724,6 +768,8 @@ int main(int argc, char **argv)
     log_init("worker");
     int rc = config_parse(argc, argv, opts, NOPTS, "gantry-worker", "Runs gantry tasks for one slot.");
     if (rc != 0) return rc < 0 ? 2 : 0;
+    if (OPT("print-site-key")[0]) return site_key_command(OPT("print-site-key"), false);
+    if (OPT("make-site-key")[0]) return site_key_command(OPT("make-site-key"), true);
     if (OPT("id")[0])
         snprintf(worker_id, sizeof(worker_id), "%s", OPT("id"));
     else
@@ -748,6 +794,7 @@ int main(int argc, char **argv)
     }
     max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
     if (OPT("fed-secret")[0] && load_fed_secret(OPT("fed-secret")) != 0) return 2;
+    if (OPT("site-key")[0] && load_site_key(OPT("site-key")) != 0) return 2;
     if (setup_sandbox() != 0) return 2;
 
     redis_auth rauth;

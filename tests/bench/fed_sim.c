@@ -4,7 +4,7 @@
  *
  *   gantry-fed-sim [--sites 9] [--alpha 0.5] [--rounds 20] [--local-steps 50]
  *                  [--iters 7] [--batch 32] [--lr 0.001] [--seed 1]
- *   gantry-fed-sim --privacy-audit [--sites 9,15,21,27] [--coalitions-upto 15]
+ *   gantry-fed-sim --privacy-audit [--sites 9,15,21,27] [--coalitions-upto 15] [--coalitions3-upto 15]
  *                  [--t-max T] [--legacy] [--random-groups]
  *
  * Every site trains the MLP 784-64-10 (Adam) locally from the global model on
@@ -171,6 +171,7 @@ static int audit_main(int argc, char **argv)
     fed_audit_opts o = {.legacy = flag(argc, argv, "--legacy"),
                         .random_groups = flag(argc, argv, "--random-groups"),
                         .coalitions_upto = atoi(arg(argc, argv, "--coalitions-upto", "15")),
+                        .coalitions3_upto = atoi(arg(argc, argv, "--coalitions3-upto", "15")),
                         .t_min = atoi(arg(argc, argv, "--t-min", "1")),
                         .t_max = atoi(arg(argc, argv, "--t-max", "0")),
                         .out = stdout};
@@ -181,6 +182,7 @@ static int audit_main(int argc, char **argv)
         return 2;
     }
     printf("privacy audit (coalitions of 2 sites, n <= %d): %ld determined\n", o.coalitions_upto, r.coalition);
+    printf("privacy audit (coalitions of 3 sites, n <= %d): %ld determined\n", o.coalitions3_upto, r.coalition3);
     printf("privacy audit: %ld determined by Redis or a single site\n", r.single);
     return r.single > 0 && !o.legacy ? 1 : 0;
 }

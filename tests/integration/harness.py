@@ -200,11 +200,20 @@ class Stack(Client):
     def start_scheduler(self, name="scheduler"):
         self._spawn(name, [os.path.join(BUILD, "gantry-scheduler"), *self._redis_args("scheduler"), "--name", name, *self.scheduler_args])
 
-    def start_worker(self, i, labels=""):
+    def site_key(self, i):
+        """worker i's federated identity key file (made once, as ./deploy/up does) and its public key's text"""
+        path = os.path.join(self.dir, f"site-{i}.key")
+        out = subprocess.run([os.path.join(BUILD, "gantry-worker"), "--make-site-key", path], check=True,
+                             capture_output=True, text=True, env=self.env)
+        return path, out.stdout.strip()
+
+    def start_worker(self, i, labels="", site_key=False):
+        """worker w_test<i>; site_key: with its own identity key (site_key(i))"""
+        key = ["--site-key", self.site_key(i)[0]] if site_key else []
         self._spawn(f"worker{i}", [os.path.join(BUILD, "gantry-worker"), *self._redis_args("worker"),
                                    "--id", f"w_test{i}", "--labels", labels, "--fed-secret", self.fed_secret,
                                    "--state", os.path.join(self.dir, "var", "worker"),  # shared by the stack's workers
-                                   "--sandbox-uid", str(sandbox_uid(i))])
+                                   "--sandbox-uid", str(sandbox_uid(i)), *key])
 
     def __enter__(self):
         try:

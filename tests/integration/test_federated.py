@@ -3,9 +3,13 @@
 part of Fashion-MNIST (a Dirichlet split), aggregating by SecureD-FL (ADMM through a Kirkman design's
 groups, sums masked over all sites and sealed through Redis), the model registered; bad specs refused
 naming the field; a labelled site without a worker makes the job wait, saying which; a public key
-swapped in Redis fails the job, saying so."""
+swapped in Redis fails the job, saying so; sites pinned to their workers' identity keys (a roster in the spec)
+run, and neither a wrong roster key nor a key forged with the cluster secret gets through."""
 
+import hashlib
+import hmac
 import os
+import struct
 import time
 
 from harness import Stack, wait_until
@@ -100,6 +104,69 @@ def test_a_key_swapped_in_redis_fails_the_job():
         wait_until("the next job's keys", lambda: s.redis("XLEN", f"gantry:fed:{nxt}:0:hello") == "3", 120)
         s.redis("XADD", f"gantry:fed:{nxt}:0:go", "*", "d", "go")
         assert s.wait_state(tok, nxt, "succeeded", timeout=120)["result"]["metrics"]["sites"] == 3
+
+
+def hello_tag(secret, jid, attempt, site, n, pub):
+    """the cluster secret's tag of a site's public key (workers/fed/secagg.c, hello_tag): what a holder of the
+    secret can compute for a key of its own"""
+    msg = b"gantry-fed-hello-1\0" + jid.encode() + b"\0" + struct.pack("<IHH", attempt, site, n) + pub
+    return hmac.new(secret, msg, hashlib.sha256).digest()
+
+
+def test_a_roster_of_site_keys():
+    """Three workers, each with its own identity key (--site-key, made by gantry-worker --make-site-key as
+    ./deploy/up does); a job pinning each site to its worker's public key (spec.sites[i].public_key) runs, every
+    site signing its key and its group sums.  Then: a roster naming a key no worker holds for site 1 fails the job,
+    naming the field; and whoever holds the cluster secret and can write to Redis replaces site 1's public key by
+    one of its own with a valid tag: the key is refused, it is not signed by site 1's roster key."""
+    with Stack(workers=0, env={"GANTRY_TEST_FED_HOLD": "1"}) as s:
+        keys = []
+        for i in range(3):
+            keys.append(s.site_key(i)[1])
+            s.start_worker(i, labels=f"site=s{i}", site_key=True)
+        assert all(k.startswith("ed25519:") and len(k) == 52 for k in keys) and len(set(keys)) == 3, keys
+        _, tok = s.tenant("roster")
+
+        def pinned(name, roster):
+            job = fed_job(3, rounds=2, local_steps=5, name=name)
+            for i, site in enumerate(job["spec"]["sites"]):
+                site["public_key"] = roster[i]
+            return job
+
+        def go(jid, count=3):
+            wait_until("the public keys", lambda: s.redis("XLEN", f"gantry:fed:{jid}:0:hello") == str(count), 120)
+            s.redis("XADD", f"gantry:fed:{jid}:0:go", "*", "d", "go")
+
+        jid = s.submit(tok, pinned("pinned", keys))
+        go(jid)
+        done = s.wait_state(tok, jid, "succeeded", timeout=180)
+        assert done["result"]["metrics"]["sites"] == 3, done
+        # each site's public key in Redis came with its signature: header 22, key 32, tag 32, signature 64 bytes
+        sizes = s.redis("EVAL", "local t = {} for _, e in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do "
+                        "t[#t + 1] = string.len(e[2][2]) end return table.concat(t, ',')", "1", f"gantry:fed:{jid}:0:hello")
+        assert sizes == "150,150,150", sizes
+        # a spec error names the field
+        bad = s.post("/v1/jobs", tok, pinned("dup", [keys[0], keys[0], keys[2]]))
+        assert bad.status == 400 and bad.json["error"]["field"] == "spec.sites[1].public_key", bad.json
+        # a roster naming another key for site 1: its labelled worker does not hold it and refuses the site
+        other = s.site_key(9)[1]
+        jid = s.submit(tok, pinned("wrong-roster", [keys[0], other, keys[2]]))
+        job = s.wait_state(tok, jid, "failed", timeout=120)
+        assert "pinned by spec.sites[i].public_key to another worker's key" in job["error"], job
+        assert f"its site key: {keys[1]}" in job["error"], job
+        # the cluster secret's holder, writing to Redis, poses as site 1 with a key of its own and a valid tag
+        jid = s.submit(tok, pinned("forged", keys))
+        stream = f"gantry:fed:{jid}:0:hello"
+        wait_until("the three public keys in Redis", lambda: s.redis("XLEN", stream) == "3", 120)
+        with open(s.fed_secret, "rb") as f:
+            secret = f.read().rstrip(b"\r\n ")
+        pub = os.urandom(32)
+        forged = pub + hello_tag(secret, jid, 0, 1, 3, pub) + os.urandom(64)  # and a signature it cannot make
+        assert s.redis("EVAL", SWAP_KEY, "1", stream, "1", forged.hex()) == "1"
+        s.redis("XADD", f"gantry:fed:{jid}:0:go", "*", "d", "go")
+        job = s.wait_state(tok, jid, "failed", timeout=60)
+        assert "site 1's key is not signed by its roster key (spec.sites[1].public_key)" in job["error"], job
+        assert [e["state"] for e in s.events(tok, jid)].count("queued") == 1  # failed, not retried
 
 
 def round_points(s, tok, jid):

@@ -3,6 +3,7 @@
 #include "common/alloc.h"
 #include "common/rng.h"
 #include "spec/fed_design.h"
+#include "spec/fed_sitekey.h"
 #include "workers/fed/mask.h"
 #include "workers/fed/memnet.h"
 #include "workers/fed/secagg.h"
@@ -36,7 +37,8 @@ typedef struct {
     size_t D; /* 1 (random secrets) + 2n probes + zero coordinates */
     fed_memnet *hub;
     fed_party *parties;
-    double *w, *lam, *samples; /* w, lam: n x D */
+    double *w, *lam, *samples;                       /* w, lam: n x D */
+    unsigned char (*id)[32], (*roster)[32], *pinned; /* each site's identity key; the roster pins the even sites */
     int *rc;
     char (*err)[256];
 } run;
@@ -62,6 +64,7 @@ static void *site_main(void *arg)
                  ? FED_BROKEN
                  : FED_OK;
     p->legacy = R->legacy;
+    if (rc == FED_OK && fed_party_identity(p, (const unsigned char(*)[32])R->roster, R->pinned, R->id[i])) rc = FED_BROKEN;
     if (rc == FED_OK) rc = fed_party_setup(p, R->samples[i], R->err[i], sizeof R->err[i]);
     if (rc == FED_OK) rc = fed_party_round(p, R->w + (size_t)i * D, lam, &P, R->T, 0, z, avg, x, m, R->err[i], sizeof R->err[i]);
     R->rc[i] = rc;
@@ -79,6 +82,14 @@ static int run_protocol(run *R, uint64_t seed, char *err, size_t errlen)
     R->samples = xcalloc((size_t)n, sizeof(double));
     R->rc = xcalloc((size_t)n, sizeof(int));
     R->err = xcalloc((size_t)n, sizeof(*R->err));
+    R->id = xcalloc((size_t)n, 32), R->roster = xcalloc((size_t)n, 32), R->pinned = xcalloc((size_t)n, 1);
+    for (int i = 0; i < n; i++) { /* a mixed roster (not for the legacy exchange, which sends in the clear) */
+        if (fed_sitekey_generate(R->id[i]) || fed_sitekey_public(R->id[i], R->roster[i])) {
+            snprintf(err, errlen, "cannot make an Ed25519 key");
+            return -1;
+        }
+        R->pinned[i] = !R->legacy && i % 2 == 0;
+    }
     rng_state rng = {seed};
     for (int i = 0; i < n; i++) {
         double *w = R->w + (size_t)i * D, *l = R->lam + (size_t)i * D;
@@ -110,6 +121,7 @@ static void run_free(run *R)
         fed_party_free(&R->parties[i]);
     fed_memnet_free(R->hub);
     free(R->parties), free(R->w), free(R->lam), free(R->samples), free(R->rc), free(R->err);
+    free(R->id), free(R->roster), free(R->pinned);
 }
 
 /* ---- what each message is ---- */
@@ -435,6 +447,36 @@ static int observe(const ctx_t *C, const msginfo *mi, size_t nmsg, const int *pa
 
 /* ---- the audit ---- */
 
+/* every coalition of c sites (c < n) as one observer: its members' keys and secrets pooled */
+static void audit_coalitions(const ctx_t *C, const msginfo *mi, size_t nmsg, const int *pa, const int *pb, int c, int T,
+                             const fed_audit_opts *o, fed_audit_result *res)
+{
+    int n = C->n, obs[FED_AUDIT_MAX_COALITION];
+    if (c < 2 || c > FED_AUDIT_MAX_COALITION || c >= n) return;
+    for (int k = 0; k < c; k++)
+        obs[k] = k;
+    for (;;) {
+        int opened = 0, det = observe(C, mi, nmsg, pa, pb, obs, c, &opened);
+        res->views++;
+        *(c == 2 ? &res->coalition : &res->coalition3) += det;
+        if (o->out) {
+            char who[64];
+            size_t w = 0;
+            for (int k = 0; k < c; k++)
+                w += (size_t)snprintf(who + w, sizeof who - w, "%s%d", k ? "+" : "", obs[k]);
+            fprintf(o->out, "n=%d T=%d sites %s: %d of %d other models determined (opens %d messages)\n", n, T, who, det, n - c,
+                    opened);
+        }
+        int k = c - 1; /* the next combination, in lexicographic order */
+        while (k >= 0 && obs[k] == n - c + k)
+            k--;
+        if (k < 0) return;
+        obs[k]++;
+        for (int j = k + 1; j < c; j++)
+            obs[j] = obs[j - 1] + 1;
+    }
+}
+
 static void msginfo_free(msginfo *m)
 {
     free(m->coef), free(m->mp), free(m->ms), free(m->plain);
@@ -463,7 +505,7 @@ static int audit_one(int n, int T, const fed_design *d, const fed_audit_opts *o,
     size_t nmsg = rc == 0 ? fed_memnet_count(R.hub) : 0;
     msginfo *mi = xcalloc(nmsg, sizeof(msginfo));
     ctx_t C = {n, np, D, &R};
-    int clear_keys = 0, sealed = 0;
+    int clear_keys = 0, sealed = 0, sigs = 0;
     double bytes = 0;
     /* open and classify; vectors wait for their exchange's masks */
     for (size_t i = 0; i < nmsg && rc == 0; i++) {
@@ -478,17 +520,27 @@ static int audit_one(int n, int T, const fed_design *d, const fed_audit_opts *o,
         }
         mi[i].exchange = h.exchange;
         mi[i].plain = xcalloc(m->blob.len, 1);
+        /* a pinned sender's signature (public: it tells what its key signed, which is the message) */
+        size_t blen = m->blob.len;
+        if (h.type != FED_MSG_HELLO && h.recipient == FED_TO_ALL && h.sender < n && R.pinned[h.sender]) {
+            if (!(blen = fed_bcast_unsign(&R.parties[0], m->blob.data, m->blob.len))) {
+                snprintf(err, errlen, "n %d T %d: message %zu on %s from site %d is not signed by its roster key", n, T, i, m->chan,
+                         h.sender);
+                rc = -1;
+                break;
+            }
+            sigs++;
+        }
         int first = h.recipient == FED_TO_ALL ? np : -1; /* the key its header suggests, then every key */
         if (h.recipient < n && h.sender < n && h.recipient != h.sender) {
             int a = h.sender < h.recipient ? h.sender : h.recipient, b = h.sender ^ h.recipient ^ a;
             first = a * n - a * (a + 1) / 2 + (b - a - 1);
         }
         long pl = -1;
-        if (first >= 0) pl = fed_msg_open(keys[first], AUDIT_JOB, 0, m->blob.data, m->blob.len, mi[i].plain);
+        if (first >= 0) pl = fed_msg_open(keys[first], AUDIT_JOB, 0, m->blob.data, blen, mi[i].plain);
         if (pl >= 0) mi[i].opener = first;
         for (int k = 0; pl < 0 && k <= np; k++)
-            if (k != first && (pl = fed_msg_open(keys[k], AUDIT_JOB, 0, m->blob.data, m->blob.len, mi[i].plain)) >= 0)
-                mi[i].opener = k;
+            if (k != first && (pl = fed_msg_open(keys[k], AUDIT_JOB, 0, m->blob.data, blen, mi[i].plain)) >= 0) mi[i].opener = k;
         if (pl >= 0) {
             sealed++;
             mi[i].plen = (size_t)pl;
@@ -508,14 +560,16 @@ static int audit_one(int n, int T, const fed_design *d, const fed_audit_opts *o,
                          pl);
                 rc = -1;
             }
-        } else if (h.type == FED_MSG_HELLO && m->blob.len == FED_HDR_LEN + 64) {
+        } else if (h.type == FED_MSG_HELLO && (blen == FED_HELLO_LEN || blen == FED_HELLO_LEN + FED_SIG_LEN)) {
             mi[i].kind = K_PUBLIC, clear_keys++;
-            if (h.sender >= n || memcmp(m->blob.data + FED_HDR_LEN, R.parties[h.sender].pub[h.sender], 32) != 0) {
-                snprintf(err, errlen, "n %d T %d: a public key message that is not its sender's key", n, T);
+            if (h.sender >= n || memcmp(m->blob.data + FED_HDR_LEN, R.parties[h.sender].pub[h.sender], 32) != 0 ||
+                fed_hello_check(&R.parties[0], h.sender, m->blob.data, blen) != 0) {
+                snprintf(err, errlen, "n %d T %d: a public key message that is not its sender's key, authenticated", n, T);
                 rc = -1;
             }
+            sigs += blen > FED_HELLO_LEN;
         } else { /* in the clear if it reads as a masked vector (checked below), else opaque */
-            size_t body = m->blob.len - FED_HDR_LEN;
+            size_t body = blen - FED_HDR_LEN;
             if (body == D * 8 || body == D * 8 + FED_TAG_LEN) {
                 memcpy(mi[i].plain, m->blob.data + FED_HDR_LEN, D * 8);
                 mi[i].plen = D * 8, mi[i].kind = K_VECTOR, mi[i].opener = -2; /* -2: to try */
@@ -575,36 +629,21 @@ static int audit_one(int n, int T, const fed_design *d, const fed_audit_opts *o,
     if (rc == 0 && o->out)
         fprintf(o->out,
                 "n=%d T=%d: %zu messages (%.0f bytes) in Redis: %d public keys with their tags and %d masked vectors in "
-                "the clear, %d sealed\n",
-                n, T, nmsg, bytes, clear_keys, clear_vectors, sealed);
-    /* the observers */
-    for (int kind = 0; kind < 3 && rc == 0; kind++) {
-        if (kind == 2 && n > o->coalitions_upto) break;
-        int count = kind == 0 ? 1 : kind == 1 ? n : n * (n - 1) / 2;
-        for (int q = 0, a = 0, b = 1; q < count; q++) {
-            int obs[2], nobs = 0, opened = 0;
-            if (kind == 1) obs[nobs++] = q;
-            if (kind == 2) {
-                obs[nobs++] = a, obs[nobs++] = b;
-                if (++b == n) a++, b = a + 1;
-            }
-            int det = observe(&C, mi, nmsg, pa, pb, obs, nobs, &opened);
-            res->views++;
-            if (kind < 2)
-                res->single += det;
-            else
-                res->coalition += det;
-            if (!o->out) continue;
-            if (kind == 0)
+                "the clear, %d sealed; %d signed by the roster's keys (sites 0, 2, 4, ... pinned)\n",
+                n, T, nmsg, bytes, clear_keys, clear_vectors, sealed, sigs);
+    /* the observers: Redis, each site, then every coalition of c sites for c = 2 .. its largest */
+    for (int kind = 0; kind < 2 && rc == 0; kind++)
+        for (int q = 0; q < (kind == 0 ? 1 : n); q++) {
+            int opened = 0, det = observe(&C, mi, nmsg, pa, pb, &q, kind, &opened);
+            res->views++, res->single += det;
+            if (o->out && kind == 0)
                 fprintf(o->out, "n=%d T=%d redis: %d of %d models determined (opens %d messages)\n", n, T, det, n, opened);
-            else if (kind == 1)
-                fprintf(o->out, "n=%d T=%d site %d: %d of %d other models determined (opens %d messages)\n", n, T, obs[0], det,
-                        n - 1, opened);
-            else
-                fprintf(o->out, "n=%d T=%d sites %d+%d: %d of %d other models determined (opens %d messages)\n", n, T, obs[0],
-                        obs[1], det, n - 2, opened);
+            else if (o->out)
+                fprintf(o->out, "n=%d T=%d site %d: %d of %d other models determined (opens %d messages)\n", n, T, q, det, n - 1,
+                        opened);
         }
-    }
+    for (int c = 2; c <= FED_AUDIT_MAX_COALITION && rc == 0; c++)
+        if (n <= (c == 2 ? o->coalitions_upto : o->coalitions3_upto) && c < n) audit_coalitions(&C, mi, nmsg, pa, pb, c, T, o, res);
     for (size_t i = 0; i < nmsg; i++)
         msginfo_free(&mi[i]);
     free(mi), free(pa), free(pb), free(keys);

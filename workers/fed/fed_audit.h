@@ -7,7 +7,10 @@
  * written - and then asks, for each observer, which other sites' models that
  * observer's view determines.  Observers: Redis (every byte written, no key),
  * each single site (every byte written, plus the keys it holds) and, for
- * small n, every coalition of two sites (both sites' keys and secrets).
+ * small n, every coalition of two and of three sites (their keys and secrets
+ * pooled).  The run has a mixed roster (sites 0, 2, 4, ... pinned: their
+ * public keys and broadcasts signed); a signature is public, checked against
+ * the roster, and a message that should carry one and does not fails.
  *
  * The view is taken from the bytes, not from the protocol's description:
  * - an observer opens a message when one of its keys authenticates it (keys
@@ -33,19 +36,23 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#define FED_AUDIT_MAX_COALITION 3
+
 typedef struct {
-    int legacy;          /* audit the exchange before issue 18 (group masks, every message readable) */
-    int coalitions_upto; /* coalitions of 2 sites for n <= this (0: none) */
-    int t_min, t_max;    /* iterations audited (t_max 0: 3P) */
-    int random_groups;   /* each class's groups drawn at random (triples, the rest in the last group) instead of the
-                          * design's: pairs may meet more than once; what the groups contribute to privacy */
-    FILE *out;           /* one line per (n, observer, T); NULL: none */
+    int legacy;           /* audit the exchange before issue 18 (group masks, every message readable) */
+    int coalitions_upto;  /* coalitions of 2 sites for n <= this (0: none) */
+    int coalitions3_upto; /* coalitions of 3 sites for n <= this (0: none) */
+    int t_min, t_max;     /* iterations audited (t_max 0: 3P) */
+    int random_groups;    /* each class's groups drawn at random (triples, the rest in the last group) instead of the
+                           * design's: pairs may meet more than once; what the groups contribute to privacy */
+    FILE *out;            /* one line per (n, observer, T); NULL: none */
 } fed_audit_opts;
 
 typedef struct {
-    long single;    /* other sites' models determined, summed over n, T and observers: Redis or one site */
-    long coalition; /* ... by coalitions of two sites */
-    long views;     /* (n, observer, T) audited */
+    long single;     /* other sites' models determined, summed over n, T and observers: Redis or one site */
+    long coalition;  /* ... by coalitions of two sites */
+    long coalition3; /* ... by coalitions of three sites */
+    long views;      /* (n, observer, T) audited */
 } fed_audit_result;
 
 /* 0, or -1 with err: the protocol failed, or wrote a message the audit cannot explain */

@@ -2,6 +2,7 @@
 #include "workers/fed/secagg.h"
 #include "common/alloc.h"
 #include "workers/fed/mask.h"
+#include "spec/fed_sitekey.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -11,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HELLO_LEN (FED_HDR_LEN + 32 + 32)
+#define HELLO_LEN FED_HELLO_LEN
 
 void fed_blobs_free(fed_blob *b, int n)
 {
@@ -102,22 +103,109 @@ long fed_msg_open(const unsigned char key[32], const char *job, uint32_t attempt
     return ok ? (long)cl : -1;
 }
 
+/* ---- messages to every site: under the broadcast key, signed by a pinned sender ---- */
+
+/* what a pinned sender signs: SHA-256(label, job, attempt, the sealed message) */
+static int bcast_digest(const fed_party *p, const unsigned char *blob, size_t len, unsigned char d[32])
+{
+    static const char label[] = "gantry-fed-bcast-sig-1";
+    unsigned char at[4];
+    unsigned int dl = 32;
+    put32(at, p->attempt);
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    int ok = c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1 && EVP_DigestUpdate(c, label, sizeof label) == 1 &&
+             EVP_DigestUpdate(c, p->job, strlen(p->job) + 1) == 1 && EVP_DigestUpdate(c, at, 4) == 1 &&
+             EVP_DigestUpdate(c, blob, len) == 1 && EVP_DigestFinal_ex(c, d, &dl) == 1 && dl == 32;
+    EVP_MD_CTX_free(c);
+    return ok ? 0 : -1;
+}
+
+int fed_bcast_seal(const fed_party *p, fed_hdr *h, const void *plain, size_t len, unsigned char *out, size_t *outlen)
+{
+    size_t sealed = FED_HDR_LEN + len + FED_TAG_LEN;
+    unsigned char d[32];
+    h->recipient = FED_TO_ALL;
+    if (seal(p, p->bkey, h, plain, len, out)) return -1;
+    *outlen = sealed;
+    if (!p->pinned[p->me]) return 0;
+    *outlen += FED_SIG_LEN;
+    return bcast_digest(p, out, sealed, d) || fed_sitekey_sign(p->id_priv, d, 32, out + sealed) ? -1 : 0;
+}
+
+size_t fed_bcast_unsign(const fed_party *p, const unsigned char *blob, size_t len)
+{
+    fed_hdr h;
+    unsigned char d[32];
+    if (fed_hdr_parse(blob, len, &h) || h.sender >= p->n) return 0;
+    if (!p->pinned[h.sender]) return len;
+    if (len < FED_HDR_LEN + FED_TAG_LEN + FED_SIG_LEN || bcast_digest(p, blob, len - FED_SIG_LEN, d) ||
+        !fed_sitekey_verify(p->roster[h.sender], d, 32, blob + len - FED_SIG_LEN))
+        return 0;
+    return len - FED_SIG_LEN;
+}
+
+int fed_bcast_open(const fed_party *p, const fed_hdr *h, const unsigned char *blob, size_t len, void *plain, size_t want,
+                   const char *what, char *why, size_t wl)
+{
+    size_t sealed = fed_bcast_unsign(p, blob, len);
+    if (sealed == 0) {
+        snprintf(why, wl,
+                 "%s from site %d is not signed by its roster key (spec.sites[%d].public_key): forged by another site, or "
+                 "tampered in Redis",
+                 what, h->sender, h->sender);
+        return FED_TAMPERED;
+    }
+    if (h->recipient != FED_TO_ALL || sealed != FED_HDR_LEN + want + FED_TAG_LEN ||
+        fed_msg_open(p->bkey, p->job, p->attempt, blob, sealed, plain) != (long)want) {
+        snprintf(why, wl, "%s does not authenticate (tampered in Redis?)", what);
+        return FED_TAMPERED;
+    }
+    return FED_OK;
+}
+
 /* ---- keys ---- */
 
-/* the tag of site s's public key: HMAC-SHA256(secret, label, job, attempt, s, n, pub) */
-static int hello_tag(const fed_party *p, int s, const unsigned char pub[32], unsigned char tag[32])
+/* what authenticates site s's public key: label, job, attempt, s, n, pub; its length */
+static size_t hello_msg(const fed_party *p, const char *label, size_t ll, int s, const unsigned char pub[32], unsigned char *msg)
 {
-    static const char label[] = "gantry-fed-hello-1";
-    unsigned char msg[sizeof label + 128 + 4 + 2 + 2 + 32];
     size_t k = 0, jl = strlen(p->job);
-    memcpy(msg, label, sizeof label), k += sizeof label;
+    memcpy(msg, label, ll), k += ll;
     memcpy(msg + k, p->job, jl + 1), k += jl + 1;
     put32(msg + k, p->attempt), k += 4;
     put16(msg + k, (unsigned)s), k += 2;
     put16(msg + k, (unsigned)p->n), k += 2;
     memcpy(msg + k, pub, 32), k += 32;
+    return k;
+}
+
+#define HELLO_MSG_MAX (32 + 128 + 4 + 2 + 2 + 32)
+
+/* the tag of site s's public key: HMAC-SHA256(secret, label, job, attempt, s, n, pub) */
+static int hello_tag(const fed_party *p, int s, const unsigned char pub[32], unsigned char tag[32])
+{
+    static const char label[] = "gantry-fed-hello-1";
+    unsigned char msg[HELLO_MSG_MAX];
+    size_t k = hello_msg(p, label, sizeof label, s, pub, msg);
     unsigned int tl = 32;
     return HMAC(EVP_sha256(), p->secret, (int)p->secret_len, msg, k, tag, &tl) && tl == 32 ? 0 : -1;
+}
+
+/* site s's identity signature of its public key (the same fields, another label): sign (me), or verify against the
+ * roster (1: valid) */
+static int hello_sig(const fed_party *p, int s, const unsigned char pub[32], unsigned char sig[FED_SIG_LEN], int sign)
+{
+    static const char label[] = "gantry-fed-hello-sig-1";
+    unsigned char msg[HELLO_MSG_MAX];
+    size_t k = hello_msg(p, label, sizeof label, s, pub, msg);
+    return sign ? fed_sitekey_sign(p->id_priv, msg, k, sig) : fed_sitekey_verify(p->roster[s], msg, k, sig);
+}
+
+int fed_hello_check(const fed_party *p, int s, const unsigned char *blob, size_t len)
+{
+    const unsigned char *pub = blob + FED_HDR_LEN;
+    if (p->pinned[s]) return len == HELLO_LEN + FED_SIG_LEN && hello_sig(p, s, pub, (unsigned char *)blob + HELLO_LEN, 0) ? 0 : 1;
+    unsigned char want[32];
+    return hello_tag(p, s, pub, want) == 0 && CRYPTO_memcmp(want, pub + 32, 32) == 0 ? 0 : 2;
 }
 
 static int x25519(const unsigned char priv[32], const unsigned char peer[32], unsigned char secret[32])
@@ -175,8 +263,18 @@ int fed_party_init(fed_party *p, fed_net *net, int n, int me, const char *job, i
     p->secret = secret, p->secret_len = secret_len;
     p->d = d, p->dim = dim;
     p->enc = xmalloc(sizeof(uint64_t) * dim), p->acc = xmalloc(sizeof(uint64_t) * dim), p->tmp = xmalloc(sizeof(uint64_t) * dim);
-    p->buf = xmalloc(FED_HDR_LEN + sizeof(uint64_t) * dim + FED_TAG_LEN);
+    p->buf = xmalloc(FED_HDR_LEN + sizeof(uint64_t) * dim + FED_TAG_LEN + FED_SIG_LEN);
     return 0;
+}
+
+int fed_party_identity(fed_party *p, const unsigned char (*roster)[32], const unsigned char *pinned, const unsigned char *id_priv)
+{
+    unsigned char pub[32];
+    for (int s = 0; s < p->n; s++)
+        if ((p->pinned[s] = pinned && pinned[s] ? 1 : 0)) memcpy(p->roster[s], roster[s], 32);
+    if (id_priv) memcpy(p->id_priv, id_priv, 32);
+    if (!p->pinned[p->me]) return 0;
+    return id_priv && fed_sitekey_public(id_priv, pub) == 0 && memcmp(pub, p->roster[p->me], 32) == 0 ? 0 : -1;
 }
 
 void fed_party_free(fed_party *p)
@@ -185,7 +283,7 @@ void fed_party_free(fed_party *p)
     p->enc = p->acc = p->tmp = NULL, p->buf = NULL;
     OPENSSL_cleanse(p->priv, sizeof p->priv);
     OPENSSL_cleanse(p->mkey, sizeof p->mkey), OPENSSL_cleanse(p->akey, sizeof p->akey);
-    OPENSSL_cleanse(p->bkey, sizeof p->bkey);
+    OPENSSL_cleanse(p->bkey, sizeof p->bkey), OPENSSL_cleanse(p->id_priv, sizeof p->id_priv);
 }
 
 /* a transport result as the protocol's */
@@ -216,38 +314,46 @@ int fed_party_setup(fed_party *p, double samples, char *err, size_t errlen)
         snprintf(err, errlen, "cannot make an X25519 key pair");
         return FED_BROKEN;
     }
-    /* 1. public keys, each with its tag */
-    unsigned char hello[HELLO_LEN];
+    /* 1. public keys, each with its tag, and a pinned site's signature */
+    unsigned char hello[HELLO_LEN + FED_SIG_LEN];
     fed_hdr h = {1, FED_MSG_HELLO, me, FED_TO_ALL, 0, {0}};
     hdr_write(hello, &h);
     memcpy(hello + FED_HDR_LEN, p->pub[me], 32);
-    if (hello_tag(p, me, p->pub[me], hello + FED_HDR_LEN + 32)) {
-        snprintf(err, errlen, "cannot compute HMAC-SHA256");
+    if (hello_tag(p, me, p->pub[me], hello + FED_HDR_LEN + 32) ||
+        (p->pinned[me] && hello_sig(p, me, p->pub[me], hello + HELLO_LEN, 1))) {
+        snprintf(err, errlen, "cannot compute HMAC-SHA256 or an Ed25519 signature");
         return FED_BROKEN;
     }
-    if ((rc = put(p, "hello", hello, sizeof hello, err, errlen))) return rc;
+    if ((rc = put(p, "hello", hello, HELLO_LEN + (p->pinned[me] ? FED_SIG_LEN : 0), err, errlen))) return rc;
     fed_blob all[FED_PARTY_MAX];
     if ((rc = get(p, "hello", n, all, err, errlen))) return rc;
-    int seen[FED_PARTY_MAX] = {0}, bad = -1;
+    int seen[FED_PARTY_MAX] = {0}, bad = -1, why = 0;
     for (int i = 0; i < n && rc == FED_OK; i++) {
         fed_hdr g;
-        if (all[i].len != HELLO_LEN || fed_hdr_parse(all[i].data, all[i].len, &g) || g.type != FED_MSG_HELLO || g.sender >= n) {
+        if ((all[i].len != HELLO_LEN && all[i].len != HELLO_LEN + FED_SIG_LEN) || fed_hdr_parse(all[i].data, all[i].len, &g) ||
+            g.type != FED_MSG_HELLO || g.sender >= n) {
             snprintf(err, errlen, "a malformed public key message in Redis (tampered in Redis?)");
             rc = FED_TAMPERED;
         } else if (seen[g.sender]++) {
             snprintf(err, errlen, "site %d published two public keys (a restarted site?)", g.sender);
             rc = FED_LOST;
         } else {
-            unsigned char want[32];
             const unsigned char *pub = all[i].data + FED_HDR_LEN;
             memcpy(p->pub[g.sender], pub, 32);
-            int ok = hello_tag(p, g.sender, pub, want) == 0 && CRYPTO_memcmp(want, pub + 32, 32) == 0;
-            if (g.sender == me) ok = ok && memcmp(pub, hello + FED_HDR_LEN, 32) == 0;
-            if (!ok && (bad < 0 || g.sender < bad)) bad = g.sender;
+            int no = fed_hello_check(p, g.sender, all[i].data, all[i].len);
+            if (!no && g.sender == me && memcmp(pub, hello + FED_HDR_LEN, 32) != 0) no = p->pinned[me] ? 1 : 2;
+            if (no && (bad < 0 || g.sender < bad)) bad = g.sender, why = no;
         }
     }
     fed_blobs_free(all, n);
     if (rc) return rc;
+    if (bad >= 0 && why == 1) {
+        snprintf(err, errlen,
+                 "site %d's key is not signed by its roster key (spec.sites[%d].public_key): another worker posing as the site, "
+                 "or tampered in Redis",
+                 bad, bad);
+        return FED_TAMPERED;
+    }
     if (bad >= 0) {
         snprintf(err, errlen,
                  "site %d's public key is not authenticated (tampered in Redis?, or the workers' --fed-secret files differ)", bad);
@@ -396,12 +502,13 @@ int fed_party_sum(fed_party *p, const double *v, int weighted, int cls, double *
         if (size > 1) fed_blobs_free(in, size - 1);
         if (rc) return rc;
         p->net->drop(p->net, chan);
-        h.type = FED_MSG_PARTIAL, h.recipient = FED_TO_ALL;
-        if (seal(p, p->bkey, &h, p->acc, bytes, p->buf)) {
-            snprintf(err, errlen, "cannot seal a message");
+        h.type = FED_MSG_PARTIAL;
+        size_t out;
+        if (fed_bcast_seal(p, &h, p->acc, bytes, p->buf, &out)) {
+            snprintf(err, errlen, "cannot seal or sign a message");
             return FED_BROKEN;
         }
-        if ((rc = put(p, xchan, p->buf, sealed, err, errlen))) return rc;
+        if ((rc = put(p, xchan, p->buf, out, err, errlen))) return rc;
     }
     /* every group's partial: the masks cancel in their sum */
     int groups = p->d->ngroups[cls];
@@ -415,15 +522,16 @@ int fed_party_sum(fed_party *p, const double *v, int weighted, int cls, double *
     for (int i = 0; i < groups && rc == FED_OK; i++) {
         fed_hdr g;
         int m2[FED_PARTY_MAX], s2;
-        int ok = parts[i].len == sealed && fed_hdr_parse(parts[i].data, parts[i].len, &g) == 0 && g.type == FED_MSG_PARTIAL &&
-                 g.sender < n && g.exchange == e && g.recipient == FED_TO_ALL &&
-                 leader_of(p, cls, g.sender, e, m2, &s2) == g.sender && !seen[p->d->group[cls * n + g.sender]] &&
-                 fed_msg_open(p->bkey, p->job, p->attempt, parts[i].data, parts[i].len, (unsigned char *)p->tmp) == (long)bytes;
+        char what[64];
+        int ok = fed_hdr_parse(parts[i].data, parts[i].len, &g) == 0 && g.type == FED_MSG_PARTIAL && g.sender < n &&
+                 g.exchange == e && leader_of(p, cls, g.sender, e, m2, &s2) == g.sender && !seen[p->d->group[cls * n + g.sender]];
+        snprintf(what, sizeof what, "exchange %u: a group's sum", e);
         if (!ok) {
-            snprintf(err, errlen, "exchange %u: a group's sum does not authenticate (tampered in Redis?)", e);
+            snprintf(err, errlen, "%s does not authenticate (tampered in Redis?)", what);
             rc = FED_TAMPERED;
             break;
         }
+        if ((rc = fed_bcast_open(p, &g, parts[i].data, parts[i].len, p->tmp, bytes, what, err, errlen))) break;
         seen[p->d->group[cls * n + g.sender]] = 1;
         for (size_t j = 0; j < dim; j++)
             p->acc[j] += p->tmp[j];

@@ -6,10 +6,13 @@
  * Setup (once per generation of a job):
  *   1. Each site makes an X25519 key pair and publishes, on channel "hello",
  *      its public key with HMAC-SHA256(cluster secret, job, attempt, site, n,
- *      key).  The cluster secret is a file every worker has and Redis never
- *      sees (--fed-secret), so Redis cannot forge or swap a key: a site whose
- *      tag does not verify fails the job ("site 3's public key is not
- *      authenticated (tampered in Redis?)").
+ *      key) and, when the job's roster pins the site's Ed25519 identity key
+ *      (spec.sites[i].public_key), that key's signature of the same.  A pinned
+ *      site's key must carry a valid signature by its roster key ("site 1's
+ *      key is not signed by its roster key (spec.sites[1].public_key)"); an
+ *      unpinned site's tag must verify under the cluster secret, a file every
+ *      worker has and Redis never sees (--fed-secret).  Either failure fails
+ *      the job.
  *   2. Every pair of sites derives, by X25519 and HKDF-SHA256 (salted with job
  *      and attempt), a mask key and an AEAD key.
  *   3. Site 0 draws the job's broadcast key and sends it to every other site
@@ -25,7 +28,9 @@
  *     others send it their masked vector sealed under their pair's AEAD key
  *     (ChaCha20-Poly1305; channel "x:<e>:<group>"), it adds them to its own and
  *     publishes the group's partial sum, still masked, sealed under the
- *     broadcast key (channel "x:<e>");
+ *     broadcast key (channel "x:<e>") and, when the roster pins its key,
+ *     signed by it (every message under the broadcast key: seal_bcast and
+ *     open_bcast in secagg.c), so no other site can forge it;
  *   - every site reads the partials, adds them: the masks cancel, and the
  *     total sum_i a_i v_i is all it learns.
  * Every message carries a header (type, sender, recipient, exchange, random
@@ -56,6 +61,8 @@ enum { FED_MSG_HELLO = 1, FED_MSG_KEY = 2, FED_MSG_SHARE = 3, FED_MSG_PARTIAL = 
 
 #define FED_HDR_LEN 22
 #define FED_TAG_LEN 16
+#define FED_SIG_LEN 64                        /* an Ed25519 signature (spec/fed_sitekey.h) */
+#define FED_HELLO_LEN (FED_HDR_LEN + 32 + 32) /* a public key message: header, X25519 key, tag (+ FED_SIG_LEN when signed) */
 #define FED_TO_ALL 0xffff
 
 /* a message's header: version (1), type, sender, recipient, exchange, nonce */
@@ -76,6 +83,9 @@ typedef struct {
     const fed_design *d;
     size_t dim;
     int legacy; /* the privacy audit only: the exchange before issue 18 (group masks, every message readable) */
+    /* fed_party_identity: the roster (site s's Ed25519 public key, when pinned[s]) and this site's identity key */
+    unsigned char roster[FED_PARTY_MAX][32], pinned[FED_PARTY_MAX];
+    unsigned char id_priv[32];
     /* fed_party_setup */
     unsigned char priv[32], pub[FED_PARTY_MAX][32];
     unsigned char mkey[FED_PARTY_MAX][32], akey[FED_PARTY_MAX][32]; /* mask and AEAD keys shared with each site */
@@ -92,6 +102,10 @@ typedef struct {
 int fed_party_init(fed_party *p, fed_net *net, int n, int me, const char *job, int attempt, const unsigned char *secret,
                    size_t secret_len, const fed_design *d, size_t dim, int timeout_ms);
 void fed_party_free(fed_party *p);
+/* The job's roster, after fed_party_init: pinned[s] when roster[s] is site s's Ed25519 public key (the spec's
+ * sites[s].public_key), whose signature its public key and broadcasts must carry; id_priv: this site's identity key
+ * (NULL: none).  0, or -1 when this site is pinned to a key id_priv is not (the worker claimed a site not its own). */
+int fed_party_identity(fed_party *p, const unsigned char (*roster)[32], const unsigned char *pinned, const unsigned char *id_priv);
 /* the keys and the weights (samples: this site's count); FED_OK or an error with err */
 int fed_party_setup(fed_party *p, double samples, char *err, size_t errlen);
 /* this site's weight again, from samples (its count now): one sum of the counts, over a vector of one value (a site
@@ -114,5 +128,20 @@ int fed_hdr_parse(const unsigned char *blob, size_t len, fed_hdr *h);
  * most), or -1 when it does not authenticate for this job and attempt */
 long fed_msg_open(const unsigned char key[32], const char *job, uint32_t attempt, const unsigned char *blob, size_t len,
                   unsigned char *plain);
+/* whether site s's public key message (FED_HELLO_LEN bytes, or FED_HELLO_LEN + FED_SIG_LEN: its length is the caller's to check)
+ * authenticates its key: a pinned site's by its roster key's signature, the others' by the cluster secret's tag; 0, or 1
+ * (not signed by its roster key), or 2 (not tagged with the cluster secret) */
+int fed_hello_check(const fed_party *p, int s, const unsigned char *blob, size_t len);
+/* Every message to all sites (a group's partial sum, and any other) goes through this pair.  fed_bcast_seal: sealed
+ * under the broadcast key, then signed by this site's identity key when the roster pins it; its length in *outlen (out:
+ * FED_HDR_LEN + len + FED_TAG_LEN + FED_SIG_LEN bytes); 0, or -1.  fed_bcast_open: one such message from site
+ * h->sender (h: its parsed header; the sender's role is the caller's to check) into plain, exactly want bytes;
+ * FED_OK, or FED_TAMPERED with why, naming the site when its roster key did not sign it (what names the message). */
+int fed_bcast_seal(const fed_party *p, fed_hdr *h, const void *plain, size_t len, unsigned char *out, size_t *outlen);
+int fed_bcast_open(const fed_party *p, const fed_hdr *h, const unsigned char *blob, size_t len, void *plain, size_t want,
+                   const char *what, char *why, size_t wl);
+/* the length of such a message's sealed part once the signature its sender's roster key appended verifies (len itself
+ * when the sender is not pinned), or 0 (unsigned, or signed by another key) */
+size_t fed_bcast_unsign(const fed_party *p, const unsigned char *blob, size_t len);
 
 #endif

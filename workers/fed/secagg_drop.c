@@ -16,6 +16,7 @@
 
 #define FED_RETRY 2 /* internal: below the threshold, try again */
 #define SEALED_SHARE (FED_HDR_LEN + 64 + FED_TAG_LEN)
+#define PROBE_MS 5 /* a look at what is there already (the Redis transport blocks in whole ms: 1 would not read) */
 #define DKEY_HEAD (FED_HDR_LEN + 32 + 32 + 32) /* header, public key, tag, SHA-256(b) */
 
 int fed_drop_threshold_default(int n)
@@ -82,7 +83,7 @@ static int stream_collect(fed_party *p, stream *s, int max, int timeout_ms, char
 {
     int rc = stream_upto(p, s, max, timeout_ms, err, errlen);
     for (int k = max - 1; rc == FED_LOST && k > s->k; k--) /* what did arrive: a short wait for fewer */
-        rc = stream_upto(p, s, k, 1, err, errlen);
+        rc = stream_upto(p, s, k, PROBE_MS, err, errlen);
     return rc == FED_STOPPED ? rc : FED_OK;
 }
 
@@ -115,7 +116,7 @@ static int close_phase(fed_party *p, const char *chan, int type, uint32_t e, uin
 {
     stream s = {{0}, NULL, 0};
     snprintf(s.chan, sizeof s.chan, "%s", chan);
-    int rc = stream_upto(p, &s, 1, 1, err, errlen);
+    int rc = stream_upto(p, &s, 1, PROBE_MS, err, errlen);
     if (rc == FED_STOPPED) return rc;
     if (rc != FED_OK) {
         unsigned char m[8];

@@ -27,7 +27,7 @@
  *
  * --threshold measures the aggregation alone (random vectors of dim values, the MLP's size by default; no
  * training): per number of sites, FedAvg's sum over all sites (secagg.h), the threshold mode with every site
- * (secagg_drop.h, t: the default ceil(2n/3)), and the threshold mode with --drop sites killed in the first
+ * (secagg_drop.h, t: the default, ceil(2n/3) and at least 3), and the threshold mode with --drop sites killed in the first
  * round after their mask key (their masks recovered), down for the rest: rounds/s, ms a round, bytes sent and
  * received per live site per round, and the first round's time with the dropout. */
 #include "workers/fed/secagg_drop.h"
@@ -240,12 +240,12 @@ static int threshold_main(int argc, char **argv)
     for (int q = 0; q < ns; q++) {
         int n = sizes[q], t = want_t ? want_t : fed_drop_threshold_default(n);
         fed_design d;
-        if (n < 3 || n > MAXS || fed_drop_threshold_check(n, t) || drop > n - t || fed_design_make(n, &d, err, sizeof err)) {
-            fprintf(stderr, "%d sites: --sites in [3, %d], --t in (n/2, n], --drop at most n - t\n", n, MAXS);
+        if (n < 3 || n > MAXS || fed_drop_threshold_check(n, t) || fed_design_make(n, &d, err, sizeof err)) {
+            fprintf(stderr, "%d sites: --sites in [3, %d], --t in [max(3, n/2 + 1), n]\n", n, MAXS);
             return 2;
         }
-        for (int mode = 0; mode < 3; mode++) { /* FedAvg; threshold; threshold with dropouts */
-            if (mode == 2 && drop == 0) continue;
+        for (int mode = 0; mode < 3; mode++) {                      /* FedAvg; threshold; threshold with dropouts */
+            if (mode == 2 && (drop == 0 || drop > n - t)) continue; /* t = n (3 sites): no dropout tolerated */
             fed_memnet *hub = fed_memnet_new(0);
             bench_site *B = calloc((size_t)n, sizeof(bench_site));
             double *vals = malloc(sizeof(double) * dim * 2 * (size_t)n);

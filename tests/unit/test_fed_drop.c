@@ -228,7 +228,10 @@ static void test_malformed_input_drops_its_sender(void **state)
 static void test_thresholds(void **state)
 {
     (void)state;
-    assert_int_equal(fed_drop_threshold_default(3), 2);
+    assert_int_equal(fed_drop_threshold_default(3), 3); /* 2 of 3: each survivor would learn the other's input */
+    assert_int_equal(fed_drop_threshold_default(4), 3);
+    assert_int_equal(fed_drop_threshold_check(3, 2), -1);
+    assert_int_equal(fed_drop_threshold_check(5, 3), 0);
     assert_int_equal(fed_drop_threshold_default(5), 4);
     assert_int_equal(fed_drop_threshold_default(9), 6);
     assert_int_equal(fed_drop_threshold_default(2), 2);

@@ -39,7 +39,7 @@ enum { FED_REVEAL_NONE = 0, FED_REVEAL_SELF = 1, FED_REVEAL_PAIR = 2 };
 #define FED_REVEAL_ENTRY 33
 
 typedef struct {
-    int t;        /* the threshold: n/2 < t <= n */
+    int t;        /* the threshold (fed_drop_threshold_check) */
     int close_ms; /* how long a site waits for the others' keys or inputs before it closes a phase */
     int retries;  /* tries after the first when fewer than t sites deliver */
 } fed_drop_opts;
@@ -52,9 +52,10 @@ typedef struct {
     char events[512]; /* sites dropped for a malformed message, "; "-separated */
 } fed_drop_report;
 
-/* the default threshold for n sites: ceil(2n/3), and more than n/2 */
+/* the default threshold for n sites: ceil(2n/3), and more than n/2 (no two views of one round could see both
+ * kinds of shares of a site), and at least 3 when n >= 3 (a sum of two inputs tells each the other's) */
 int fed_drop_threshold_default(int n);
-/* 0 when t is a valid threshold for n sites, else -1 */
+/* 0 when t is a valid threshold for n sites (more than n/2, at least min(n, 3), at most n), else -1 */
 int fed_drop_threshold_check(int n, int t);
 /* one sum with dropouts: total[0..dim) = sum_{i in U2} weight_i v_i / sum_{i in U2} weight_i.  A site that
  * is alive gets the total even when its own input did not make it (r->in = 0).  FED_OK, FED_LOST (below t

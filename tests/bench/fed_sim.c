@@ -5,7 +5,7 @@
  *   gantry-fed-sim [--sites 9] [--alpha 0.5] [--rounds 20] [--local-steps 50]
  *                  [--iters 7] [--batch 32] [--lr 0.001] [--seed 1]
  *   gantry-fed-sim --privacy-audit [--sites 9,15,21,27] [--coalitions-upto 15]
- *                  [--t-max T] [--legacy] [--random-groups]
+ *                  [--t-max T] [--legacy] [--random-groups] [--drop-sites 5,9] [--no-dropouts]
  *   gantry-fed-sim --threshold [--sites 3,9,15] [--drop 1] [--rounds 10] [--dim 50890]
  *                  [--close-ms 200] [--t T]
  *
@@ -24,6 +24,8 @@
  * "privacy audit: N determined by Redis or a single site" (exit status 1 when
  * N > 0, unless --legacy, which audits the exchange before issue 18).  --random-groups replaces the design's
  * groups by random ones (pairs meet more than once): the masks over all sites make them no less private.
+ * Then the dropout path's audit (fed_audit_drop.h) at --drop-sites: a line per (n, scenario), its pairs'
+ * count, and its Redis-or-single-site count is in the last line's N.
  *
  * --threshold measures the aggregation alone (random vectors of dim values, the MLP's size by default; no
  * training): per number of sites, FedAvg's sum over all sites (secagg.h), the threshold mode with every site
@@ -33,6 +35,7 @@
 #include "workers/fed/secagg_drop.h"
 #include "workers/fed/admm.h"
 #include "workers/fed/fed_audit.h"
+#include "workers/fed/fed_audit_drop.h"
 #include "spec/fed_design.h"
 #include "workers/fed/mask.h"
 #include "workers/fed/memnet.h"
@@ -190,8 +193,20 @@ static int audit_main(int argc, char **argv)
         return 2;
     }
     printf("privacy audit (coalitions of 2 sites, n <= %d): %ld determined\n", o.coalitions_upto, r.coalition);
-    printf("privacy audit: %ld determined by Redis or a single site\n", r.single);
-    return r.single > 0 && !o.legacy ? 1 : 0;
+    fed_audit_drop_result dr = {0};
+    if (!o.legacy && !flag(argc, argv, "--no-dropouts")) { /* the threshold mode's dropout path */
+        int dsizes[16], nd = 0;
+        snprintf(list, sizeof list, "%s", arg(argc, argv, "--drop-sites", "5,9"));
+        for (char *t = strtok(list, ","); t && nd < 16; t = strtok(NULL, ","))
+            dsizes[nd++] = atoi(t);
+        if (fed_audit_drop(dsizes, nd, stdout, &dr, err, sizeof err)) {
+            printf("privacy audit failed: %s\n", err);
+            return 2;
+        }
+        printf("privacy audit (dropout path, pairs of sites): %ld determined\n", dr.pairs);
+    }
+    printf("privacy audit: %ld determined by Redis or a single site\n", r.single + dr.single);
+    return r.single + dr.single > 0 && !o.legacy ? 1 : 0;
 }
 
 /* --threshold: one configuration's rounds, the sites as threads */

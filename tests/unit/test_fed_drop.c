@@ -1,7 +1,9 @@
 /* test_fed_drop.c - sums that complete with t of n sites (workers/fed/secagg_drop.h) over the in-memory
  * transport, with sites killed, delayed or garbled at chosen points (memnet.h's faults): no dropout gives
  * today's FedAvg total; 1 and 2 dropouts at n = 5, t = 3 give the survivors' exact total; below the threshold
- * the round is tried again, then lost; a late input stays masked; a malformed input drops its sender only. */
+ * the round is tried again, then lost; a late input stays masked; a malformed input drops its sender only;
+ * the dropout path's privacy audit (fed_audit_drop.h). */
+#include "workers/fed/fed_audit_drop.h"
 #include "workers/fed/memnet.h"
 #include "workers/fed/secagg.h"
 #include "workers/fed/secagg_drop.h"
@@ -225,6 +227,22 @@ static void test_malformed_input_drops_its_sender(void **state)
     assert_non_null(strstr(S[0].err, "site 3's mask key is not authenticated"));
 }
 
+/* the dropout path's privacy audit at n = 5: Redis, single sites and pairs determine nobody's input, while its
+ * control (4 = t sites together) unmasks the other input in every scenario where one was written: the late one
+ * too (the audit's unmasking works, and a late input is safe only below t) */
+static void test_privacy_audit(void **state)
+{
+    (void)state;
+    int sizes[] = {5};
+    fed_audit_drop_result r;
+    char err[300];
+    if (fed_audit_drop(sizes, 1, NULL, &r, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(r.single, 0);
+    assert_int_equal(r.pairs, 0);
+    assert_int_equal(r.t_sites, 3); /* nobody dropped, late, killed before its shares; not killed before its input */
+    assert_int_equal(r.views, 4 * (6 + 10));
+}
+
 static void test_thresholds(void **state)
 {
     (void)state;
@@ -253,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_below_threshold_is_retried_then_lost),
         cmocka_unit_test(test_late_input_stays_masked),
         cmocka_unit_test(test_malformed_input_drops_its_sender),
+        cmocka_unit_test(test_privacy_audit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

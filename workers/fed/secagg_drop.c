@@ -15,9 +15,7 @@
 #include <string.h>
 
 #define FED_RETRY 2 /* internal: below the threshold, try again */
-#define SEALED_SHARE (FED_HDR_LEN + 64 + FED_TAG_LEN)
-#define PROBE_MS 5 /* a look at what is there already (the Redis transport blocks in whole ms: 1 would not read) */
-#define DKEY_HEAD (FED_HDR_LEN + 32 + 32 + 32) /* header, public key, tag, SHA-256(b) */
+#define PROBE_MS 5  /* a look at what is there already (the Redis transport blocks in whole ms: 1 would not read) */
 
 /* at least 3 inputs in a sum (when there are 3 sites): a sum of two tells each of them the other's */
 static int floor_of(int n)
@@ -25,6 +23,9 @@ static int floor_of(int n)
     int lo = n / 2 + 1;
     return lo > 3 ? lo : n < 3 ? n : 3;
 }
+
+void (*fed_drop_secrets_hook)(void *arg, int me, uint32_t e, const unsigned char spriv[32], const unsigned char b[32]);
+void *fed_drop_secrets_arg;
 
 int fed_drop_threshold_default(int n)
 {
@@ -176,13 +177,14 @@ static void mask_key_digest(uint32_t e, const unsigned char spub[32], const unsi
 static int put_mask_key(fed_party *p, const fed_drop_opts *o, uint32_t e, round_keys *K, char *err, size_t errlen)
 {
     int n = p->n, me = p->me, rc = FED_BROKEN;
-    size_t len = DKEY_HEAD + (size_t)(n - 1) * SEALED_SHARE;
+    size_t len = FED_DKEY_HEAD + (size_t)(n - 1) * FED_DKEY_SHARE;
     unsigned char *msg = xmalloc(len), secret[64], d[32];
     unsigned char *coef = xmalloc((size_t)(o->t > 1 ? o->t - 1 : 1) * 64), *shares = xmalloc((size_t)n * 64);
     if (fed_keypair(K->spub[me], K->spriv) || RAND_bytes(K->b, 32) != 1 || RAND_bytes(coef, (o->t - 1) * 64 + 1) != 1) {
         snprintf(err, errlen, "cannot draw a round's mask key");
         goto out;
     }
+    if (fed_drop_secrets_hook) fed_drop_secrets_hook(fed_drop_secrets_arg, me, e, K->spriv, K->b);
     SHA256(K->b, 32, K->hb[me]);
     memcpy(secret, K->spriv, 32), memcpy(secret + 32, K->b, 32);
     if (fed_shamir_split(secret, 64, n, o->t, coef, shares)) {
@@ -199,7 +201,7 @@ static int put_mask_key(fed_party *p, const fed_drop_opts *o, uint32_t e, round_
         goto out;
     }
     memcpy(msg + FED_HDR_LEN + 64, K->hb[me], 32);
-    unsigned char *at = msg + DKEY_HEAD;
+    unsigned char *at = msg + FED_DKEY_HEAD;
     for (int j = 0; j < n; j++) {
         if (j == me) continue;
         fed_hdr s = {1, FED_MSG_DSEAL, me, j, e, {0}};
@@ -207,7 +209,7 @@ static int put_mask_key(fed_party *p, const fed_drop_opts *o, uint32_t e, round_
             snprintf(err, errlen, "cannot seal a share for site %d", j);
             goto out;
         }
-        at += SEALED_SHARE;
+        at += FED_DKEY_SHARE;
     }
     char chan[32];
     snprintf(chan, sizeof chan, "dk:%u", e);
@@ -227,7 +229,7 @@ static int read_mask_key(fed_party *p, uint32_t e, const fed_blob *b, round_keys
     *who = -1, *forged = 0;
     if (fed_hdr_parse(b->data, b->len, &h) || h.sender >= n) return -1;
     *who = h.sender;
-    if (h.type != FED_MSG_DKEY || h.exchange != e || b->len != DKEY_HEAD + (size_t)(n - 1) * SEALED_SHARE) return -1;
+    if (h.type != FED_MSG_DKEY || h.exchange != e || b->len != FED_DKEY_HEAD + (size_t)(n - 1) * FED_DKEY_SHARE) return -1;
     const unsigned char *pub = b->data + FED_HDR_LEN, *tag = pub + 32, *hb = tag + 32;
     unsigned char d[32];
     mask_key_digest(e, pub, hb, d);
@@ -239,11 +241,11 @@ static int read_mask_key(fed_party *p, uint32_t e, const fed_blob *b, round_keys
     if (s == p->me) return memcmp(pub, K->spub[s], 32) == 0 ? s : -1;
     memcpy(K->spub[s], pub, 32), memcpy(K->hb[s], hb, 32);
     int slot = p->me < s ? p->me : p->me - 1; /* the sender skipped itself */
-    const unsigned char *sealed = b->data + DKEY_HEAD + (size_t)slot * SEALED_SHARE;
+    const unsigned char *sealed = b->data + FED_DKEY_HEAD + (size_t)slot * FED_DKEY_SHARE;
     fed_hdr g;
     unsigned char plain[64];
-    if (fed_hdr_parse(sealed, SEALED_SHARE, &g) == 0 && g.type == FED_MSG_DSEAL && g.sender == s && g.recipient == p->me &&
-        g.exchange == e && fed_msg_open(p->akey[s], p->job, p->attempt, sealed, SEALED_SHARE, plain) == 64) {
+    if (fed_hdr_parse(sealed, FED_DKEY_SHARE, &g) == 0 && g.type == FED_MSG_DSEAL && g.sender == s && g.recipient == p->me &&
+        g.exchange == e && fed_msg_open(p->akey[s], p->job, p->attempt, sealed, FED_DKEY_SHARE, plain) == 64) {
         memcpy(K->share[s], plain, 64);
         K->got_share |= UINT64_C(1) << s;
     }
@@ -261,23 +263,29 @@ static int x25519_public(const unsigned char priv[32], unsigned char pub[32])
     return ok ? 0 : -1;
 }
 
-/* the mask key of sites i and j in exchange e, from i's private key and j's public one (the same for both) */
-static int round_pair_key(const fed_party *p, uint32_t e, int i, const unsigned char ipriv[32], int j, const round_keys *K,
-                          unsigned char key[32])
+int fed_round_pair_key(const fed_party *p, uint32_t e, const unsigned char priv[32], const unsigned char peer[32],
+                       const unsigned char lo[32], const unsigned char hi[32], unsigned char key[32])
 {
     static const char label[] = "gantry-fed-roundpair-1";
     unsigned char ss[32], salt[128 + 8], info[sizeof label + 64];
-    if (fed_x25519(ipriv, K->spub[j], ss)) return -1;
+    if (fed_x25519(priv, peer, ss)) return -1;
     size_t jl = strlen(p->job), sl = jl + 1;
     memcpy(salt, p->job, jl + 1);
     for (int q = 0; q < 4; q++)
         salt[sl + q] = (unsigned char)(p->attempt >> (8 * q)), salt[sl + 4 + q] = (unsigned char)(e >> (8 * q));
     sl += 8;
     memcpy(info, label, sizeof label);
-    memcpy(info + sizeof label, K->spub[i < j ? i : j], 32), memcpy(info + sizeof label + 32, K->spub[i < j ? j : i], 32);
+    memcpy(info + sizeof label, lo, 32), memcpy(info + sizeof label + 32, hi, 32);
     int rc = fed_hkdf(ss, 32, salt, sl, info, sizeof info, key, 32);
     OPENSSL_cleanse(ss, sizeof ss);
     return rc;
+}
+
+/* the mask key of sites i and j in exchange e, from i's private key and j's public one (the same for both) */
+static int round_pair_key(const fed_party *p, uint32_t e, int i, const unsigned char ipriv[32], int j, const round_keys *K,
+                          unsigned char key[32])
+{
+    return fed_round_pair_key(p, e, ipriv, K->spub[j], K->spub[i < j ? i : j], K->spub[i < j ? j : i], key);
 }
 
 typedef struct {

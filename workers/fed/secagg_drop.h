@@ -37,6 +37,10 @@ enum {
 /* what a survivor reveals for a site (the REVEAL message: n entries of one kind byte and 32 share bytes) */
 enum { FED_REVEAL_NONE = 0, FED_REVEAL_SELF = 1, FED_REVEAL_PAIR = 2 };
 #define FED_REVEAL_ENTRY 33
+/* a mask key message: header, public key, tag, SHA-256(b), then for every other site in order one sealed share
+ * (its share of the private key, then of b) */
+#define FED_DKEY_HEAD (FED_HDR_LEN + 32 + 32 + 32)
+#define FED_DKEY_SHARE (FED_HDR_LEN + 64 + FED_TAG_LEN)
 
 typedef struct {
     int t;        /* the threshold (fed_drop_threshold_check) */

@@ -26,4 +26,13 @@ int fed_x25519(const unsigned char priv[32], const unsigned char peer[32], unsig
 int fed_hkdf(const unsigned char *ikm, size_t ikml, const unsigned char *salt, size_t saltl, const unsigned char *info,
              size_t infol, unsigned char *out, size_t outl);
 
+/* the threshold mode's mask key of two sites in exchange e (secagg_drop.c): HKDF of X25519(priv, peer),
+ * salted with job, attempt and e; lo, hi: the two sites' public keys, the lower-numbered site's first */
+int fed_round_pair_key(const fed_party *p, uint32_t e, const unsigned char priv[32], const unsigned char peer[32],
+                       const unsigned char lo[32], const unsigned char hi[32], unsigned char key[32]);
+/* the privacy audit only (fed_audit_drop.c): called with each round's fresh secrets of a site, so that the audit
+ * knows what that site knows; NULL in the product */
+extern void (*fed_drop_secrets_hook)(void *arg, int me, uint32_t e, const unsigned char spriv[32], const unsigned char b[32]);
+extern void *fed_drop_secrets_arg;
+
 #endif

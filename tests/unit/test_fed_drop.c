@@ -26,13 +26,14 @@
 #define ROUNDS 2
 
 static const unsigned char secret[] = "unit-test cluster secret";
-static int close_ms = 400; /* how long a site waits for the others before it closes a phase */
+static int close_ms = 400;    /* how long a site waits for the others once t are in, before it closes a phase */
+static int timeout_ms = 4000; /* for the first t, and for what must come */
 
 typedef struct {
     fed_party p;
     fed_net *net;
     const fed_design *d;
-    int me, rc, retries, close_ms, compare; /* compare: also today's fedavg sum, into plain */
+    int me, rc, retries, close_ms, timeout_ms, compare; /* compare: also today's fedavg sum, into plain */
     double v[DIM], samples, a;
     double total[ROUNDS][DIM], plain[DIM];
     fed_drop_report rep[ROUNDS];
@@ -44,7 +45,8 @@ typedef struct {
 static void *site_main(void *arg)
 {
     site *s = arg;
-    s->rc = fed_party_init(&s->p, s->net, N, s->me, "j_drop", 1, secret, sizeof secret - 1, s->d, DIM, 4000) ? FED_BROKEN : FED_OK;
+    s->rc = fed_party_init(&s->p, s->net, N, s->me, "j_drop", 1, secret, sizeof secret - 1, s->d, DIM, s->timeout_ms) ? FED_BROKEN
+                                                                                                                      : FED_OK;
     if (s->rc == FED_OK) s->rc = fed_party_setup(&s->p, s->samples, s->err, sizeof s->err);
     s->a = s->p.a;
     memcpy(s->bkey, s->p.bkey, 32);
@@ -75,7 +77,7 @@ static fed_memnet *run(site *S, const fault *f, int nf, int compare, int keep)
     for (int i = 0; i < N; i++) {
         memset(&S[i], 0, sizeof S[i]);
         S[i].net = fed_memnet_endpoint(hub, i), S[i].d = &d, S[i].me = i, S[i].compare = compare;
-        S[i].samples = 50 + 31 * i, S[i].retries = 2, S[i].close_ms = close_ms;
+        S[i].samples = 50 + 31 * i, S[i].retries = 2, S[i].close_ms = close_ms, S[i].timeout_ms = timeout_ms;
         for (int j = 0; j < DIM; j++) {
             seed = seed * 6364136223846793005ull + 1442695040888963407ull;
             S[i].v[j] = (double)(seed >> 11) / 9007199254740992.0 * 8 - 4;
@@ -171,12 +173,26 @@ static void test_below_threshold_is_retried_then_lost(void **state)
     (void)state;
     static site S[N];
     fault f[] = {{1, FED_FAULT_KILL, 0, "dk:"}, {2, FED_FAULT_KILL, 0, "dk:"}, {3, FED_FAULT_KILL, 0, "dk:"}};
+    timeout_ms = 600; /* each try waits this long for t keys */
     run(S, f, 3, 0, 0);
+    timeout_ms = 4000;
     for (int i = 0; i < N; i += 4) {
         assert_int_equal(S[i].rcs[0], FED_LOST);
         assert_int_equal(S[i].rep[0].tries, 3); /* the first and two retries */
         assert_non_null(strstr(S[i].err, "below the threshold 3"));
     }
+}
+
+/* sites train at their own pace: three sites 900 ms late with their keys (more than close_ms, but before t had
+ * arrived) are not dropped: the close's clock starts at the t-th arrival */
+static void test_slow_sites_are_not_dropped(void **state)
+{
+    (void)state;
+    static site S[N];
+    fault f[] = {{2, FED_FAULT_DELAY, 900, "dk:"}, {3, FED_FAULT_DELAY, 900, "dk:"}, {4, FED_FAULT_DELAY, 900, "dk:"}};
+    run(S, f, 3, 0, 0);
+    check_round(S, 0x1f, 0, 0x1f);
+    assert_int_equal(S[0].rep[0].tries, 1); /* not a retry either */
 }
 
 /* site 4's input arrives after the close: the round is the others', site 4 still gets the total and is in the
@@ -269,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_one_dropout),
         cmocka_unit_test(test_two_dropouts),
         cmocka_unit_test(test_below_threshold_is_retried_then_lost),
+        cmocka_unit_test(test_slow_sites_are_not_dropped),
         cmocka_unit_test(test_late_input_stays_masked),
         cmocka_unit_test(test_malformed_input_drops_its_sender),
         cmocka_unit_test(test_privacy_audit),

@@ -86,10 +86,12 @@ static int stream_upto(fed_party *p, stream *s, int want, int timeout_ms, char *
     return FED_OK;
 }
 
-/* waits up to timeout_ms for max messages on s, then takes what arrived (at least s->k) */
-static int stream_collect(fed_party *p, stream *s, int max, int timeout_ms, char *err, size_t errlen)
+/* a phase's wait: for min messages on s up to the party's timeout (sites train at their own pace: none is late
+ * before t have arrived), then for max up to close_ms more; then takes what arrived (at least s->k) */
+static int stream_collect(fed_party *p, stream *s, int min, int max, int close_ms, char *err, size_t errlen)
 {
-    int rc = stream_upto(p, s, max, timeout_ms, err, errlen);
+    int rc = stream_upto(p, s, min, p->timeout_ms, err, errlen);
+    if (rc == FED_OK) rc = stream_upto(p, s, max, close_ms, err, errlen);
     for (int k = max - 1; rc == FED_LOST && k > s->k; k--) /* what did arrive: a short wait for fewer */
         rc = stream_upto(p, s, k, PROBE_MS, err, errlen);
     return rc == FED_STOPPED ? rc : FED_OK;
@@ -328,7 +330,7 @@ static int one_try(fed_party *p, const fed_drop_opts *o, uint32_t e, const doubl
     uint64_t u1 = 0, u2 = 0, mine = UINT64_C(1) << me;
     /* 1-2: mask keys, and U1 */
     if ((rc = put_mask_key(p, o, e, K, err, errlen))) goto out;
-    if ((rc = stream_collect(p, &dk, n, o->close_ms, err, errlen))) goto out;
+    if ((rc = stream_collect(p, &dk, o->t, n, o->close_ms, err, errlen))) goto out;
     uint64_t seen = 0;
     for (int k = 0; k < dk.k; k++) {
         int who, forged, s = read_mask_key(p, e, &dk.m[k], K, &who, &forged);
@@ -382,7 +384,7 @@ static int one_try(fed_party *p, const fed_drop_opts *o, uint32_t e, const doubl
         }
         if ((rc = seal_put(p, dy.chan, FED_MSG_MASKED, e, y, len, err, errlen))) goto out;
     }
-    if ((rc = stream_collect(p, &dy, popcount(u1), o->close_ms, err, errlen))) goto out;
+    if ((rc = stream_collect(p, &dy, o->t, popcount(u1), o->close_ms, err, errlen))) goto out;
     for (int k = 0; k < dy.k; k++)
         valid_input(p, &dy, k, &in);
     snprintf(chan, sizeof chan, "dc2:%u", e);

@@ -7,8 +7,9 @@
  *      and SHA-256(b_i), authenticated by the same function as the setup's hello (fed_key_auth), and for
  *      every other site j its Shamir share (threshold t) of s_i's private key and of b_i, sealed under the
  *      pair's AEAD key;
- *   2. a site closes the phase once all n keys arrived or close_ms passed: it publishes the set it saw; the
- *      first valid close in the channel (a stream: totally ordered) is U1 for everyone;
+ *   2. a site closes the phase once all n keys arrived, or close_ms after the t-th arrived (up to the party's
+ *      timeout for those t: sites train at their own pace): it publishes the set it saw; the first valid close
+ *      in the channel (a stream: totally ordered) is U1 for everyone;
  *   3. each site of U1 publishes, sealed under the broadcast key, y_i = enc(w_i v_i, w_i) + PRG(b_i) +
  *      sum_{j in U1, j != i} +-PRG(DH(s_i, s_j)); the same close gives U2, the sites whose y arrived;
  *   4. each site of U2 publishes its shares: of b_j for every j in U2, of s_d for every d in U1 \ U2 (never
@@ -44,7 +45,7 @@ enum { FED_REVEAL_NONE = 0, FED_REVEAL_SELF = 1, FED_REVEAL_PAIR = 2 };
 
 typedef struct {
     int t;        /* the threshold (fed_drop_threshold_check) */
-    int close_ms; /* how long a site waits for the others' keys or inputs before it closes a phase */
+    int close_ms; /* how long a site waits, once t keys or inputs are in, for the others' before it closes a phase */
     int retries;  /* tries after the first when fewer than t sites deliver */
 } fed_drop_opts;
 

@@ -134,6 +134,30 @@ static int mem_get(fed_net *net, const char *chan, int count, int timeout_ms, fe
     return FED_NET_OK;
 }
 
+static int mem_count(fed_net *net, const char *chan, int count, int timeout_ms, int *have, char *err, size_t errlen)
+{
+    endpoint *e = (endpoint *)net;
+    fed_memnet *h = e->hub;
+    *have = 0;
+    if (e->dead) {
+        snprintf(err, errlen, "party %d was killed", e->who);
+        return FED_NET_ERROR;
+    }
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&h->mu);
+    channel *c;
+    while ((!(c = find(h, chan, 0)) || c->n < count) && pthread_cond_timedwait(&h->cv, &h->mu, &dl) != ETIMEDOUT)
+        ;
+    c = find(h, chan, 0);
+    *have = c ? c->n : 0;
+    pthread_mutex_unlock(&h->mu);
+    return FED_NET_OK;
+}
+
 static void mem_drop(fed_net *net, const char *chan)
 {
     endpoint *e = (endpoint *)net;
@@ -156,7 +180,7 @@ fed_memnet *fed_memnet_new(int keep_log)
     pthread_cond_init(&h->cv, NULL);
     h->keep_log = keep_log;
     for (int i = 0; i < MEMNET_MAX_PARTIES; i++)
-        h->ends[i] = (endpoint){{mem_put, mem_get, mem_drop}, h, i, FED_FAULT_NONE, 0, 0, {0}};
+        h->ends[i] = (endpoint){{mem_put, mem_get, mem_drop, mem_count}, h, i, FED_FAULT_NONE, 0, 0, {0}};
     return h;
 }
 

@@ -90,7 +90,15 @@ static int stream_upto(fed_party *p, stream *s, int want, int timeout_ms, char *
  * before t have arrived), then for max up to close_ms more; then takes what arrived (at least s->k) */
 static int stream_collect(fed_party *p, stream *s, int min, int max, int close_ms, char *err, size_t errlen)
 {
-    int rc = stream_upto(p, s, min, p->timeout_ms, err, errlen);
+    int rc, have = 0;
+    if (p->net->count) { /* counts without reading: the messages are read once */
+        rc = p->net->count(p->net, s->chan, min, p->timeout_ms, &have, err, errlen);
+        if (rc == FED_NET_OK && have >= min && have < max) rc = p->net->count(p->net, s->chan, max, close_ms, &have, err, errlen);
+        if (rc != FED_NET_OK) return rc == FED_NET_STOPPED ? FED_STOPPED : FED_LOST;
+        rc = stream_upto(p, s, have < max ? have : max, PROBE_MS, err, errlen);
+        return rc == FED_STOPPED ? rc : FED_OK;
+    }
+    rc = stream_upto(p, s, min, p->timeout_ms, err, errlen);
     if (rc == FED_OK) rc = stream_upto(p, s, max, close_ms, err, errlen);
     for (int k = max - 1; rc == FED_LOST && k > s->k; k--) /* what did arrive: a short wait for fewer */
         rc = stream_upto(p, s, k, PROBE_MS, err, errlen);

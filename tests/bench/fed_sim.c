@@ -249,7 +249,8 @@ static int threshold_main(int argc, char **argv)
         return 2;
     }
     static const unsigned char secret[] = "gantry-fed-sim cluster secret";
-    printf("%zu values a sum; a site closes a phase after %d ms without all the others; %d rounds each\n", dim, close_ms, rounds);
+    printf("%zu values a sum; a site closes a phase %d ms after the t-th arrival without all the others; %d rounds each\n", dim,
+           close_ms, rounds);
     printf("| sites | t | aggregation | rounds/s | ms a round (first; rest) | bytes sent / received per live site per round |\n");
     printf("|---|---|---|---|---|---|\n");
     for (int q = 0; q < ns; q++) {

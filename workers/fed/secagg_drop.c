@@ -230,9 +230,10 @@ out:
     return rc;
 }
 
-/* a mask key message: its sender (>= 0) when it is well-formed, with its key, digest and my share (if it
- * opens) into K; -1 malformed (*who: the header's sender, or -1); FED_TAMPERED-worthy: *forged = 1 */
-static int read_mask_key(fed_party *p, uint32_t e, const fed_blob *b, round_keys *K, int *who, int *forged)
+/* a mask key message: its sender (>= 0) when it is well-formed and the sender's first (not in seen), with its
+ * key, digest and my share (if it opens) into K; -1 malformed or a repeat (*who: the header's sender, or -1); a
+ * tag that does not verify: *forged = 1 */
+static int read_mask_key(fed_party *p, uint32_t e, const fed_blob *b, uint64_t seen, round_keys *K, int *who, int *forged)
 {
     int n = p->n;
     fed_hdr h;
@@ -248,6 +249,7 @@ static int read_mask_key(fed_party *p, uint32_t e, const fed_blob *b, round_keys
         return -1;
     }
     int s = h.sender;
+    if (seen >> s & 1) return -1; /* a site's first key counts, and only it */
     if (s == p->me) return memcmp(pub, K->spub[s], 32) == 0 ? s : -1;
     memcpy(K->spub[s], pub, 32), memcpy(K->hb[s], hb, 32);
     int slot = p->me < s ? p->me : p->me - 1; /* the sender skipped itself */
@@ -341,7 +343,7 @@ static int one_try(fed_party *p, const fed_drop_opts *o, uint32_t e, const doubl
     if ((rc = stream_collect(p, &dk, o->t, n, o->close_ms, err, errlen))) goto out;
     uint64_t seen = 0;
     for (int k = 0; k < dk.k; k++) {
-        int who, forged, s = read_mask_key(p, e, &dk.m[k], K, &who, &forged);
+        int who, forged, s = read_mask_key(p, e, &dk.m[k], seen, K, &who, &forged);
         if (forged) {
             snprintf(err, errlen, "exchange %u: site %d's mask key is not authenticated (tampered in Redis?)", e, who);
             rc = FED_TAMPERED;
@@ -361,7 +363,7 @@ static int one_try(fed_party *p, const fed_drop_opts *o, uint32_t e, const doubl
     if ((u1 & ~seen)) { /* the close saw keys this site had not read yet: they are in the channel */
         for (int k = dk.k; (seen & u1) != u1; k++) {
             if ((rc = stream_upto(p, &dk, k + 1, p->timeout_ms, err, errlen))) goto out;
-            int who, forged, s = read_mask_key(p, e, &dk.m[k], K, &who, &forged);
+            int who, forged, s = read_mask_key(p, e, &dk.m[k], seen, K, &who, &forged);
             if (forged) {
                 snprintf(err, errlen, "exchange %u: site %d's mask key is not authenticated (tampered in Redis?)", e, who);
                 rc = FED_TAMPERED;

@@ -226,8 +226,8 @@ static void test_late_input_stays_masked(void **state)
     fed_memnet_free(hub);
 }
 
-/* a garbled input drops its sender for the round with an event, not the job; a garbled mask key is a forged
- * key and fails it */
+/* a garbled input drops its sender for the round with an event, not the job; a garbled share message or close
+ * is passed over; a garbled mask key is a forged key and fails the job */
 static void test_malformed_input_drops_its_sender(void **state)
 {
     (void)state;
@@ -236,6 +236,19 @@ static void test_malformed_input_drops_its_sender(void **state)
     run(S, f, 1, 0, 0);
     check_round(S, 0x1f, 0, 0x1b);
     assert_non_null(strstr(S[0].rep[0].events, "site 2 dropped from exchange"));
+    check_round(S, 0x1f, 1, 0x1f);
+    /* a garbled share message does not fail the round (the other survivors' shares suffice) */
+    fault h[] = {{1, FED_FAULT_GARBLE, 0, "ds:"}};
+    run(S, h, 1, 0, 0);
+    check_round(S, 0x1f, 0, 0x1f); /* (a site that has t valid ones first does not read it: no event to expect) */
+    /* garbled closes from four sites, there before the fifth looks: it closes the phase for all */
+    fault c[] = {{0, FED_FAULT_GARBLE, 0, "dc1:"},
+                 {1, FED_FAULT_GARBLE, 0, "dc1:"},
+                 {2, FED_FAULT_GARBLE, 0, "dc1:"},
+                 {3, FED_FAULT_GARBLE, 0, "dc1:"},
+                 {4, FED_FAULT_DELAY, 300, "dk:"}}; /* 4 closes after the others */
+    run(S, c, 5, 0, 0);
+    check_round(S, 0x1f, 0, 0x1f);
     check_round(S, 0x1f, 1, 0x1f);
     fault g[] = {{3, FED_FAULT_GARBLE, 0, "dk:"}};
     run(S, g, 1, 0, 0);

@@ -128,15 +128,16 @@ static int seal_put(fed_party *p, const char *chan, int type, uint32_t e, const 
     return rc;
 }
 
-/* a phase's close: publishes seen (unless a close is there already); *agreed = the first valid close */
+/* a phase's close: publishes seen (unless a valid close is first there already); *agreed = the first valid close */
 static int close_phase(fed_party *p, const char *chan, int type, uint32_t e, uint64_t seen, uint64_t *agreed, char *err,
                        size_t errlen)
 {
     stream s = {{0}, NULL, 0};
     snprintf(s.chan, sizeof s.chan, "%s", chan);
-    int rc = stream_upto(p, &s, 1, PROBE_MS, err, errlen);
+    int rc = stream_upto(p, &s, 1, PROBE_MS, err, errlen), from;
     if (rc == FED_STOPPED) return rc;
-    if (rc != FED_OK) {
+    unsigned char first[8];
+    if (rc != FED_OK || open_b(p, &s.m[0], type, e, 8, first, &from) != 8) { /* no valid close first: ours */
         unsigned char m[8];
         for (int i = 0; i < 8; i++)
             m[i] = (unsigned char)(seen >> (8 * i));

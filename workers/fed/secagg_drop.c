@@ -191,7 +191,7 @@ static int put_mask_key(fed_party *p, const fed_drop_opts *o, uint32_t e, round_
     size_t len = FED_DKEY_HEAD + (size_t)(n - 1) * FED_DKEY_SHARE;
     unsigned char *msg = xmalloc(len), secret[64], d[32];
     unsigned char *coef = xmalloc((size_t)(o->t > 1 ? o->t - 1 : 1) * 64), *shares = xmalloc((size_t)n * 64);
-    if (fed_keypair(K->spub[me], K->spriv) || RAND_bytes(K->b, 32) != 1 || RAND_bytes(coef, (o->t - 1) * 64 + 1) != 1) {
+    if (fed_keypair(K->spub[me], K->spriv) || RAND_bytes(K->b, 32) != 1 || RAND_bytes(coef, (o->t > 1 ? o->t - 1 : 1) * 64) != 1) {
         snprintf(err, errlen, "cannot draw a round's mask key");
         goto out;
     }

@@ -107,7 +107,7 @@ static void io_drop(fed_net *net, const char *chan)
 void fed_io_open(fed_io *io, rs_conn *r, const char *job_id, int generation, bool (*stop)(void *arg), void *stop_arg)
 {
     memset(io, 0, sizeof(*io));
-    io->net = (fed_net){io_put, io_get, io_drop};
+    io->net = (fed_net){io_put, io_get, io_drop, NULL}; /* no count: the threshold mode reads with get */
     io->r = r;
     snprintf(io->prefix, sizeof io->prefix, "%s%s:%d:", K_FED_PREFIX, job_id, generation);
     io->stop = stop, io->stop_arg = stop_arg;

@@ -5,7 +5,9 @@
  *   gantry-fed-sim [--sites 9] [--alpha 0.5] [--rounds 20] [--local-steps 50]
  *                  [--iters 7] [--batch 32] [--lr 0.001] [--seed 1]
  *   gantry-fed-sim --privacy-audit [--sites 9,15,21,27] [--coalitions-upto 15] [--coalitions3-upto 15]
- *                  [--t-max T] [--legacy] [--random-groups]
+ *                  [--t-max T] [--legacy] [--random-groups] [--drop-sites 5,9] [--no-dropouts]
+ *   gantry-fed-sim --threshold [--sites 3,9,15] [--drop 1] [--rounds 10] [--dim 50890]
+ *                  [--close-ms 200] [--t T]
  *
  * Every site trains the MLP 784-64-10 (Adam) locally from the global model on
  * its own samples; then the same local models are aggregated twice: by
@@ -21,9 +23,19 @@
  * the number of other sites' models the observer's view determines, then
  * "privacy audit: N determined by Redis or a single site" (exit status 1 when
  * N > 0, unless --legacy, which audits the exchange before issue 18).  --random-groups replaces the design's
- * groups by random ones (pairs meet more than once): the masks over all sites make them no less private. */
+ * groups by random ones (pairs meet more than once): the masks over all sites make them no less private.
+ * Then the dropout path's audit (fed_audit_drop.h) at --drop-sites: a line per (n, scenario), its pairs'
+ * count, and its Redis-or-single-site count is in the last line's N.
+ *
+ * --threshold measures the aggregation alone (random vectors of dim values, the MLP's size by default; no
+ * training): per number of sites, FedAvg's sum over all sites (secagg.h), the threshold mode with every site
+ * (secagg_drop.h, t: the default, ceil(2n/3) and at least 3), and the threshold mode with --drop sites killed in the first
+ * round after their mask key (their masks recovered), down for the rest: rounds/s, ms a round, bytes sent and
+ * received per live site per round, and the first round's time with the dropout. */
+#include "workers/fed/secagg_drop.h"
 #include "workers/fed/admm.h"
 #include "workers/fed/fed_audit.h"
+#include "workers/fed/fed_audit_drop.h"
 #include "spec/fed_design.h"
 #include "workers/fed/mask.h"
 #include "workers/fed/memnet.h"
@@ -183,13 +195,126 @@ static int audit_main(int argc, char **argv)
     }
     printf("privacy audit (coalitions of 2 sites, n <= %d): %ld determined\n", o.coalitions_upto, r.coalition);
     printf("privacy audit (coalitions of 3 sites, n <= %d): %ld determined\n", o.coalitions3_upto, r.coalition3);
-    printf("privacy audit: %ld determined by Redis or a single site\n", r.single);
-    return r.single > 0 && !o.legacy ? 1 : 0;
+    fed_audit_drop_result dr = {0};
+    if (!o.legacy && !flag(argc, argv, "--no-dropouts")) { /* the threshold mode's dropout path */
+        int dsizes[16], nd = 0;
+        snprintf(list, sizeof list, "%s", arg(argc, argv, "--drop-sites", "5,9"));
+        for (char *t = strtok(list, ","); t && nd < 16; t = strtok(NULL, ","))
+            dsizes[nd++] = atoi(t);
+        if (fed_audit_drop(dsizes, nd, stdout, &dr, err, sizeof err)) {
+            printf("privacy audit failed: %s\n", err);
+            return 2;
+        }
+        printf("privacy audit (dropout path, pairs of sites): %ld determined\n", dr.pairs);
+    }
+    printf("privacy audit: %ld determined by Redis or a single site\n", r.single + dr.single);
+    return r.single + dr.single > 0 && !o.legacy ? 1 : 0;
+}
+
+/* --threshold: one configuration's rounds, the sites as threads */
+typedef struct {
+    fed_party p;
+    int mode, rounds, rc; /* mode 0: FedAvg's sum over all sites; 1: the threshold mode */
+    fed_drop_opts o;
+    double *v, *total, ms[64], sent, got;
+    char err[256];
+} bench_site;
+
+static void *bench_main(void *arg)
+{
+    bench_site *b = arg;
+    b->rc = fed_party_setup(&b->p, 100 + b->p.me, b->err, sizeof b->err);
+    double s0 = b->p.bytes_sent, g0 = b->p.bytes_got;
+    fed_drop_report r;
+    int k = 0;
+    for (; k < b->rounds && b->rc == FED_OK; k++) {
+        double t0 = now();
+        b->rc = b->mode ? fed_party_sum_drop(&b->p, &b->o, b->v, b->p.a, b->total, &r, b->err, sizeof b->err)
+                        : fed_party_sum(&b->p, b->v, 1, 0, b->total, b->err, sizeof b->err);
+        b->ms[k] = (now() - t0) * 1e3;
+    }
+    b->sent = (b->p.bytes_sent - s0) / (k ? k : 1), b->got = (b->p.bytes_got - g0) / (k ? k : 1);
+    return NULL;
+}
+
+static int threshold_main(int argc, char **argv)
+{
+    int sizes[16], ns = 0, drop = atoi(arg(argc, argv, "--drop", "1")), rounds = atoi(arg(argc, argv, "--rounds", "10"));
+    int close_ms = atoi(arg(argc, argv, "--close-ms", "200")), want_t = atoi(arg(argc, argv, "--t", "0"));
+    size_t dim = (size_t)atol(arg(argc, argv, "--dim", "50890"));
+    char list[256], err[256];
+    snprintf(list, sizeof list, "%s", arg(argc, argv, "--sites", "3,9,15"));
+    for (char *t = strtok(list, ","); t && ns < 16; t = strtok(NULL, ","))
+        sizes[ns++] = atoi(t);
+    if (rounds < 2 || rounds > 64 || dim < 1 || close_ms < 1 || drop < 0) {
+        fprintf(stderr, "--rounds must be in [2, 64], --dim and --close-ms positive, --drop at least 0\n");
+        return 2;
+    }
+    static const unsigned char secret[] = "gantry-fed-sim cluster secret";
+    printf("%zu values a sum; a site closes a phase %d ms after the t-th arrival without all the others; %d rounds each\n", dim,
+           close_ms, rounds);
+    printf("| sites | t | aggregation | rounds/s | ms a round (first; rest) | bytes sent / received per live site per round |\n");
+    printf("|---|---|---|---|---|---|\n");
+    for (int q = 0; q < ns; q++) {
+        int n = sizes[q], t = want_t ? want_t : fed_drop_threshold_default(n);
+        fed_design d;
+        if (n < 3 || n > MAXS || fed_drop_threshold_check(n, t) || fed_design_make(n, &d, err, sizeof err)) {
+            fprintf(stderr, "%d sites: --sites in [3, %d], --t in [max(3, n/2 + 1), n]\n", n, MAXS);
+            return 2;
+        }
+        for (int mode = 0; mode < 3; mode++) {                      /* FedAvg; threshold; threshold with dropouts */
+            if (mode == 2 && (drop == 0 || drop > n - t)) continue; /* t = n (3 sites): no dropout tolerated */
+            fed_memnet *hub = fed_memnet_new(0);
+            bench_site *B = calloc((size_t)n, sizeof(bench_site));
+            double *vals = malloc(sizeof(double) * dim * 2 * (size_t)n);
+            pthread_t th[MAXS];
+            for (int i = 0; i < n; i++) {
+                bench_site *b = &B[i];
+                b->v = vals + (size_t)i * 2 * dim, b->total = b->v + dim;
+                for (size_t j = 0; j < dim; j++)
+                    b->v[j] = sin((double)(i * 7 + 1) * (double)(j + 1));
+                b->mode = mode > 0, b->rounds = rounds, b->o = (fed_drop_opts){t, close_ms, 2};
+                if (fed_party_init(&b->p, fed_memnet_endpoint(hub, i), n, i, "j_fed_sim", 0, secret, sizeof secret - 1, &d, dim,
+                                   60000))
+                    return 1;
+                if (mode == 2 && i >= n - drop) fed_memnet_fault(hub, i, "dy:", FED_FAULT_KILL, 0);
+            }
+            for (int i = 0; i < n; i++)
+                pthread_create(&th[i], NULL, bench_main, &B[i]);
+            for (int i = 0; i < n; i++)
+                pthread_join(th[i], NULL);
+            int live = mode == 2 ? n - drop : n;
+            for (int i = 0; i < live; i++)
+                if (B[i].rc != FED_OK) {
+                    fprintf(stderr, "%d sites, site %d: %s\n", n, i, B[i].err);
+                    return 1;
+                }
+            double all = 0, rest = 0, sent = 0, got = 0;
+            for (int k = 0; k < rounds; k++)
+                all += B[0].ms[k], rest += k ? B[0].ms[k] : 0;
+            for (int i = 0; i < live; i++)
+                sent += B[i].sent / live, got += B[i].got / live;
+            static const char *const names[] = {"FedAvg, all sites (today)", "threshold, all sites", "threshold"};
+            char name[64];
+            snprintf(name, sizeof name, mode == 2 ? "%s, %d dropped in round 1" : "%s", names[mode], drop);
+            printf("| %d | %s | %s | %.2f | %.1f; %.1f | %.0f / %.0f |\n", n,
+                   mode ? (snprintf(list, sizeof list, "%d", t), list) : "-", name, rounds / (all / 1e3), B[0].ms[0],
+                   rest / (rounds - 1), sent, got);
+            fflush(stdout);
+            for (int i = 0; i < n; i++)
+                fed_party_free(&B[i].p);
+            free(B), free(vals);
+            fed_memnet_free(hub);
+        }
+        fed_design_free(&d);
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     if (flag(argc, argv, "--privacy-audit")) return audit_main(argc, argv);
+    if (flag(argc, argv, "--threshold")) return threshold_main(argc, argv);
     int sites = atoi(arg(argc, argv, "--sites", "9")), rounds = atoi(arg(argc, argv, "--rounds", "20"));
     int local = atoi(arg(argc, argv, "--local-steps", "50")), batch = atoi(arg(argc, argv, "--batch", "32"));
     double alpha = atof(arg(argc, argv, "--alpha", "0.5"));

@@ -284,7 +284,7 @@ static void run_parties(party_run *runs, int tamper, int other_secret, int sums,
     for (int i = 0; i < SITES; i++) {
         party_run *r = &runs[i];
         memset(r, 0, sizeof(*r));
-        r->net = (evil_net){{evil_put, evil_get, evil_drop}, fed_memnet_endpoint(hub, i), i == 1 ? tamper : 0};
+        r->net = (evil_net){{evil_put, evil_get, evil_drop, NULL}, fed_memnet_endpoint(hub, i), i == 1 ? tamper : 0};
         r->d = &d, r->me = i, r->sums = sums, r->samples = 100 + 37 * i, r->reweigh = reweigh ? 7 * (i + 1) : 0;
         r->secret = test_secret, r->secret_len = sizeof test_secret - 1 - (other_secret && i == 2);
         for (int j = 0; j < VDIM; j++)

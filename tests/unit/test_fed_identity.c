@@ -20,6 +20,7 @@
 #include "workers/fed/fed_audit.h"
 #include "workers/fed/memnet.h"
 #include "workers/fed/secagg.h"
+#include "workers/fed/secagg_drop.h"
 
 #define SITES 9
 #define VDIM 16
@@ -104,7 +105,7 @@ typedef struct {
     fed_party p;
     const fed_design *d;
     fed_net *net;
-    int me, rc, sums;
+    int me, rc, sums, drop_t; /* drop_t > 0: the sums in the threshold mode (secagg_drop.h) with that t */
     const unsigned char (*roster)[32];
     const unsigned char *pinned, *id_priv;
     double v[VDIM], total[VDIM];
@@ -119,8 +120,11 @@ static void *party_main(void *arg)
     /* a worker whose key is not its site's roster key: fed_party_identity refuses it; a modified worker would go on */
     if (r->rc == FED_OK) fed_party_identity(&r->p, r->roster, r->pinned, r->id_priv);
     if (r->rc == FED_OK) r->rc = fed_party_setup(&r->p, 100 + r->me, r->err, sizeof r->err);
+    fed_drop_opts o = {r->drop_t, 200, 1};
+    fed_drop_report rep;
     for (int k = 0; k < r->sums && r->rc == FED_OK; k++)
-        r->rc = fed_party_sum(&r->p, r->v, 0, k % r->d->classes, r->total, r->err, sizeof r->err);
+        r->rc = r->drop_t ? fed_party_sum_drop(&r->p, &o, r->v, 1, r->total, &rep, r->err, sizeof r->err)
+                          : fed_party_sum(&r->p, r->v, 0, k % r->d->classes, r->total, r->err, sizeof r->err);
     return NULL; /* the party is freed by the test (it forges with its keys) */
 }
 
@@ -133,7 +137,7 @@ typedef struct {
 
 /* SITES parties, each with its own identity key; pin: which sites the roster pins; wrong: a site that signs with
  * another key than its roster's (-1: none) */
-static void run_world(world *w, const int *pin, int wrong, int sums)
+static void run_world_t(world *w, const int *pin, int wrong, int sums, int drop_t)
 {
     char err[200];
     memset(w, 0, sizeof *w);
@@ -148,7 +152,7 @@ static void run_world(world *w, const int *pin, int wrong, int sums)
     pthread_t th[SITES];
     for (int i = 0; i < SITES; i++) {
         party_run *r = &w->runs[i];
-        r->d = &w->d, r->net = fed_memnet_endpoint(w->hub, i), r->me = i, r->sums = sums;
+        r->d = &w->d, r->net = fed_memnet_endpoint(w->hub, i), r->me = i, r->sums = sums, r->drop_t = drop_t;
         r->roster = (const unsigned char(*)[32])w->roster, r->pinned = w->pinned, r->id_priv = w->priv[i];
         for (int j = 0; j < VDIM; j++)
             r->v[j] = i + 0.25 * j;
@@ -156,6 +160,11 @@ static void run_world(world *w, const int *pin, int wrong, int sums)
     }
     for (int i = 0; i < SITES; i++)
         pthread_join(th[i], NULL);
+}
+
+static void run_world(world *w, const int *pin, int wrong, int sums)
+{
+    run_world_t(w, pin, wrong, sums, 0);
 }
 
 static void world_free(world *w)
@@ -194,6 +203,29 @@ static void test_roster_signed(void **state)
     assert_int_equal(count_len(&w, "hello", FED_HDR_LEN + 64 + FED_SIG_LEN), SITES);
     /* a partial sum: sealed and signed (3 groups of class 0 in exchange 1) */
     assert_int_equal(count_len(&w, "x:1", FED_HDR_LEN + VDIM * 8 + FED_TAG_LEN + FED_SIG_LEN), 3);
+    world_free(&w);
+}
+
+/* the threshold mode (dropouts) with every site pinned: each round's mask key and every message to all sites
+ * carry the sender's signature, and the mean comes out right */
+static void test_roster_signed_threshold_mode(void **state)
+{
+    (void)state;
+    static world w;
+    int all[SITES] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    run_world_t(&w, all, -1, 2, 6);
+    for (int i = 0; i < SITES; i++) {
+        if (w.runs[i].rc != FED_OK) fail_msg("site %d: %s", i, w.runs[i].err);
+        for (int j = 0; j < VDIM; j++) /* the weights are all 1: the mean of i + 0.25 j over the 9 sites */
+            assert_true(fabs(w.runs[i].total[j] - (4 + 0.25 * j)) < 1e-6);
+    }
+    size_t dkey = FED_DKEY_HEAD + (size_t)(SITES - 1) * FED_DKEY_SHARE + FED_SIG_LEN;
+    assert_int_equal(count_len(&w, "dk:1", dkey), SITES); /* the first sum's keys, each signed */
+    size_t masked = FED_HDR_LEN + (VDIM + 1) * 8 + FED_TAG_LEN + FED_SIG_LEN;
+    size_t k = 0;
+    for (size_t i = 0; i < fed_memnet_count(w.hub); i++)
+        k += strncmp(fed_memnet_at(w.hub, i)->chan, "dy:", 3) == 0 && fed_memnet_at(w.hub, i)->blob.len == masked;
+    assert_int_equal(k, 2 * SITES); /* every masked input of both sums, signed */
     world_free(&w);
 }
 
@@ -324,13 +356,10 @@ static void test_privacy_audit_signed_triples(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sitekey_text),
-        cmocka_unit_test(test_spec_public_keys),
-        cmocka_unit_test(test_roster_signed),
-        cmocka_unit_test(test_wrong_signer_refused),
-        cmocka_unit_test(test_forged_partial_rejected),
-        cmocka_unit_test(test_mixed_roster),
-        cmocka_unit_test(test_privacy_audit_signed_triples),
+        cmocka_unit_test(test_sitekey_text),         cmocka_unit_test(test_spec_public_keys),
+        cmocka_unit_test(test_roster_signed),        cmocka_unit_test(test_roster_signed_threshold_mode),
+        cmocka_unit_test(test_wrong_signer_refused), cmocka_unit_test(test_forged_partial_rejected),
+        cmocka_unit_test(test_mixed_roster),         cmocka_unit_test(test_privacy_audit_signed_triples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

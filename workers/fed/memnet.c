@@ -21,6 +21,8 @@ typedef struct {
     fed_net net; /* first: the endpoint is its fed_net */
     fed_memnet *hub;
     int who;
+    int fault, fault_ms, dead; /* fed_memnet_fault */
+    char fault_at[32];
 } endpoint;
 
 struct fed_memnet {
@@ -58,8 +60,23 @@ static int mem_put(fed_net *net, const char *chan, const void *data, size_t len,
         snprintf(err, errlen, "channel name too long: %s", chan);
         return FED_NET_ERROR;
     }
+    if (e->dead) {
+        snprintf(err, errlen, "party %d was killed", e->who);
+        return FED_NET_ERROR;
+    }
     unsigned char *copy = xmalloc(len);
     memcpy(copy, data, len);
+    if (e->fault && strncmp(chan, e->fault_at, strlen(e->fault_at)) == 0) {
+        int kind = e->fault;
+        e->fault = FED_FAULT_NONE;
+        if (kind == FED_FAULT_KILL) {
+            e->dead = 1, free(copy);
+            snprintf(err, errlen, "party %d was killed", e->who);
+            return FED_NET_ERROR;
+        }
+        if (kind == FED_FAULT_DELAY) nanosleep(&(struct timespec){e->fault_ms / 1000, (long)(e->fault_ms % 1000) * 1000000L}, NULL);
+        if (kind == FED_FAULT_GARBLE && len) copy[len > 23 ? 23 : len - 1] ^= 0x5a; /* after a header: a key, or ciphertext */
+    }
     pthread_mutex_lock(&h->mu);
     channel *c = find(h, chan, 1);
     if (c->n == c->cap) {
@@ -88,6 +105,10 @@ static int mem_get(fed_net *net, const char *chan, int count, int timeout_ms, fe
 {
     endpoint *e = (endpoint *)net;
     fed_memnet *h = e->hub;
+    if (e->dead) {
+        snprintf(err, errlen, "party %d was killed", e->who);
+        return FED_NET_ERROR;
+    }
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += timeout_ms / 1000;
@@ -109,6 +130,30 @@ static int mem_get(fed_net *net, const char *chan, int count, int timeout_ms, fe
         memcpy(out[i].data, c->msgs[i].data, out[i].len);
         h->got_bytes[e->who] += (double)out[i].len;
     }
+    pthread_mutex_unlock(&h->mu);
+    return FED_NET_OK;
+}
+
+static int mem_count(fed_net *net, const char *chan, int count, int timeout_ms, int *have, char *err, size_t errlen)
+{
+    endpoint *e = (endpoint *)net;
+    fed_memnet *h = e->hub;
+    *have = 0;
+    if (e->dead) {
+        snprintf(err, errlen, "party %d was killed", e->who);
+        return FED_NET_ERROR;
+    }
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&h->mu);
+    channel *c;
+    while ((!(c = find(h, chan, 0)) || c->n < count) && pthread_cond_timedwait(&h->cv, &h->mu, &dl) != ETIMEDOUT)
+        ;
+    c = find(h, chan, 0);
+    *have = c ? c->n : 0;
     pthread_mutex_unlock(&h->mu);
     return FED_NET_OK;
 }
@@ -135,7 +180,7 @@ fed_memnet *fed_memnet_new(int keep_log)
     pthread_cond_init(&h->cv, NULL);
     h->keep_log = keep_log;
     for (int i = 0; i < MEMNET_MAX_PARTIES; i++)
-        h->ends[i] = (endpoint){{mem_put, mem_get, mem_drop}, h, i};
+        h->ends[i] = (endpoint){{mem_put, mem_get, mem_drop, mem_count}, h, i, FED_FAULT_NONE, 0, 0, {0}};
     return h;
 }
 
@@ -157,6 +202,14 @@ void fed_memnet_free(fed_memnet *h)
 fed_net *fed_memnet_endpoint(fed_memnet *h, int who)
 {
     return who >= 0 && who < MEMNET_MAX_PARTIES ? &h->ends[who].net : NULL;
+}
+
+void fed_memnet_fault(fed_memnet *h, int who, const char *prefix, int kind, int ms)
+{
+    if (who < 0 || who >= MEMNET_MAX_PARTIES) return;
+    endpoint *e = &h->ends[who];
+    e->fault = kind, e->fault_ms = ms, e->dead = 0;
+    snprintf(e->fault_at, sizeof e->fault_at, "%s", prefix);
 }
 
 size_t fed_memnet_count(const fed_memnet *h)

@@ -31,6 +31,9 @@ struct fed_net {
     int (*get)(fed_net *net, const char *chan, int count, int timeout_ms, fed_blob *out, char *err, size_t errlen);
     /* nobody reads chan any more: its messages may go */
     void (*drop)(fed_net *net, const char *chan);
+    /* optional (NULL: the caller makes do with get): waits until chan holds at least count messages or the
+     * deadline passes, and says how many it holds in *have, reading none (the threshold mode's waits) */
+    int (*count)(fed_net *net, const char *chan, int count, int timeout_ms, int *have, char *err, size_t errlen);
 };
 
 void fed_blobs_free(fed_blob *b, int n);

@@ -1,5 +1,6 @@
 /* secagg.c - keys bound to the job and sums that reveal only the total (secagg.h). */
 #include "workers/fed/secagg.h"
+#include "workers/fed/secagg_internal.h"
 #include "common/alloc.h"
 #include "workers/fed/mask.h"
 #include "spec/fed_sitekey.h"
@@ -120,16 +121,19 @@ static int bcast_digest(const fed_party *p, const unsigned char *blob, size_t le
     return ok ? 0 : -1;
 }
 
+size_t fed_bcast_sign(const fed_party *p, unsigned char *blob, size_t len)
+{
+    unsigned char d[32];
+    if (!p->pinned[p->me]) return len;
+    return bcast_digest(p, blob, len, d) || fed_sitekey_sign(p->id_priv, d, 32, blob + len) ? 0 : len + FED_SIG_LEN;
+}
+
 int fed_bcast_seal(const fed_party *p, fed_hdr *h, const void *plain, size_t len, unsigned char *out, size_t *outlen)
 {
-    size_t sealed = FED_HDR_LEN + len + FED_TAG_LEN;
-    unsigned char d[32];
     h->recipient = FED_TO_ALL;
     if (seal(p, p->bkey, h, plain, len, out)) return -1;
-    *outlen = sealed;
-    if (!p->pinned[p->me]) return 0;
-    *outlen += FED_SIG_LEN;
-    return bcast_digest(p, out, sealed, d) || fed_sitekey_sign(p->id_priv, d, 32, out + sealed) ? -1 : 0;
+    *outlen = fed_bcast_sign(p, out, FED_HDR_LEN + len + FED_TAG_LEN);
+    return *outlen ? 0 : -1;
 }
 
 size_t fed_bcast_unsign(const fed_party *p, const unsigned char *blob, size_t len)
@@ -590,4 +594,52 @@ int fed_party_round(fed_party *p, const double *w, double *lambda, const fed_adm
     else if (rc == FED_OK)
         rc = fed_party_sum(p, w, 1, 0, avg, err, errlen); /* FedAvg's model, for the residual */
     return rc;
+}
+
+/* ---- for the threshold mode (secagg_internal.h) ---- */
+
+void fed_hdr_write(unsigned char *b, const fed_hdr *h)
+{
+    hdr_write(b, h);
+}
+
+int fed_seal(const fed_party *p, const unsigned char key[32], fed_hdr *h, const void *plain, size_t len, unsigned char *out)
+{
+    return seal(p, key, h, plain, len, out);
+}
+
+int fed_put(fed_party *p, const char *chan, const void *data, size_t len, char *err, size_t errlen)
+{
+    return put(p, chan, data, len, err, errlen);
+}
+
+int fed_get(fed_party *p, const char *chan, int count, int timeout_ms, fed_blob *out, char *err, size_t errlen)
+{
+    int saved = p->timeout_ms;
+    p->timeout_ms = timeout_ms;
+    int rc = get(p, chan, count, out, err, errlen);
+    p->timeout_ms = saved;
+    return rc;
+}
+
+int fed_key_auth(const fed_party *p, int s, const unsigned char pub[32], unsigned char tag[32])
+{
+    return hello_tag(p, s, pub, tag);
+}
+
+int fed_key_verify(const fed_party *p, int s, const unsigned char pub[32], const unsigned char tag[32])
+{
+    unsigned char want[32];
+    return hello_tag(p, s, pub, want) == 0 && CRYPTO_memcmp(want, tag, 32) == 0;
+}
+
+int fed_x25519(const unsigned char priv[32], const unsigned char peer[32], unsigned char secret[32])
+{
+    return x25519(priv, peer, secret);
+}
+
+int fed_hkdf(const unsigned char *ikm, size_t ikml, const unsigned char *salt, size_t saltl, const unsigned char *info,
+             size_t infol, unsigned char *out, size_t outl)
+{
+    return hkdf(ikm, ikml, salt, saltl, info, infol, out, outl);
 }

@@ -48,6 +48,10 @@ static const sch local_steps_s = {SCH_INT, SCH_IN(1, 1000000), .desc = "local st
                                   .msg = "must be an integer in [1, 1000000] (local steps per round)"};
 static const sch rounds_s = {SCH_INT, SCH_IN(1, 100000)};
 static const sch exchange_s = {SCH_INT, SCH_IN(1, 3600), .dflt = "120", .desc = "how long a site waits for a peer's message"};
+static const sch threshold_s = {SCH_INT, SCH_IN(1, FED_MAX_JOB_SITES),
+                                .desc = "FedAvg: a round completes when this many sites deliver (docs/federated.md, \"Dropouts\"); "
+                                        "more than half of the sites and at least 3; default ceil(2n/3) within those bounds. "
+                                        "securedfl: every site"};
 static const char *const agg_v[] = {"securedfl", "fedavg", NULL};
 static const sch agg_s = {SCH_STR, .values = agg_v, .dflt = "\"fedavg\"",
                           .desc = "fedavg: one masked sum of the weighted models a round; securedfl: ADMM, one masked sum per "
@@ -75,6 +79,7 @@ static const sch_member spec_m[] = {{"model", &train_arch_shape, 1},
                                     {"masking", &masking_s, 0},
                                     {"admm", &fed_admm_shape, 0},
                                     {"exchange_timeout_s", &exchange_s, 0},
+                                    {"threshold", &threshold_s, 0},
                                     {0}};
 const sch fed_spec_shape = {SCH_OBJECT, .members = spec_m,
                             .desc = "A federated job: sites train on their own data and agree on a model by sums masked "
@@ -105,6 +110,7 @@ static const sch_member pspec_m[] = {{"program", &program_shape, 1},
                                      {"masking", &masking_s, 0},
                                      {"admm", &fed_admm_shape, 0},
                                      {"exchange_timeout_s", &exchange_s, 0},
+                                     {"threshold", &threshold_s, 0},
                                      {"update_timeout_s", &update_timeout_s, 0},
                                      {0}};
 const sch fed_program_spec_shape = {
@@ -216,9 +222,58 @@ static int check_sites(const json_t *sites, char *field, size_t fl, char *msg, s
     return 0;
 }
 
+/* ---- the threshold of the dropouts' mode (docs/federated.md, "Dropouts") ---- */
+
+/* the fewest sites a threshold may be: more than half (two views of one round could otherwise each collect one
+ * kind of share of the same site), and 3 when there are 3 or more (a sum of two inputs tells each the other's) */
+static int threshold_floor(int n)
+{
+    int lo = n / 2 + 1;
+    return n >= 3 && lo < 3 ? 3 : lo;
+}
+
+int fed_drop_threshold_default(int n)
+{
+    int t = (2 * n + 2) / 3, lo = threshold_floor(n);
+    return t > lo ? t : lo;
+}
+
+int fed_drop_threshold_check(int n, int t)
+{
+    return n >= 1 && t >= threshold_floor(n) && t <= n ? 0 : -1;
+}
+
+int fed_spec_threshold(const json_t *spec)
+{
+    int n = (int)json_array_size(json_object_get(spec, "sites"));
+    const json_t *t = json_object_get(spec, "threshold");
+    if (fed_spec_securedfl(spec)) return n;
+    return t ? (int)json_integer_value(t) : fed_drop_threshold_default(n);
+}
+
+/* the threshold for n sites (both variants) */
+static int check_threshold(const json_t *spec, int n, char *field, size_t fl, char *msg, size_t ml)
+{
+    const json_t *t = json_object_get(spec, "threshold");
+    if (!t) return 0;
+    int v = (int)json_integer_value(t);
+    if (fed_spec_securedfl(spec) && v != n)
+        return field_fail(field, fl, msg, ml, "spec.threshold",
+                          "must be %d (every site) with securedfl: its ADMM iterations carry every site's duals, so a round "
+                          "cannot complete without one; FedAvg (\"aggregation\": \"fedavg\") completes rounds without lost sites",
+                          n);
+    if (fed_drop_threshold_check(n, v))
+        return field_fail(field, fl, msg, ml, "spec.threshold",
+                          "must be from %d to %d for %d sites: more than half of them, and at least 3 (a sum of two sites' "
+                          "models tells each the other's)",
+                          threshold_floor(n), n, n);
+    return 0;
+}
+
 /* the design for n sites, and without masking the iterations within its classes (both variants) */
 static int check_design(const json_t *spec, size_t n, char *field, size_t fl, char *msg, size_t ml)
 {
+    if (check_threshold(spec, (int)n, field, fl, msg, ml)) return -1;
     long iters = (long)sch_number(&fed_admm_shape, json_object_get(spec, "admm"), "iterations", 0);
     fed_design d;
     char err[200];

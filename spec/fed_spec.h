@@ -6,7 +6,7 @@
  *    "test": DATASET (optional: the first site's test set),
  *    "aggregation": "securedfl" | "fedavg",
  *    "admm": {"iterations": 7, "rho": 0.1, "decay": 0.9, "decay_every": 2},
- *    "masking": true, "exchange_timeout_s": 120}
+ *    "masking": true, "exchange_timeout_s": 120, "threshold": T}
  *
  * DATASET is a training dataset (workers/train/train.h), and the built-in one may be split:
  * {"name": "fashion-mnist", "partition": {"sites": 9, "index": 2, "alpha": 0.5, "seed": 1}}
@@ -23,7 +23,7 @@
  *    "resources": {...}, "max_runtime_s": 3600, "grace_s": 30,          as a program job's, per site
  *    "rounds": 10, "update_timeout_s": 3600,
  *    "sites": [{"name": "a", "label": "site=a", "env": {"DATA": "..."}}, ...],   env: the site's own variables
- *    "aggregation", "admm", "masking", "exchange_timeout_s": as above}
+ *    "aggregation", "admm", "masking", "exchange_timeout_s", "threshold": as above}
  *
  * The built-in members (model, optimizer, batch_size, local_steps, seed, test, a site's dataset) are refused
  * by name; each site's program spec (fed_site_program_spec) is validated by the program module, so its
@@ -54,6 +54,15 @@ fed_variant fed_spec_variant(const json_t *spec);
 bool fed_spec_securedfl(const json_t *spec);
 
 int fed_spec_validate(const json_t *spec, char *field, size_t fl, char *msg, size_t ml);
+
+/* The dropouts' mode (docs/federated.md, "Dropouts"; workers/fed/secagg_drop.h): a FedAvg round completes when t of
+ * the n sites deliver.  The default t for n sites: ceil(2n/3), and more than n/2 (two views of one round could
+ * otherwise collect both kinds of shares of a site), and at least 3 when n >= 3 (a sum of two inputs tells each the
+ * other's): 3 of 3, 3 of 4, 4 of 5, 6 of 9, 10 of 15.  check: 0 when t is within those bounds (and at most n), else
+ * -1.  fed_spec_threshold: the t of a valid spec (spec.threshold, else the default; n for securedfl). */
+int fed_drop_threshold_default(int n);
+int fed_drop_threshold_check(int n, int t);
+int fed_spec_threshold(const json_t *spec);
 /* the training spec of site s's local steps (new reference): model, optimizer, its dataset, batch_size, seed */
 json_t *fed_site_train_spec(const json_t *spec, int s);
 /* the program variant: the program job spec site s runs (new reference; spec/program_spec.h): program (its env with

@@ -3,6 +3,7 @@
  * today's FedAvg total; 1 and 2 dropouts at n = 5, t = 3 give the survivors' exact total; below the threshold
  * the round is tried again, then lost; a late input stays masked; a malformed input drops its sender only;
  * the dropout path's privacy audit (fed_audit_drop.h). */
+#include "spec/fed_spec.h"
 #include "workers/fed/fed_audit_drop.h"
 #include "workers/fed/memnet.h"
 #include "workers/fed/secagg.h"
@@ -290,10 +291,55 @@ static void test_thresholds(void **state)
     }
 }
 
+/* spec.threshold: FedAvg's bounds, securedfl's every site, the field named; the effective t of a spec */
+static json_t *spec_of(int n, const char *extra)
+{
+    char sites[512] = "", text[1024];
+    for (int i = 0; i < n; i++)
+        snprintf(sites + strlen(sites), sizeof sites - strlen(sites), "%s{\"name\": \"s%d\"}", i ? ", " : "", i);
+    snprintf(text, sizeof text,
+             "{\"program\": {\"command\": [\"/usr/bin/python3\", \"train.py\"], \"workdir\": \"/tmp\"}, \"rounds\": 2, "
+             "\"sites\": [%s]%s}",
+             sites, extra);
+    json_error_t je;
+    json_t *spec = json_loads(text, 0, &je);
+    if (!spec) fail_msg("%s: %s", text, je.text);
+    return spec;
+}
+
+static void expect_spec(int n, const char *extra, int t, const char *bad_part)
+{
+    char field[160], msg[400];
+    json_t *spec = spec_of(n, extra);
+    int rc = fed_spec_validate(spec, field, sizeof field, msg, sizeof msg);
+    if (!bad_part) {
+        if (rc) fail_msg("%s: %s", field, msg);
+        assert_int_equal(fed_spec_threshold(spec), t);
+    } else {
+        assert_int_equal(rc, -1);
+        assert_string_equal(field, "spec.threshold");
+        if (!strstr(msg, bad_part)) fail_msg("'%s' lacks '%s'", msg, bad_part);
+    }
+    json_decref(spec);
+}
+
+static void test_spec_threshold(void **state)
+{
+    (void)state;
+    expect_spec(5, "", 4, NULL); /* the default: ceil(2n/3) */
+    expect_spec(5, ", \"threshold\": 3", 3, NULL);
+    expect_spec(3, "", 3, NULL); /* 3 sites: every one */
+    expect_spec(4, ", \"aggregation\": \"securedfl\"", 4, NULL);
+    expect_spec(5, ", \"threshold\": 2", 0, "from 3 to 5 for 5 sites");
+    expect_spec(4, ", \"threshold\": 5", 0, "from 3 to 4 for 4 sites");
+    expect_spec(4, ", \"aggregation\": \"securedfl\", \"threshold\": 3", 0, "must be 4 (every site) with securedfl");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thresholds),
+        cmocka_unit_test(test_spec_threshold),
         cmocka_unit_test(test_no_dropout_is_fedavg),
         cmocka_unit_test(test_one_dropout),
         cmocka_unit_test(test_two_dropouts),

@@ -17,26 +17,8 @@
 #define FED_RETRY 2 /* internal: below the threshold, try again */
 #define PROBE_MS 5  /* a look at what is there already (the Redis transport blocks in whole ms: 1 would not read) */
 
-/* at least 3 inputs in a sum (when there are 3 sites): a sum of two tells each of them the other's */
-static int floor_of(int n)
-{
-    int lo = n / 2 + 1;
-    return lo > 3 ? lo : n < 3 ? n : 3;
-}
-
 void (*fed_drop_secrets_hook)(void *arg, int me, uint32_t e, const unsigned char spriv[32], const unsigned char b[32]);
 void *fed_drop_secrets_arg;
-
-int fed_drop_threshold_default(int n)
-{
-    int t = (2 * n + 2) / 3, lo = floor_of(n);
-    return t > lo ? t : lo;
-}
-
-int fed_drop_threshold_check(int n, int t)
-{
-    return n >= 1 && t >= floor_of(n) && t <= n ? 0 : -1;
-}
 
 static int popcount(uint64_t m)
 {
@@ -522,7 +504,7 @@ int fed_party_sum_drop(fed_party *p, const fed_drop_opts *o, const double *v, do
 {
     memset(r, 0, sizeof(*r));
     if (fed_drop_threshold_check(p->n, o->t)) {
-        snprintf(err, errlen, "threshold %d is out of range for %d sites (from %d to %d)", o->t, p->n, floor_of(p->n), p->n);
+        snprintf(err, errlen, "threshold %d is out of range for %d sites (more than half and at least 3, at most all)", o->t, p->n);
         return FED_BROKEN;
     }
     int rc = FED_RETRY;

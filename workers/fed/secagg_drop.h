@@ -21,6 +21,7 @@
 #ifndef GANTRY_FED_SECAGG_DROP_H
 #define GANTRY_FED_SECAGG_DROP_H
 
+#include "spec/fed_spec.h"
 #include "workers/fed/secagg.h"
 
 #include <stdint.h>
@@ -57,11 +58,7 @@ typedef struct {
     char events[512]; /* sites dropped for a malformed message, "; "-separated */
 } fed_drop_report;
 
-/* the default threshold for n sites: ceil(2n/3), and more than n/2 (no two views of one round could see both
- * kinds of shares of a site), and at least 3 when n >= 3 (a sum of two inputs tells each the other's) */
-int fed_drop_threshold_default(int n);
-/* 0 when t is a valid threshold for n sites (more than n/2, at least min(n, 3), at most n), else -1 */
-int fed_drop_threshold_check(int n, int t);
+/* the threshold's bounds and default: spec/fed_spec.h (fed_drop_threshold_default, fed_drop_threshold_check) */
 /* one sum with dropouts: total[0..dim) = sum_{i in U2} weight_i v_i / sum_{i in U2} weight_i.  A site that
  * is alive gets the total even when its own input did not make it (r->in = 0).  FED_OK, FED_LOST (below t
  * after the retries, or fewer than t survivors' shares in timeout_ms), FED_STOPPED, FED_TAMPERED (a forged

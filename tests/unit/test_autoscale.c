@@ -310,7 +310,7 @@ static int drive(const char *name, int n, as_obs o, double capacity, int ticks)
     as_obs obs[8];
     for (int i = 0; i < n; i++)
         jobs[i] = J1, obs[i] = o;
-    as_params prm = {0.8, 0, 300, FARO_AUTO, NULL, 0};
+    as_params prm = {0.8, 0, 300, FARO_AUTO, NULL, 0, AS_PRED_DEFAULT};
     as_policy *p = as_policy_create(name, n, jobs, &prm);
     assert_non_null(p);
     int t[8];
@@ -363,7 +363,7 @@ static void test_simulator(void **state)
     as_job jobs[2] = {J1, J1};
     double *tr = constant_trace(20, 2, 600); /* 10 requests/s each, 0.1 s service: 1 busy replica */
     sim_config c = {2, 20, tr, jobs, 8, 5, 1000, 0, 2, 1};
-    as_params prm = {0.8, 0, 300, FARO_AUTO, NULL, 0};
+    as_params prm = {0.8, 0, 300, FARO_AUTO, NULL, 0, AS_PRED_DEFAULT};
     sim_result a, b;
     assert_int_equal(sim_run(&c, "fairshare", &prm, &a), 0); /* 4 replicas each: ample */
     assert_true(a.requests > 0.9 * 18 * 2 * 600 && a.requests < 1.1 * 18 * 2 * 600);

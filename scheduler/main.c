@@ -66,7 +66,7 @@ static config_opt opts[] = {
     CONFIG_OPT("autoscale-quantile", "Faro: the quantile of the predicted load it provisions for", "0.8"),
     CONFIG_OPT("autoscale-control-s", "Faro / MArk: seconds between optimisation rounds (a reactive loop runs between)", "300"),
     CONFIG_OPT("autoscale-period-min", "seasonal period of request rates in minutes for the predictor (0: none)", "1440"),
-    CONFIG_OPT("autoscale-predictor", "Faro's forecaster: seasonal (seasonal quantile) or holt (Holt's smoothing)", "holt"),
+    CONFIG_OPT("autoscale-predictor", "Faro's forecaster: seasonal (seasonal quantile) or holt (Holt's smoothing)", "seasonal"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))

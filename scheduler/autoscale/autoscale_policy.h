@@ -73,7 +73,7 @@ typedef struct {
 /* Faro's forecaster: Holt's smoothing with a seasonal blend (predict.h) or the seasonal quantile
  * forecaster (predict_quantile.h); both read at as_params.quantile */
 typedef enum { AS_PRED_DEFAULT = 0, AS_PRED_HOLT, AS_PRED_SEASONAL } as_predictor;
-#define AS_PRED_DEFAULT_IS AS_PRED_HOLT /* what AS_PRED_DEFAULT means */
+#define AS_PRED_DEFAULT_IS AS_PRED_SEASONAL /* what AS_PRED_DEFAULT means */
 /* "holt", "seasonal" -> as_predictor; -1 when unknown */
 int as_predictor_parse(const char *name);
 

@@ -12,16 +12,17 @@
  * w = mse_level / (mse_level + mse_seasonal) (the level alone until a period is seen).  The
  * distribution around it is the empirical one of its own last PRED_ERRORS errors at each horizon
  * (predict.h's error book), so the forecast at quantile q is monotone in q and calibrated on the
- * series.  The constants were chosen on trace days 5-8 (docs/autoscaler.md). */
+ * series.  The constants were chosen on trace days 5-8 by pinball loss, never on the measured days 9-10
+ * (docs/autoscaler.md). */
 #ifndef GANTRY_AUTOSCALE_PREDICT_QUANTILE_H
 #define GANTRY_AUTOSCALE_PREDICT_QUANTILE_H
 
 #include "scheduler/autoscale/predict.h"
 
-#define PQ_PERIODS 3   /* previous periods averaged */
-#define PQ_WINDOW 1    /* ± minutes around the same minute */
-#define PQ_RATIO_MIN 5 /* minutes of the level ratio */
-#define PQ_DECAY 0.05  /* per minute, of the estimates' mean squared errors */
+#define PQ_PERIODS 3    /* previous periods averaged */
+#define PQ_WINDOW 0     /* ± minutes around the same minute (0: that minute only) */
+#define PQ_RATIO_MIN 10 /* minutes of the level ratio */
+#define PQ_DECAY 0.05   /* per minute, of the estimates' mean squared errors */
 #define PQ_HIST (PQ_PERIODS * PRED_SEASON_MAX + PRED_HORIZON + PQ_WINDOW + 1)
 
 typedef struct {

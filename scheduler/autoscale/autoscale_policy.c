@@ -67,7 +67,7 @@ as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, con
     for (int i = 0; as_policy_names[i]; i++)
         if (strlen(as_policy_names[i]) == base && strncmp(as_policy_names[i], name, base) == 0) k = i;
     if (k < 0 || njobs < 0) return NULL;
-    as_params prm = params ? *params : (as_params){0.8, 0, 300, FARO_AUTO, NULL, 0, AS_PRED_DEFAULT};
+    as_params prm = params ? *params : (as_params){0.8, 0, 300, FARO_AUTO, NULL, 0, AS_PRED_DEFAULT, 0};
     for (const char *m = name + base; *m == '+'; m += 1 + strcspn(m + 1, "+")) { /* the ablation's modifiers */
         size_t len = strcspn(m + 1, "+");
         if (!is_faro((kind)k)) return NULL;
@@ -185,8 +185,17 @@ static void faro_round(as_policy *p, double now, double capacity, const as_obs *
     for (int i = 0; i < p->n; i++) {
         job_state *s = &p->st[i];
         const as_job *j = &p->jobs[i];
-        fj[i] = (faro_job){j->p,         j->slo_s, j->slo_q, j->weight, j->cost, j->min, j->max, obs[i].ready + obs[i].starting,
-                           FARO_HORIZON, {0}};
+        fj[i] = (faro_job){j->p,
+                           j->slo_s,
+                           j->slo_q,
+                           j->weight,
+                           j->cost,
+                           j->min,
+                           j->max,
+                           obs[i].ready + obs[i].starting,
+                           FARO_HORIZON,
+                           {0},
+                           p->prm.drop_penalty > 0 ? p->prm.drop_penalty : 0};
         if (p->oracle) {
             oracle_rates(p, i, now, fj[i].rate);
         } else if (s->pred.n >= 3 && p->prm.predictor == AS_PRED_SEASONAL) {
@@ -332,7 +341,8 @@ void as_policy_tick(as_policy *p, double now, double capacity, const as_obs *obs
                                    p->jobs[d].max,
                                    t[d],
                                    1,
-                                   {rate}};
+                                   {rate},
+                                   0};
                     double spare = t[d] - rate * p->jobs[d].p; /* idle replicas at the current rate */
                     if (faro_utility(&fj, t[d] - 1) >= 1.0 && spare > best) best = spare, donor = d;
                 }

@@ -67,7 +67,8 @@ typedef struct {
      * covers now_s in [60 m, 60 m + 60), for m < oracle_minutes */
     const double *oracle;
     int oracle_minutes;
-    int predictor; /* as_predictor of Faro's forecast (0: AS_PRED_DEFAULT) */
+    int predictor;       /* as_predictor of Faro's forecast (0: AS_PRED_DEFAULT) */
+    double drop_penalty; /* Faro's optional drop-rate term (faro_model.h; 0: off) */
 } as_params;
 
 /* Faro's forecaster: Holt's smoothing with a seasonal blend (predict.h) or the seasonal quantile

@@ -5,7 +5,7 @@
  *   gantry-autoscale-sim [--trace FILE] [--policies a,b,...] [--capacity 16,24,32]
  *       [--seeds 5] [--jobs 10] [--minutes A:B] [--warmup 360] [--service-ms 180]
  *       [--slo-ms 720] [--slo-q 0.99] [--cold-start-s 10] [--cv 0] [--quantile 0.8]
- *       [--period 360] [--queue-limit 1000] [--control-s 300] [--predictor seasonal|holt] [--json]
+ *       [--period 360] [--queue-limit 1000] [--control-s 300] [--predictor seasonal|holt] [--drop-penalty G] [--json]
  *   gantry-autoscale-sim --forecast-eval [--trace FILE] [--jobs 10] [--minutes A:B] [--warmup M]
  *       [--quantile Q] [--period MIN]
  *
@@ -94,7 +94,7 @@ int main(int argc, char **argv)
     char policies[512] = "faro-fairsum,faro-sum,faro-fair,fairshare,oneshot,hpa,aiad,mark,ray-serve,kpa", caps[256] = "16,24,32";
     int seeds = 5, want_jobs = 10, a = 2520, b = 3600, warmup = 360, queue_limit = 1000, json = 0, period = 360;
     int predictor = AS_PRED_DEFAULT, forecast_eval = 0;
-    double service_ms = 180, slo_ms = 720, slo_q = 0.99, cold = 10, cv = 0, quantile = 0.8, control_s = 300;
+    double service_ms = 180, slo_ms = 720, slo_q = 0.99, cold = 10, cv = 0, quantile = 0.8, control_s = 300, drop_penalty = 0;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--json") || !strcmp(k, "--forecast-eval")) {
@@ -104,7 +104,8 @@ int main(int argc, char **argv)
         if (!v || k[0] != '-' || k[1] != '-') {
             fprintf(stderr, "usage: gantry-autoscale-sim [--trace FILE] [--policies a,b] [--capacity 16,24] [--seeds N] "
                             "[--jobs N] [--minutes A:B] [--warmup M] [--service-ms MS] [--slo-ms MS] [--slo-q Q] "
-                            "[--cold-start-s S] [--cv CV] [--quantile Q] [--period MIN] [--queue-limit N] [--predictor P] [--json] "
+                            "[--cold-start-s S] [--cv CV] [--quantile Q] [--period MIN] [--queue-limit N] [--predictor P] "
+                            "[--drop-penalty G] [--json] "
                             "[--forecast-eval]\n");
             return 2;
         }
@@ -141,6 +142,8 @@ int main(int argc, char **argv)
             queue_limit = atoi(v);
         else if (!strcmp(k, "--control-s"))
             control_s = atof(v);
+        else if (!strcmp(k, "--drop-penalty"))
+            drop_penalty = atof(v);
         else if (!strcmp(k, "--predictor") && as_predictor_parse(v) >= 0)
             predictor = as_predictor_parse(v);
         else {
@@ -162,7 +165,8 @@ int main(int argc, char **argv)
         jobs[j] = (as_job){service_ms / 1000, slo_ms / 1000, slo_q, 1, 1, 1, 1 << 20};
     char *pl[MAX_LIST], *cl[MAX_LIST];
     int np = split(policies, pl, MAX_LIST), nc = split(caps, cl, MAX_LIST);
-    as_params prm = {.quantile = quantile, .period_min = period, .control_s = control_s, .predictor = predictor};
+    as_params prm = {
+        .quantile = quantile, .period_min = period, .control_s = control_s, .predictor = predictor, .drop_penalty = drop_penalty};
     if (forecast_eval) {
         printf("Forecast quality: trace %s, minutes %d:%d (first %d only observed), %d jobs, period %d, quantile %g\n\n"
                "| predictor | pinball loss (req/s) | coverage | pinball h=1 / h=7 | coverage h=1 / h=7 | mean rate "

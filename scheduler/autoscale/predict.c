@@ -19,10 +19,30 @@ void pred_errors_remember(pred_errors *e, long n, const double *point)
     memcpy(e->pending[n % PRED_HORIZON], point, sizeof(double) * PRED_HORIZON);
 }
 
-static int cmp(const void *a, const void *b)
+/* rearranges v[0..n) so that v[k] is the k-th smallest and nothing before it is larger (quickselect) */
+static void select_kth(double *v, int n, int k)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                double t = v[i];
+                v[i++] = v[j], v[j--] = t;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return;
+    }
 }
 
 void pred_errors_apply(const pred_errors *e, double q, int nh, double *out)
@@ -32,10 +52,16 @@ void pred_errors_apply(const pred_errors *e, double q, int nh, double *out)
         int m = e->nerr[h];
         if (m < 5) continue; /* not enough history: the point forecast */
         memcpy(tmp, e->err[h], sizeof(double) * (size_t)m);
-        qsort(tmp, (size_t)m, sizeof(double), cmp);
         double pos = q * (m - 1);
         int k = (int)pos;
-        double d = k + 1 < m ? tmp[k] + (pos - k) * (tmp[k + 1] - tmp[k]) : tmp[m - 1];
+        select_kth(tmp, m, k);
+        double d = tmp[k];
+        if (k + 1 < m) { /* interpolate towards the next order statistic: the smallest above position k */
+            double next = tmp[k + 1];
+            for (int i = k + 2; i < m; i++)
+                next = tmp[i] < next ? tmp[i] : next;
+            d += (pos - k) * (next - d);
+        }
         out[h] += d;
         if (out[h] < 0) out[h] = 0;
     }

@@ -66,6 +66,8 @@ static config_opt opts[] = {
     CONFIG_OPT("autoscale-quantile", "Faro: the quantile of the predicted load it provisions for", "0.8"),
     CONFIG_OPT("autoscale-control-s", "Faro / MArk: seconds between optimisation rounds (a reactive loop runs between)", "300"),
     CONFIG_OPT("autoscale-period-min", "seasonal period of request rates in minutes for the predictor (0: none)", "1440"),
+    CONFIG_OPT("autoscale-drop-penalty", "Faro: weight of the optional drop-rate term in the objective (0: off)", "0"),
+    CONFIG_OPT("autoscale-predictor", "Faro's forecaster: seasonal (seasonal quantile) or holt (Holt's smoothing)", "seasonal"),
     CONFIG_OPT("log-level", "debug, info, warn or error", "info"),
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -378,7 +380,19 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    as_params asp = {atof(OPT("autoscale-quantile")), atoi(OPT("autoscale-period-min")), atof(OPT("autoscale-control-s")), 0, NULL, 0};
+    int predictor = as_predictor_parse(OPT("autoscale-predictor"));
+    if (predictor < 0) {
+        log_error("--autoscale-predictor: seasonal or holt, not '%s'", OPT("autoscale-predictor"));
+        return 2;
+    }
+    as_params asp = {atof(OPT("autoscale-quantile")),
+                     atoi(OPT("autoscale-period-min")),
+                     atof(OPT("autoscale-control-s")),
+                     0,
+                     NULL,
+                     0,
+                     predictor,
+                     atof(OPT("autoscale-drop-penalty"))};
     autoscaler *as = autoscaler_create(OPT("autoscaler"), &asp);
     if (!as) {
         log_error("--autoscaler: unknown policy '%s'", OPT("autoscaler"));

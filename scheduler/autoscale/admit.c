@@ -2,14 +2,13 @@
 #include "scheduler/autoscale/admit.h"
 #include "scheduler/autoscale/latency.h"
 
-#define ADMIT_RHO_MAX 0.95 /* latency.h caps utilisation here: no rate above 0.95c/p is servable */
 #define ADMIT_ON 1.10
 #define ADMIT_OFF 0.90
 
 double as_admit_max_rate(double p, double c, double q, double slo_s)
 {
     if (!(p > 0) || !(c > 0) || !(slo_s > 0) || as_latency(1e-9, p, c, q) > slo_s) return 0;
-    double lo = 0, hi = ADMIT_RHO_MAX * c / p; /* latency grows with the rate: bisect for the last one within */
+    double lo = 0, hi = as_capacity_rate(p, c); /* latency grows with the rate: bisect for the last one within */
     if (as_latency(hi, p, c, q) <= slo_s) return hi;
     for (int i = 0; i < 60; i++) {
         double mid = (lo + hi) / 2;

@@ -5,6 +5,7 @@
 #include "scheduler/autoscale/faro.h"
 #include "scheduler/autoscale/latency.h"
 #include "scheduler/autoscale/predict.h"
+#include "scheduler/autoscale/predict_quantile.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,7 +26,8 @@ const char *const as_policy_names[] = {"faro-fairsum", "faro-sum", "faro-fair", 
                                        "aiad",         "mark",     "ray-serve", "kpa",       NULL};
 
 typedef struct {
-    predictor pred;
+    predictor pred;  /* Holt's: MArk's forecast, and Faro's with AS_PRED_HOLT */
+    pq_predictor pq; /* Faro's with AS_PRED_SEASONAL */
     double minute_start, minute_arrivals;
     double last_rate;                                                /* arrivals per second over the last tick */
     double above_since, below_since, want_up_since, want_down_since; /* -1: not now */
@@ -53,6 +55,11 @@ static int is_faro(kind k)
     return k == P_FARO_FAIRSUM || k == P_FARO_SUM || k == P_FARO_FAIR;
 }
 
+int as_predictor_parse(const char *name)
+{
+    return !strcmp(name, "holt") ? AS_PRED_HOLT : !strcmp(name, "seasonal") ? AS_PRED_SEASONAL : -1;
+}
+
 as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, const as_params *params)
 {
     int k = -1, oracle = 0;
@@ -60,7 +67,7 @@ as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, con
     for (int i = 0; as_policy_names[i]; i++)
         if (strlen(as_policy_names[i]) == base && strncmp(as_policy_names[i], name, base) == 0) k = i;
     if (k < 0 || njobs < 0) return NULL;
-    as_params prm = params ? *params : (as_params){0.8, 0, 300, FARO_AUTO, NULL, 0};
+    as_params prm = params ? *params : (as_params){0.8, 0, 300, FARO_AUTO, NULL, 0, AS_PRED_DEFAULT, 0};
     for (const char *m = name + base; *m == '+'; m += 1 + strcspn(m + 1, "+")) { /* the ablation's modifiers */
         size_t len = strcspn(m + 1, "+");
         if (!is_faro((kind)k)) return NULL;
@@ -72,6 +79,10 @@ as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, con
             prm.method = FARO_GREEDY;
         else if (len == 7 && strncmp(m + 1, "relaxed", 7) == 0)
             prm.method = FARO_RELAXED;
+        else if (len == 4 && strncmp(m + 1, "holt", 4) == 0)
+            prm.predictor = AS_PRED_HOLT;
+        else if (len == 8 && strncmp(m + 1, "seasonal", 8) == 0)
+            prm.predictor = AS_PRED_SEASONAL;
         else
             return NULL;
     }
@@ -83,9 +94,11 @@ as_policy *as_policy_create(const char *name, int njobs, const as_job *jobs, con
     p->prm = prm;
     if (p->prm.control_s <= 0) p->prm.control_s = 300;
     if (p->prm.quantile <= 0 || p->prm.quantile >= 1) p->prm.quantile = 0.8;
+    if (p->prm.predictor != AS_PRED_HOLT && p->prm.predictor != AS_PRED_SEASONAL) p->prm.predictor = AS_PRED_DEFAULT_IS;
     for (int i = 0; i < njobs; i++) {
         job_state *s = &p->st[i];
         pred_init(&s->pred, p->prm.period_min);
+        pq_init(&s->pq, p->prm.period_min);
         s->above_since = s->below_since = s->want_up_since = s->want_down_since = s->hpa_last = -1e9;
         s->above_since = s->below_since = s->want_up_since = s->want_down_since = -1;
         s->target = jobs[i].min;
@@ -172,10 +185,21 @@ static void faro_round(as_policy *p, double now, double capacity, const as_obs *
     for (int i = 0; i < p->n; i++) {
         job_state *s = &p->st[i];
         const as_job *j = &p->jobs[i];
-        fj[i] = (faro_job){j->p,         j->slo_s, j->slo_q, j->weight, j->cost, j->min, j->max, obs[i].ready + obs[i].starting,
-                           FARO_HORIZON, {0}};
+        fj[i] = (faro_job){j->p,
+                           j->slo_s,
+                           j->slo_q,
+                           j->weight,
+                           j->cost,
+                           j->min,
+                           j->max,
+                           obs[i].ready + obs[i].starting,
+                           FARO_HORIZON,
+                           {0},
+                           p->prm.drop_penalty > 0 ? p->prm.drop_penalty : 0};
         if (p->oracle) {
             oracle_rates(p, i, now, fj[i].rate);
+        } else if (s->pred.n >= 3 && p->prm.predictor == AS_PRED_SEASONAL) {
+            pq_forecast(&s->pq, p->prm.quantile, FARO_HORIZON, fj[i].rate);
         } else if (s->pred.n >= 3) {
             pred_forecast(&s->pred, p->prm.quantile, FARO_HORIZON, fj[i].rate);
         } else { /* no history yet: the rate seen now, for the whole horizon */
@@ -207,6 +231,7 @@ void as_policy_tick(as_policy *p, double now, double capacity, const as_obs *obs
         s->last_rate = o->arrivals / AS_TICK_S;
         while (now - s->minute_start >= 60) {
             pred_observe(&s->pred, s->minute_arrivals / 60.0);
+            pq_observe(&s->pq, s->minute_arrivals / 60.0);
             s->minute_arrivals = 0;
             s->minute_start += 60;
         }
@@ -316,7 +341,8 @@ void as_policy_tick(as_policy *p, double now, double capacity, const as_obs *obs
                                    p->jobs[d].max,
                                    t[d],
                                    1,
-                                   {rate}};
+                                   {rate},
+                                   0};
                     double spare = t[d] - rate * p->jobs[d].p; /* idle replicas at the current rate */
                     if (faro_utility(&fj, t[d] - 1) >= 1.0 && spare > best) best = spare, donor = d;
                 }

@@ -17,7 +17,8 @@
  *       30 s (when a slot is free).  For the ablation a Faro name takes
  *       modifiers: "+oracle" forecasts the true rates (as_params.oracle),
  *       "+greedy", "+exact", "+relaxed" solve with FARO_GREEDY, FARO_EXACT,
- *       FARO_RELAXED instead of as_params.method, e.g. "faro-fairsum+oracle+exact".
+ *       FARO_RELAXED instead of as_params.method, "+holt", "+seasonal" forecast with
+ *       that predictor instead of as_params.predictor, e.g. "faro-fairsum+oracle+exact".
  *   fairshare  capacity / N to each job.
  *   oneshot    Kubernetes HPA on latency: x <- ceil(x L / T) after 30 s above
  *              the SLO, or after 600 s below it.
@@ -66,7 +67,16 @@ typedef struct {
      * covers now_s in [60 m, 60 m + 60), for m < oracle_minutes */
     const double *oracle;
     int oracle_minutes;
+    int predictor;       /* as_predictor of Faro's forecast (0: AS_PRED_DEFAULT) */
+    double drop_penalty; /* Faro's optional drop-rate term (faro_model.h; 0: off) */
 } as_params;
+
+/* Faro's forecaster: Holt's smoothing with a seasonal blend (predict.h) or the seasonal quantile
+ * forecaster (predict_quantile.h); both read at as_params.quantile */
+typedef enum { AS_PRED_DEFAULT = 0, AS_PRED_HOLT, AS_PRED_SEASONAL } as_predictor;
+#define AS_PRED_DEFAULT_IS AS_PRED_SEASONAL /* what AS_PRED_DEFAULT means */
+/* "holt", "seasonal" -> as_predictor; -1 when unknown */
+int as_predictor_parse(const char *name);
 
 typedef struct as_policy as_policy;
 

@@ -5,14 +5,19 @@
  *   gantry-autoscale-sim [--trace FILE] [--policies a,b,...] [--capacity 16,24,32]
  *       [--seeds 5] [--jobs 10] [--minutes A:B] [--warmup 360] [--service-ms 180]
  *       [--slo-ms 720] [--slo-q 0.99] [--cold-start-s 10] [--cv 0] [--quantile 0.8]
- *       [--period 360] [--queue-limit 1000] [--control-s 300] [--json]
+ *       [--period 360] [--queue-limit 1000] [--control-s 300] [--predictor seasonal|holt] [--drop-penalty G] [--json]
+ *   gantry-autoscale-sim --forecast-eval [--trace FILE] [--jobs 10] [--minutes A:B] [--warmup M]
+ *       [--quantile Q] [--period MIN]
  *
+ * --forecast-eval scores the predictors instead (forecast_eval.h): pinball loss and coverage of
+ * the forecast at --quantile, per predictor and horizon, on the minutes after the warm-up.
  * A Faro policy takes the ablation's modifiers (autoscale_policy.h): +oracle, +greedy, +exact, +relaxed.
  * The trace: JSON lines {"minute":m,"rates":{"job":requests in that minute,...}}
  * (data/traces/README.md).  Prints, per capacity, a markdown table of mean ± sd
  * over the seeds, or with --json one object per (capacity, policy). */
 #include "scheduler/autoscale/autoscale_sim.h"
 #include "common/alloc.h"
+#include "scheduler/autoscale/forecast_eval.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -88,17 +93,20 @@ int main(int argc, char **argv)
     const char *trace = "data/traces/faro_days01-10.jsonl";
     char policies[512] = "faro-fairsum,faro-sum,faro-fair,fairshare,oneshot,hpa,aiad,mark,ray-serve,kpa", caps[256] = "16,24,32";
     int seeds = 5, want_jobs = 10, a = 2520, b = 3600, warmup = 360, queue_limit = 1000, json = 0, period = 360;
-    double service_ms = 180, slo_ms = 720, slo_q = 0.99, cold = 10, cv = 0, quantile = 0.8, control_s = 300;
+    int predictor = AS_PRED_DEFAULT, forecast_eval = 0;
+    double service_ms = 180, slo_ms = 720, slo_q = 0.99, cold = 10, cv = 0, quantile = 0.8, control_s = 300, drop_penalty = 0;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(k, "--json")) {
-            json = 1;
+        if (!strcmp(k, "--json") || !strcmp(k, "--forecast-eval")) {
+            *(!strcmp(k, "--json") ? &json : &forecast_eval) = 1;
             continue;
         }
         if (!v || k[0] != '-' || k[1] != '-') {
             fprintf(stderr, "usage: gantry-autoscale-sim [--trace FILE] [--policies a,b] [--capacity 16,24] [--seeds N] "
                             "[--jobs N] [--minutes A:B] [--warmup M] [--service-ms MS] [--slo-ms MS] [--slo-q Q] "
-                            "[--cold-start-s S] [--cv CV] [--quantile Q] [--period MIN] [--queue-limit N] [--json]\n");
+                            "[--cold-start-s S] [--cv CV] [--quantile Q] [--period MIN] [--queue-limit N] [--predictor P] "
+                            "[--drop-penalty G] [--json] "
+                            "[--forecast-eval]\n");
             return 2;
         }
         i++;
@@ -134,6 +142,10 @@ int main(int argc, char **argv)
             queue_limit = atoi(v);
         else if (!strcmp(k, "--control-s"))
             control_s = atof(v);
+        else if (!strcmp(k, "--drop-penalty"))
+            drop_penalty = atof(v);
+        else if (!strcmp(k, "--predictor") && as_predictor_parse(v) >= 0)
+            predictor = as_predictor_parse(v);
         else {
             fprintf(stderr, "gantry-autoscale-sim: unknown option %s\n", k);
             return 2;
@@ -153,7 +165,27 @@ int main(int argc, char **argv)
         jobs[j] = (as_job){service_ms / 1000, slo_ms / 1000, slo_q, 1, 1, 1, 1 << 20};
     char *pl[MAX_LIST], *cl[MAX_LIST];
     int np = split(policies, pl, MAX_LIST), nc = split(caps, cl, MAX_LIST);
-    as_params prm = {.quantile = quantile, .period_min = period, .control_s = control_s}; /* FARO_AUTO, no oracle */
+    as_params prm = {
+        .quantile = quantile, .period_min = period, .control_s = control_s, .predictor = predictor, .drop_penalty = drop_penalty};
+    if (forecast_eval) {
+        printf("Forecast quality: trace %s, minutes %d:%d (first %d only observed), %d jobs, period %d, quantile %g\n\n"
+               "| predictor | pinball loss (req/s) | coverage | pinball h=1 / h=7 | coverage h=1 / h=7 | mean rate "
+               "|\n|---|---|---|---|---|---|\n",
+               trace, a, b, warmup, njobs, period, quantile);
+        static const char *const pn[] = {"holt", "seasonal"};
+        for (int k = 0; k < 2; k++) {
+            fe_result r;
+            fe_evaluate(all + (size_t)a * njobs, njobs, b - a, warmup, period, quantile, as_predictor_parse(pn[k]), &r);
+            printf("| %s | %.4f | %.3f | %.4f / %.4f | %.3f / %.3f | %.2f |\n", pn[k], r.pinball, r.coverage, r.pinball_h[0],
+                   r.pinball_h[PRED_HORIZON - 1], r.coverage_h[0], r.coverage_h[PRED_HORIZON - 1], r.mean_rate);
+        }
+        printf("\n(the oracle, the true rates, scores 0 and covers every minute)\n");
+        for (int j = 0; names && names[j]; j++)
+            free(names[j]);
+        free(names);
+        free(all);
+        return 0;
+    }
     if (!json)
         printf("Trace %s, minutes %d:%d (first %d for warm-up), %d jobs, %g ms service, p%g <= %g ms, cold start %g s, "
                "%d seeds\n",

@@ -3,6 +3,13 @@
 
 #include <math.h>
 
+#define RHO_MAX 0.95
+
+double as_capacity_rate(double p, double c)
+{
+    return p > 0 && c > 0 ? RHO_MAX * c / p : 0;
+}
+
 double as_erlang_c(int c, double a)
 {
     if (c < 1) return 1.0;
@@ -19,7 +26,7 @@ double as_erlang_c(int c, double a)
 static double latency_int(double lambda, double p, int c, double q)
 {
     if (lambda <= 0) return p;
-    double scale = 1.0, cap = 0.95 * c / p;
+    double scale = 1.0, cap = as_capacity_rate(p, c);
     if (lambda > cap) { /* saturated: the model holds up to 95%; beyond, latency grows with the overload */
         scale = lambda / cap;
         lambda = cap;

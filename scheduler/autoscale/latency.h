@@ -10,6 +10,9 @@
 #ifndef GANTRY_AUTOSCALE_LATENCY_H
 #define GANTRY_AUTOSCALE_LATENCY_H
 
+/* the largest rate the model holds: c replicas at ρ = 0.95, 0.95 c / p (1/s) */
+double as_capacity_rate(double p, double c);
+
 /* Erlang C: the probability an arrival waits, c servers, offered load a (< c) */
 double as_erlang_c(int c, double a);
 

@@ -1,8 +1,71 @@
-/* predict.c - the per-minute load predictor, pure (predict.h). */
+/* predict.c - the error book and Holt's per-minute load predictor, pure (predict.h). */
 #include "scheduler/autoscale/predict.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+void pred_errors_observe(pred_errors *e, long n, double rate)
+{
+    for (int h = 1; h <= PRED_HORIZON && n >= h; h++) {
+        double f = e->pending[(n - h) % PRED_HORIZON][h - 1];
+        e->err[h - 1][e->ierr[h - 1]] = rate - f;
+        e->ierr[h - 1] = (e->ierr[h - 1] + 1) % PRED_ERRORS;
+        if (e->nerr[h - 1] < PRED_ERRORS) e->nerr[h - 1]++;
+    }
+}
+
+void pred_errors_remember(pred_errors *e, long n, const double *point)
+{
+    memcpy(e->pending[n % PRED_HORIZON], point, sizeof(double) * PRED_HORIZON);
+}
+
+/* rearranges v[0..n) so that v[k] is the k-th smallest and nothing before it is larger (quickselect) */
+static void select_kth(double *v, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                double t = v[i];
+                v[i++] = v[j], v[j--] = t;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return;
+    }
+}
+
+void pred_errors_apply(const pred_errors *e, double q, int nh, double *out)
+{
+    double tmp[PRED_ERRORS];
+    for (int h = 0; h < nh; h++) {
+        int m = e->nerr[h];
+        if (m < 5) continue; /* not enough history: the point forecast */
+        memcpy(tmp, e->err[h], sizeof(double) * (size_t)m);
+        double pos = q * (m - 1);
+        int k = (int)pos;
+        select_kth(tmp, m, k);
+        double d = tmp[k];
+        if (k + 1 < m) { /* interpolate towards the next order statistic: the smallest above position k */
+            double next = tmp[k + 1];
+            for (int i = k + 2; i < m; i++)
+                next = tmp[i] < next ? tmp[i] : next;
+            d += (pos - k) * (next - d);
+        }
+        out[h] += d;
+        if (out[h] < 0) out[h] = 0;
+    }
+}
 
 void pred_init(predictor *p, int period)
 {
@@ -31,13 +94,7 @@ void pred_point(const predictor *p, int nh, double *out)
 
 void pred_observe(predictor *p, double rate)
 {
-    /* errors of the forecasts made for this minute */
-    for (int h = 1; h <= PRED_HORIZON && p->n >= h; h++) {
-        double f = p->pending[(p->n - h) % PRED_HORIZON][h - 1];
-        p->err[h - 1][p->ierr[h - 1]] = rate - f;
-        p->ierr[h - 1] = (p->ierr[h - 1] + 1) % PRED_ERRORS;
-        if (p->nerr[h - 1] < PRED_ERRORS) p->nerr[h - 1]++;
-    }
+    pred_errors_observe(&p->errors, p->n, rate);
     if (p->n == 0) {
         p->level = rate, p->trend = 0;
     } else {
@@ -47,28 +104,13 @@ void pred_observe(predictor *p, double rate)
     }
     p->history[p->n % PRED_SEASON_MAX] = rate;
     p->n++;
-    pred_point(p, PRED_HORIZON, p->pending[(p->n - 1) % PRED_HORIZON]);
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    double point[PRED_HORIZON];
+    pred_point(p, PRED_HORIZON, point);
+    pred_errors_remember(&p->errors, p->n - 1, point);
 }
 
 void pred_forecast(const predictor *p, double q, int nh, double *out)
 {
     pred_point(p, nh, out);
-    double tmp[PRED_ERRORS];
-    for (int h = 0; h < nh; h++) {
-        int m = p->nerr[h];
-        if (m < 5) continue; /* not enough history: the point forecast */
-        memcpy(tmp, p->err[h], sizeof(double) * (size_t)m);
-        qsort(tmp, (size_t)m, sizeof(double), cmp);
-        double pos = q * (m - 1);
-        int k = (int)pos;
-        double e = k + 1 < m ? tmp[k] + (pos - k) * (tmp[k + 1] - tmp[k]) : tmp[m - 1];
-        out[h] += e;
-        if (out[h] < 0) out[h] = 0;
-    }
+    pred_errors_apply(&p->errors, q, nh, out);
 }

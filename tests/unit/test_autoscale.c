@@ -50,7 +50,7 @@ static void test_latency(void **state)
 
 static faro_job job(double rate, int current)
 {
-    faro_job j = {0.18, 0.72, 0.99, 1, 1, 1, 64, current, FARO_HORIZON, {0}};
+    faro_job j = {0.18, 0.72, 0.99, 1, 1, 1, 64, current, FARO_HORIZON, {0}, 0};
     for (int h = 0; h < FARO_HORIZON; h++)
         j.rate[h] = rate;
     return j;
@@ -301,6 +301,28 @@ static void test_predictor(void **state)
         assert_true(fabs(f[h] - (10 + 8 * sin(2 * M_PI * (600 + h) / 60.0))) < 3.0);
 }
 
+static void test_drop_penalty(void **state)
+{
+    (void)state;
+    /* the shed share: 20/s on 2 replicas of 180 ms serve 0.95 * 2 / 0.18 = 10.56/s */
+    near(faro_drop_share(20, 0.18, 2), 1 - 0.95 * 2 / 0.18 / 20, 1e-9);
+    assert_true(faro_drop_share(5, 0.18, 2) == 0);
+    faro_job a = {0.18, 0.72, 0.99, 1, 1, 1, 64, 8, 1, {20}, 0}, pa = a;
+    pa.drop_penalty = 2;
+    near(faro_utility(&pa, 2), faro_utility(&a, 2) - 2 * faro_drop_share(20, 0.18, 2), 1e-9); /* overloaded: the term */
+    near(faro_utility(&pa, 5), faro_utility(&a, 5), 1e-12);                                   /* within: no term */
+    /* who is shed: job 0 far beyond any share of 6 slots (its utility ~0 whatever it gets), job 1 near its need.
+     * Without the term Sum gives job 1 what it needs; with a large one the replicas go where fewer are shed. */
+    faro_job two[2] = {{0.18, 0.72, 0.99, 1, 1, 1, 64, 6, 1, {60}, 0}, {0.18, 0.72, 0.99, 1, 1, 1, 64, 6, 1, {9}, 0}};
+    int x0[2], x1[2];
+    faro_solve_by(two, 2, 6, FARO_SUM, FARO_EXACT, x0);
+    two[0].drop_penalty = two[1].drop_penalty = 10;
+    faro_solve_by(two, 2, 6, FARO_SUM, FARO_EXACT, x1);
+    printf("drop penalty: Sum gives the overloaded job %d replicas without the term, %d with it\n", x0[0], x1[0]);
+    assert_true(x0[0] + x0[1] <= 6 && x1[0] + x1[1] <= 6);
+    assert_true(x1[0] > x0[0]);
+}
+
 static const as_job J1 = {0.1, 0.5, 0.99, 1, 1, 1, 50};
 
 /* runs a policy for `ticks` with the same observation; returns the last target of job 0 */
@@ -310,7 +332,7 @@ static int drive(const char *name, int n, as_obs o, double capacity, int ticks)
     as_obs obs[8];
     for (int i = 0; i < n; i++)
         jobs[i] = J1, obs[i] = o;
-    as_params prm = {0.8, 0, 300, FARO_AUTO, NULL, 0};
+    as_params prm = {0.8, 0, 300, FARO_AUTO, NULL, 0, AS_PRED_DEFAULT, 0};
     as_policy *p = as_policy_create(name, n, jobs, &prm);
     assert_non_null(p);
     int t[8];
@@ -363,7 +385,7 @@ static void test_simulator(void **state)
     as_job jobs[2] = {J1, J1};
     double *tr = constant_trace(20, 2, 600); /* 10 requests/s each, 0.1 s service: 1 busy replica */
     sim_config c = {2, 20, tr, jobs, 8, 5, 1000, 0, 2, 1};
-    as_params prm = {0.8, 0, 300, FARO_AUTO, NULL, 0};
+    as_params prm = {0.8, 0, 300, FARO_AUTO, NULL, 0, AS_PRED_DEFAULT, 0};
     sim_result a, b;
     assert_int_equal(sim_run(&c, "fairshare", &prm, &a), 0); /* 4 replicas each: ample */
     assert_true(a.requests > 0.9 * 18 * 2 * 600 && a.requests < 1.1 * 18 * 2 * 600);
@@ -394,7 +416,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_latency),     cmocka_unit_test(test_utility_and_solver), cmocka_unit_test(test_solver_vs_brute_force),
         cmocka_unit_test(test_solver_time), cmocka_unit_test(test_predictor),          cmocka_unit_test(test_baselines),
-        cmocka_unit_test(test_simulator),
+        cmocka_unit_test(test_simulator),   cmocka_unit_test(test_drop_penalty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,3 +208,18 @@ int requeue_tolerate(rs_conn *r, const char *job_id, int attempt, const char *wo
     }
     return rc;
 }
+
+int requeue_live_sites(rs_conn *r, const char *job_id, int attempt, uint64_t *sites)
+{
+    *sites = 0;
+    redisReply *rep = rs_command(r, "HGETALL %s%s:%d:live", K_FED_PREFIX, job_id, attempt);
+    int rc = !rep || rep->type != REDIS_REPLY_ARRAY ? -1 : 0;
+    for (size_t i = 0; rc == 0 && i + 1 < rep->elements; i += 2) {
+        const char *field = rep->element[i]->str, *value = rep->element[i + 1]->str;
+        char *end;
+        long site = value ? strtol(value, &end, 10) : -1;
+        if (field && strcmp(field, "t") != 0 && value && !*end && site >= 0 && site < 64) *sites |= UINT64_C(1) << site;
+    }
+    freeReplyObject(rep);
+    return rc;
+}

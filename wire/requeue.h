@@ -21,6 +21,8 @@
 
 #include "wire/redis_sync.h"
 
+#include <stdint.h>
+
 /* Every task in the worker's in-flight and task lists; then the lists and its
  * registry entry are deleted.  The lists are read first (the next attempt's task is
  * encoded in C) and the script acts only if they still hold the same tasks, else they
@@ -62,5 +64,8 @@ int requeue_forgive(rs_conn *r, const char *job_id);
  * hash, and the other sites go on.  Site 0 (it reports the rounds) is never dropped so: its loss requeues
  * the generation as before.  0, or -1 when Redis is unreachable. */
 int requeue_tolerate(rs_conn *r, const char *job_id, int attempt, const char *worker_id, int site, int threshold);
+/* The sites of that generation still registered by requeue_tolerate (a lost one left): one bit per site index in
+ * *sites (0 when the generation registered none).  0, or -1 when Redis is unreachable. */
+int requeue_live_sites(rs_conn *r, const char *job_id, int attempt, uint64_t *sites);
 
 #endif

@@ -13,6 +13,10 @@
 #include <string.h>
 #include <time.h>
 
+/* a program site's weight in the dropouts' mode is its round's samples in this unit: the fixed point (32 integer
+ * bits) then holds weight x value for up to 2e13 samples x |value| (1e4 x 2^31) */
+#define FED_DROP_WEIGHT_UNIT 1e4
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -147,10 +151,17 @@ int fed_site_connect(fed_site *s, size_t dim, double samples, uint64_t duals_see
     s->P = (fed_admm_params){sch_number(&fed_admm_shape, admm, "rho", 0), sch_number(&fed_admm_shape, admm, "decay", 0),
                              (int)sch_number(&fed_admm_shape, admm, "decay_every", 0)};
     s->iters = (int)sch_number(&fed_admm_shape, admm, "iterations", 0);
+    s->t = fed_spec_threshold(s->spec);
+    s->drop = s->fedavg && s->t < s->n;
+    /* the scheduler goes on without this site's worker, should it be lost, while t sites remain (site 0 excepted) */
+    if (s->drop && requeue_tolerate(ctx->redis, ctx->task->job_id, ctx->task->attempt, ctx->worker_id, s->me, s->t))
+        log_warn("job %s: site %d: cannot register with the scheduler's record of live sites: its loss requeues the job",
+                 ctx->task->job_id, s->me);
     if (s->me == 0) {
-        char note[300];
-        snprintf(note, sizeof(note), "%d sites met; design: %s, %d classes; %s, sums masked over all sites and sealed", s->n,
-                 s->d.kind, s->d.classes, s->fedavg ? "FedAvg" : "SecureD-FL");
+        char note[300], mode[80] = "";
+        if (s->drop) snprintf(mode, sizeof mode, "; a round completes with %d of the %d sites", s->t, s->n);
+        snprintf(note, sizeof(note), "%d sites met; design: %s, %d classes; %s, sums masked over all sites and sealed%s", s->n,
+                 s->d.kind, s->d.classes, s->fedavg ? "FedAvg" : "SecureD-FL", mode);
         ctx->progress(ctx, 0.0, note, NULL);
     }
     return 0;
@@ -281,6 +292,11 @@ void fed_site_checkpoint(fed_site *s, const tensorfile_header *layout, const dou
 
 int fed_site_weigh(fed_site *s, double samples, char *err, size_t errlen)
 {
+    s->program_weights = true;
+    if (s->drop) { /* the round's sum carries the weights (a sum over all sites would wait for a lost one) */
+        s->S.a = samples / FED_DROP_WEIGHT_UNIT;
+        return 0;
+    }
     int frc = fed_party_weigh(&s->S, samples, err, errlen);
     return frc ? fed_site_exec_rc(frc) : 0;
 }
@@ -290,8 +306,47 @@ void fed_site_round_start(fed_site *s)
     s->t0 = now_s(), s->sent0 = s->S.bytes_sent, s->got0 = s->S.bytes_got;
 }
 
+/* the dropouts' mode: one sum that completes with t of the n sites; site 0 says when the sites a round went
+ * without change (and any site dropped for a malformed message) */
+static int aggregate_drop(fed_site *s, const double *w, double *z, char *err, size_t errlen)
+{
+    exec_ctx *ctx = s->ctx;
+    uint64_t live = 0;
+    if (requeue_live_sites(ctx->redis, ctx->task->job_id, ctx->task->attempt, &live)) live = 0;
+    /* after t sites delivered, a quarter of the exchange timeout for the others (a site that trains slower than
+     * that misses the round, gets its model, and takes part in the next) */
+    fed_drop_opts o = {s->t, s->timeout_ms / 4, 2, live};
+    int frc = fed_party_sum_drop(&s->S, &o, w, s->S.a, z, &s->last, err, errlen);
+    if (frc) return fed_site_exec_rc(frc);
+    memcpy(s->avg, z, sizeof(double) * s->dim);
+    s->residual = 0;
+    if (s->program_weights) s->S.total_samples = s->last.weight * FED_DROP_WEIGHT_UNIT; /* the delivered sites' samples */
+    uint64_t all = s->n >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << s->n) - 1, missing = all & ~s->last.u2;
+    if (s->me == 0 && (missing != s->missing || s->last.events[0])) {
+        char note[700], names[400] = "";
+        for (int i = 0; i < s->n; i++)
+            if (missing >> i & 1)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "",
+                         json_string_value(json_object_get(json_array_get(json_object_get(s->spec, "sites"), (size_t)i), "name")));
+        if (missing)
+            snprintf(note, sizeof note, "%d of %d sites delivered (without %s: the round completed with the others)%s%s",
+                     s->last.delivered, s->n, names, s->last.events[0] ? "; " : "", s->last.events);
+        else
+            snprintf(note, sizeof note, "all %d sites delivered%s%s", s->n, s->last.events[0] ? "; " : "", s->last.events);
+        ctx->note(ctx, note);
+    }
+    s->missing = missing;
+    return 0;
+}
+
 int fed_site_aggregate(fed_site *s, const double *w, double *z, char *err, size_t errlen)
 {
+    if (s->drop) {
+        double t0 = now_s();
+        int rc = aggregate_drop(s, w, z, err, errlen);
+        s->aggregate_s = now_s() - t0;
+        return rc;
+    }
     for (size_t j = 0; !s->fedavg && j < s->dim; j++) /* this round's duals: private to the site */
         s->lambda[j] = 0.02 * (double)rng_normal(&s->duals);
     double t0 = now_s();
@@ -307,9 +362,10 @@ int fed_site_aggregate(fed_site *s, const double *w, double *z, char *err, size_
 
 json_t *fed_site_point(const fed_site *s, int round)
 {
-    return json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:i}", "round", round, "step", (json_int_t)round, "residual", s->residual,
-                     "bytes_sent", s->S.bytes_sent - s->sent0, "bytes_received", s->S.bytes_got - s->got0, "round_s",
-                     now_s() - s->t0, "aggregate_s", s->aggregate_s, "sites", s->n);
+    return json_pack("{s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:i, s:i}", "round", round, "step", (json_int_t)round, "residual",
+                     s->residual, "bytes_sent", s->S.bytes_sent - s->sent0, "bytes_received", s->S.bytes_got - s->got0, "round_s",
+                     now_s() - s->t0, "aggregate_s", s->aggregate_s, "sites", s->n, "delivered",
+                     s->drop ? s->last.delivered : s->n);
 }
 
 static json_t *fed_site_groups(const fed_site *s)

@@ -18,6 +18,7 @@
 #include "workers/fed/admm.h"
 #include "workers/fed/resume.h"
 #include "workers/fed/secagg.h"
+#include "workers/fed/secagg_drop.h"
 #include "workers/fed_io.h"
 
 #include <jansson.h>
@@ -40,6 +41,12 @@ typedef struct {
     /* fed_site_aggregate: the last round's */
     double residual, t0, sent0, got0, aggregate_s; /* aggregate_s: the last fed_site_aggregate's wall time */
     bool moved_on;                                 /* site 0: a round completed in this generation (fed_site_checkpoint) */
+    /* the dropouts' mode (FedAvg with a threshold t below n: docs/federated.md, "Dropouts"): the last round's report,
+     * and the sites missing from the round before it (site 0 says when the set changes) */
+    bool drop, program_weights; /* program_weights: the weights come from fed_site_weigh each round */
+    int t;
+    fed_drop_report last;
+    uint64_t missing;
 } fed_site;
 
 /* what a protocol result (workers/fed/secagg.h) means for the job: a lost site or a stop retries the
@@ -66,15 +73,19 @@ int fed_site_resume(fed_site *s, const tensorfile_header *layout, int rounds, do
 /* z, the global model after round (of rounds), as this worker's checkpoint of the job; a failure is logged, not
  * fatal (the run goes on; only a restart would miss it) */
 void fed_site_checkpoint(fed_site *s, const tensorfile_header *layout, const double *z, int round, int rounds);
-/* this site's weight from its sample count now (a sum of the counts); 0, or an EXEC_* code with err */
+/* this site's weight from its sample count now (a sum of the counts; in the dropouts' mode no sum: the weight rides
+ * in the round's sum); 0, or an EXEC_* code with err */
 int fed_site_weigh(fed_site *s, double samples, char *err, size_t errlen);
 /* starts a round's clock and byte counts (fed_site_point reports them) */
 void fed_site_round_start(fed_site *s);
 /* One round's aggregation of this site's model w (dim values) into the global model z (every site's
- * equal), and the residual against FedAvg's average.  0, or an EXEC_* code with err. */
+ * equal), and the residual against FedAvg's average.  In the dropouts' mode the round completes with the t or more
+ * sites that deliver (the mean of their models, weighted; the sites the scheduler recorded as lost are not waited
+ * for), and site 0 says which sites a round went without.  0, or an EXEC_* code with err. */
 int fed_site_aggregate(fed_site *s, const double *w, double *z, char *err, size_t errlen);
 /* site 0's round as a metrics point (new reference): round, step, residual, bytes sent and received,
- * round_s (local training included), aggregate_s (the aggregation, waits for the peers included), sites */
+ * round_s (local training included), aggregate_s (the aggregation, waits for the peers included), sites, and
+ * delivered (the sites whose model is in the round's) */
 json_t *fed_site_point(const fed_site *s, int round);
 /* result.design: {"kind", "classes", "groups": the sites' names per group per class} (new reference) */
 json_t *fed_site_design(const fed_site *s);

@@ -273,7 +273,7 @@ static int threshold_main(int argc, char **argv)
                 b->v = vals + (size_t)i * 2 * dim, b->total = b->v + dim;
                 for (size_t j = 0; j < dim; j++)
                     b->v[j] = sin((double)(i * 7 + 1) * (double)(j + 1));
-                b->mode = mode > 0, b->rounds = rounds, b->o = (fed_drop_opts){t, close_ms, 2};
+                b->mode = mode > 0, b->rounds = rounds, b->o = (fed_drop_opts){t, close_ms, 2, 0};
                 if (fed_party_init(&b->p, fed_memnet_endpoint(hub, i), n, i, "j_fed_sim", 0, secret, sizeof secret - 1, &d, dim,
                                    60000))
                     return 1;

@@ -210,6 +210,36 @@ def test_a_lost_site_resumes_from_the_last_round():
         assert m["rounds"] == rounds and m["test_accuracy"] > 0.6 and m["residual"] < 1e-6, m
 
 
+def test_a_lost_site_is_dropped_and_the_rounds_go_on():
+    """Four sites, FedAvg with its default threshold 3 (docs/federated.md, "Dropouts"): a site's worker SIGKILLed
+    after round 2 is dropped, not the job: the scheduler notes it and requeues nothing, the other three complete
+    every round without it (their Shamir shares rebuild the dropped site's masks), and the job finishes in its
+    first generation, never back to round 1 and never restarted."""
+    rounds = 6
+    with Stack(workers=4) as s:
+        _, tok = s.tenant("fleet")
+        jid = s.submit(tok, fed_job(4, rounds=rounds, labels=False, local_steps=300, exchange_timeout_s=20))
+        wait_until("round 2's point", lambda: any(p["round"] >= 2 for p in round_points(s, tok, jid)), 120, 0.05)
+        claims = s.redis("HGETALL", f"gantry:fed:{jid}:0:sites").split()
+        sites = dict(zip(claims[0::2], claims[1::2]))  # site index -> worker id
+        victim = sites["2"]
+        s.kill("worker" + victim[len("w_test"):])
+        done = s.wait_state(tok, jid, "succeeded", timeout=150)
+        evs = s.events(tok, jid)
+        notes = [e.get("message") or e.get("reason") or "" for e in evs]
+        assert any("site 2 dropped: the rounds go on with the other 3 sites (threshold 3)" in n for n in notes), notes
+        assert any("3 of 4 sites delivered (without s2" in n for n in notes), notes
+        assert not any("requeued" in n or "resumed at round" in n for n in notes), notes  # one generation throughout
+        pts = round_points(s, tok, jid)
+        got = [p["round"] for p in pts]
+        assert got == list(range(1, rounds + 1)), got  # every round once, none repeated
+        assert pts[0]["delivered"] == 4 and pts[-1]["delivered"] == 3, pts
+        print("rounds (delivered, aggregate_s, round_s):",
+              [(p["delivered"], round(p["aggregate_s"], 2), round(p["round_s"], 2)) for p in pts])
+        m = done["result"]["metrics"]
+        assert m["rounds"] == rounds and m["test_accuracy"] > 0.6, m
+
+
 def test_federated_errors_and_waiting_for_a_site():
     with Stack(workers=0) as s:
         for i in range(3):
@@ -221,6 +251,8 @@ def test_federated_errors_and_waiting_for_a_site():
             # a spec with admm but no aggregation is SecureD-FL, as when that was the default
             (dict(fed_job(3), spec=dict(fed_job(3)["spec"], masking=False, admm={"iterations": 5})), "spec.admm.iterations"),
             (dict(fed_job(3), spec=dict(fed_job(3)["spec"], aggregation="median")), "spec.aggregation"),
+            (dict(fed_job(5), spec=dict(fed_job(5)["spec"], threshold=2)), "spec.threshold"),
+            (dict(fed_job(4), spec=dict(fed_job(4)["spec"], aggregation="securedfl", threshold=3)), "spec.threshold"),
             (dict(fed_job(3), spec=dict(fed_job(3)["spec"], sites=fed_job(3)["spec"]["sites"][:2] * 2)), "spec.sites[2].name"),
             (dict(fed_job(3), spec=dict(fed_job(3)["spec"], sites=[dict(fed_job(3)["spec"]["sites"][0], label="s0")]
                                         + fed_job(3)["spec"]["sites"][1:])), "spec.sites[0].label"),
@@ -231,7 +263,7 @@ def test_federated_errors_and_waiting_for_a_site():
             r = s.post("/v1/jobs", tok, job)
             assert r.status == 400 and r.json["error"]["field"] == field, (field, r.json)
         # a labelled site whose worker is missing: the job waits and says which, and how to fix it
-        job = fed_job(4, rounds=1)
+        job = fed_job(4, rounds=1, threshold=4)  # every site: the plain sum (the default, 3 of 4, is the dropouts' mode)
         jid = s.submit(tok, job)
         why = wait_until("the wait reason", lambda: [e["reason"] for e in s.events(tok, jid)
                                                      if "no worker labelled site=s3" in e["reason"]], 30)[-1]
@@ -244,10 +276,13 @@ def test_federated_errors_and_waiting_for_a_site():
         # MLP's 25,450 parameters (8 bytes each, 38 of header and tag) and no more
         points = [p for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"] if "round" in p]
         assert [p["bytes_sent"] for p in points] == [25450 * 8 + 38], points
-        # FedAvg with masks over all sites, in the same job type
+        # FedAvg with its default threshold (3 of 4: the dropouts' mode), in the same job type: the same vector a
+        # round plus its weight, the round's mask key with its shares, a close and the shares revealed (< 1 KB)
         jid = s.submit(tok, fed_job(4, rounds=2, name="fedavg", aggregation="fedavg"))
         done = s.wait_state(tok, jid, "succeeded", timeout=240)
         assert done["result"]["metrics"]["residual"] < 1e-6 and done["result"]["metrics"]["test_accuracy"] > 0.5
+        points = [p for p in s.get(f"/v1/jobs/{jid}/metrics", tok).json["points"] if "round" in p]
+        assert all(25450 * 8 + 38 < p["bytes_sent"] < 25450 * 8 + 38 + 1024 and p["delivered"] == 4 for p in points), points
 
 
 def test_labelled_sites_pin_and_the_others_run_anywhere():

@@ -52,7 +52,7 @@ static void *site_main(void *arg)
     s->a = s->p.a;
     memcpy(s->bkey, s->p.bkey, 32);
     if (s->rc == FED_OK && s->compare) s->rc = fed_party_sum(&s->p, s->v, 1, 0, s->plain, s->err, sizeof s->err);
-    fed_drop_opts o = {T, s->close_ms, s->retries};
+    fed_drop_opts o = {T, s->close_ms, s->retries, 0};
     for (int k = 0; k < ROUNDS && s->rc == FED_OK; k++)
         s->rc = s->rcs[k] = fed_party_sum_drop(&s->p, &o, s->v, s->p.a, s->total[k], &s->rep[k], s->err, sizeof s->err);
     fed_party_free(&s->p);

@@ -120,7 +120,7 @@ static void *party_main(void *arg)
     /* a worker whose key is not its site's roster key: fed_party_identity refuses it; a modified worker would go on */
     if (r->rc == FED_OK) fed_party_identity(&r->p, r->roster, r->pinned, r->id_priv);
     if (r->rc == FED_OK) r->rc = fed_party_setup(&r->p, 100 + r->me, r->err, sizeof r->err);
-    fed_drop_opts o = {r->drop_t, 200, 1};
+    fed_drop_opts o = {r->drop_t, 200, 1, 0};
     fed_drop_report rep;
     for (int k = 0; k < r->sums && r->rc == FED_OK; k++)
         r->rc = r->drop_t ? fed_party_sum_drop(&r->p, &o, r->v, 1, r->total, &rep, r->err, sizeof r->err)

@@ -57,7 +57,7 @@ static void *dsite(void *arg)
     int rc = fed_party_setup(p, 100 + 37 * i, R->err[i], sizeof R->err[i]);
     R->a[i] = p->a;
     memcpy(R->akey[i], p->akey, sizeof p->akey), memcpy(R->bkey[i], p->bkey, 32);
-    fed_drop_opts o = {R->t, CLOSE_MS, 0};
+    fed_drop_opts o = {R->t, CLOSE_MS, 0, 0};
     if (rc == FED_OK) rc = fed_party_sum_drop(p, &o, R->v[i], p->a, total, &R->rep[i], R->err[i], sizeof R->err[i]);
     R->rc[i] = rc;
     return NULL;

@@ -335,7 +335,8 @@ static int one_try(fed_party *p, const fed_drop_opts *o, uint32_t e, const doubl
     uint64_t u1 = 0, u2 = 0, mine = UINT64_C(1) << me;
     /* 1-2: mask keys, and U1 */
     if ((rc = put_mask_key(p, o, e, K, err, errlen))) goto out;
-    if ((rc = stream_collect(p, &dk, o->t, n, o->close_ms, err, errlen))) goto out;
+    int expected = o->expect ? popcount(o->expect & (n >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1)) : n;
+    if ((rc = stream_collect(p, &dk, o->t, expected > o->t ? expected : o->t, o->close_ms, err, errlen))) goto out;
     uint64_t seen = 0;
     for (int k = 0; k < dk.k; k++) {
         int who, forged, s = read_mask_key(p, e, &dk.m[k], seen, K, &who, &forged);
@@ -490,8 +491,9 @@ static int one_try(fed_party *p, const fed_drop_opts *o, uint32_t e, const doubl
     free(sh);
 out:
     if (rc == FED_OK && total) {
+        r->weight = fed_decode(acc[dim]);
         for (size_t j = 0; j < dim; j++)
-            total[j] = fed_decode(acc[j]) / fed_decode(acc[dim]);
+            total[j] = fed_decode(acc[j]) / r->weight;
     }
     stream_free(&dk), stream_free(&dy), stream_free(&ds);
     OPENSSL_cleanse(K, sizeof(*K));

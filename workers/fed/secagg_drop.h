@@ -48,6 +48,9 @@ typedef struct {
     int t;        /* the threshold (fed_drop_threshold_check) */
     int close_ms; /* how long a site waits, once t keys or inputs are in, for the others' before it closes a phase */
     int retries;  /* tries after the first when fewer than t sites deliver */
+    /* the sites still expected (one bit per site; 0: all): a phase closes once they are in, without waiting close_ms
+     * for a site known lost (the job: the scheduler's record of the generation's live sites, wire/requeue.h) */
+    uint64_t expect;
 } fed_drop_opts;
 
 typedef struct {
@@ -55,6 +58,7 @@ typedef struct {
     int delivered;    /* |U2| of the try that completed */
     uint64_t u1, u2;  /* the sets, one bit per site */
     int in;           /* 1 when this site's input is in the total */
+    double weight;    /* the delivered sites' weights, summed (what the total was divided by) */
     char events[512]; /* sites dropped for a malformed message, "; "-separated */
 } fed_drop_report;
 

@@ -126,6 +126,10 @@ def test_a_roster_of_site_keys():
             s.start_worker(i, labels=f"site=s{i}", site_key=True)
         assert all(k.startswith("ed25519:") and len(k) == 52 for k in keys) and len(set(keys)) == 3, keys
         _, tok = s.tenant("roster")
+        # each worker shows its public key in GET /v1/workers (and logs it at start)
+        wait_until("three workers registered", lambda: len(s.workers()) == 3, 15)
+        shown = {w["id"]: w.get("site_key") for w in s.workers()}
+        assert shown == {f"w_test{i}": keys[i] for i in range(3)}, shown
 
         def pinned(name, roster):
             job = fed_job(3, rounds=2, local_steps=5, name=name)

@@ -259,8 +259,9 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
     pol_worker *pw = xmalloc(sizeof(*pw) * (size_t)(reg->n + 1));
     for (int i = 0; i < reg->n; i++) {
         reg_worker *w = &reg->w[i];
-        pw[i] = (pol_worker){w->free, w->free ? NULL : w->tenant,  w->free ? NULL : w->job_id, w->priority,   w->preemptible,
-                             0,       w->site[0] ? w->site : NULL, !w->free && w->serving,     w->serving_min};
+        pw[i] = (pol_worker){
+            w->free, w->free ? NULL : w->tenant,  w->free ? NULL : w->job_id, w->priority,    w->preemptible,
+            0,       w->site[0] ? w->site : NULL, !w->free && w->serving,     w->serving_min, w->site_key[0] ? w->site_key : NULL};
     }
     pol_job *pj = xmalloc(sizeof(*pj) * n);
     pol_decision *d = xmalloc(sizeof(*d) * n);
@@ -280,7 +281,8 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
                           e->seq,
                           e->sites,
                           e->sites ? e->nsites : 0,
-                          (job_type_traits(t->type) & JT_BACKFILL) != 0}; /* short jobs (placement) may backfill */
+                          (job_type_traits(t->type) & JT_BACKFILL) != 0, /* short jobs (placement) may backfill */
+                          e->sites ? e->site_keys : NULL};
     }
     int npre = 0;
     int64_t t0 = clock_mono_us();
@@ -378,7 +380,8 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    as_params asp = {atof(OPT("autoscale-quantile")), atoi(OPT("autoscale-period-min")), atof(OPT("autoscale-control-s")), 0, NULL, 0};
+    as_params asp = {
+        atof(OPT("autoscale-quantile")), atoi(OPT("autoscale-period-min")), atof(OPT("autoscale-control-s")), 0, NULL, 0};
     autoscaler *as = autoscaler_create(OPT("autoscaler"), &asp);
     if (!as) {
         log_error("--autoscaler: unknown policy '%s'", OPT("autoscaler"));

@@ -261,8 +261,9 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
     pol_worker *pw = xmalloc(sizeof(*pw) * (size_t)(reg->n + 1));
     for (int i = 0; i < reg->n; i++) {
         reg_worker *w = &reg->w[i];
-        pw[i] = (pol_worker){w->free, w->free ? NULL : w->tenant,  w->free ? NULL : w->job_id, w->priority,   w->preemptible,
-                             0,       w->site[0] ? w->site : NULL, !w->free && w->serving,     w->serving_min};
+        pw[i] = (pol_worker){
+            w->free, w->free ? NULL : w->tenant,  w->free ? NULL : w->job_id, w->priority,    w->preemptible,
+            0,       w->site[0] ? w->site : NULL, !w->free && w->serving,     w->serving_min, w->site_key[0] ? w->site_key : NULL};
     }
     pol_job *pj = xmalloc(sizeof(*pj) * n);
     pol_decision *d = xmalloc(sizeof(*d) * n);
@@ -282,7 +283,8 @@ static void schedule(rs_conn *r, sched_queue *q, registry *reg)
                           e->seq,
                           e->sites,
                           e->sites ? e->nsites : 0,
-                          (job_type_traits(t->type) & JT_BACKFILL) != 0}; /* short jobs (placement) may backfill */
+                          (job_type_traits(t->type) & JT_BACKFILL) != 0, /* short jobs (placement) may backfill */
+                          e->sites ? e->site_keys : NULL};
     }
     int npre = 0;
     int64_t t0 = clock_mono_us();

@@ -180,10 +180,16 @@ static const char *job_name(const pol_worker *w, const pol_job *j, char *buf, si
     return buf;
 }
 
-/* Chooses the workers of job j among the free ones (not `kept` for a reservation): its labelled
- * sites on workers with that label, its other slots on any, unlabelled ones first.  Returns the
- * number of slots it could fill (pick[] has them in slot order, -1 for an unfilled one); *site_short
- * gets the first labelled slot without a worker (-1: none). */
+/* slot k's pinned identity key (its site's public_key), or NULL */
+static const char *slot_key(const pol_job *j, int k)
+{
+    return j->site_keys && k < j->nsites ? j->site_keys[k] : NULL;
+}
+
+/* Chooses the workers of job j among the free ones (not `kept` for a reservation): its labelled or
+ * pinned sites on workers with that label and key, its other slots on any, unlabelled ones first.
+ * Returns the number of slots it could fill (pick[] has them in slot order, -1 for an unfilled one);
+ * *site_short gets the first labelled or pinned slot without a worker (-1: none). */
 static int choose(const pol_job *j, int slots, const cluster *c, const bool *kept, int *pick, int *site_short)
 {
     int filled = 0;
@@ -192,11 +198,12 @@ static int choose(const pol_job *j, int slots, const cluster *c, const bool *kep
         pick[k] = -1;
     for (int pass = 0; pass < 3; pass++) /* labelled sites; then other slots on unlabelled workers; then on any */
         for (int k = 0; k < slots; k++) {
-            const char *label = k < j->nsites ? j->sites[k] : NULL;
-            if (pick[k] >= 0 || (pass == 0) != (label != NULL)) continue;
+            const char *label = k < j->nsites ? j->sites[k] : NULL, *key = slot_key(j, k);
+            if (pick[k] >= 0 || (pass == 0) != (label != NULL || key != NULL)) continue;
             for (int i = 0; i < c->n && pick[k] < 0; i++) {
                 if (!c->w[i].free || kept[i]) continue;
-                if (pass == 0 && (!c->w[i].site || strcmp(c->w[i].site, label) != 0)) continue;
+                if (pass == 0 && label && (!c->w[i].site || strcmp(c->w[i].site, label) != 0)) continue;
+                if (pass == 0 && key && (!c->w[i].site_key || strcmp(c->w[i].site_key, key) != 0)) continue;
                 if (pass == 1 && c->w[i].site) continue;
                 bool dup = false;
                 for (int q = 0; q < slots && !dup; q++)
@@ -208,16 +215,26 @@ static int choose(const pol_job *j, int slots, const cluster *c, const bool *kep
     return filled;
 }
 
-/* why a labelled site waits: no worker has its label, or they are all busy */
-static void site_wait(pol_decision *d, const cluster *c, const char *label)
+/* why job j's slot k, a labelled or pinned site, waits: no worker has its label (and key), or they are all busy */
+static void site_wait(pol_decision *d, const cluster *c, const pol_job *j, int k)
 {
-    for (int i = 0; i < c->n; i++)
-        if (c->w[i].site && strcmp(c->w[i].site, label) == 0) {
-            wait(d, "site=%s: every worker labelled site=%s is busy", label, label);
-            return;
-        }
-    wait(d, "no worker labelled site=%s: start one with --labels site=%s, or drop the site's label to run it on any worker", label,
-         label);
+    const char *label = k < j->nsites ? j->sites[k] : NULL, *key = slot_key(j, k);
+    bool labelled = false, both = false;
+    for (int i = 0; i < c->n; i++) {
+        bool l = !label || (c->w[i].site && strcmp(c->w[i].site, label) == 0);
+        labelled |= l && label;
+        both |= l && (!key || (c->w[i].site_key && strcmp(c->w[i].site_key, key) == 0));
+    }
+    if (label && !labelled)
+        wait(d, "no worker labelled site=%s: start one with --labels site=%s, or drop the site's label to run it on any worker",
+             label, label);
+    else if (!both) /* the key in short: the reason has room for the field */
+        wait(d, "no worker%s%s holds the key spec.sites[%d].public_key (%.20s...): start it with its --site-key",
+             label ? " labelled site=" : "", label ? label : "", k, key);
+    else if (label)
+        wait(d, "site=%s: every worker labelled site=%s is busy", label, label);
+    else
+        wait(d, "spec.sites[%d]: the worker holding its public_key is busy", k);
 }
 
 /* Why job j (slots workers, `free` of them free now) waits for capacity, given what may free workers
@@ -340,7 +357,7 @@ int policy_decide_claim(const pol_job *jobs, int njobs, pol_worker *workers, int
             continue;
         }
         if (site_short >= 0) { /* a labelled site without a free worker: wait, naming it; hold nothing back */
-            site_wait(d, &c, j->sites[site_short]);
+            site_wait(d, &c, j, site_short);
             continue;
         }
         if (reserved) { /* a short job that does not fit what is free */
@@ -374,7 +391,7 @@ int policy_decide_claim(const pol_job *jobs, int njobs, pol_worker *workers, int
         if (!hold) continue; /* blocked: holding workers for it would only idle them */
         reserved = j;
         for (int k = 0; k < slots; k++)
-            if (pickw[k] >= 0 && k < j->nsites && j->sites[k]) kept[pickw[k]] = true;
+            if (pickw[k] >= 0 && k < j->nsites && (j->sites[k] || slot_key(j, k))) kept[pickw[k]] = true;
     }
     if (claim) *claim = cl;
 

@@ -33,8 +33,10 @@
  *     higher priority can start (or, when it is blocked, the jobs behind it run).
  *  Federated jobs: slot k goes to a free worker labelled site=sites[k], or, for a
  *  site that names no label (sites[k] NULL), to any free worker (unlabelled
- *  ones first), one slot per worker.  A labelled site without a free worker
- *  makes the job wait naming the site, holding nothing back.
+ *  ones first), one slot per worker; a site pinned to an identity key
+ *  (site_keys[k]) only to the worker that holds it.  A labelled or pinned site
+ *  without a free worker makes the job wait naming the site, holding nothing
+ *  back.
  * Every job that is not placed gets the reason it waits. */
 #ifndef GANTRY_SCHED_POLICY_H
 #define GANTRY_SCHED_POLICY_H
@@ -61,6 +63,7 @@ typedef struct {
     const char *site;       /* its site label, or NULL */
     bool serving;           /* that job is an inference job: its replicas serve until it is cancelled */
     int serving_min;        /* serving: the job's minimum replicas */
+    const char *site_key;   /* the public key of its federated identity key (ed25519:...), or NULL */
 } pol_worker;
 
 typedef struct {
@@ -74,7 +77,9 @@ typedef struct {
     const char *const *sites; /* federated: slot k only on a worker labelled site=sites[k], any worker when NULL
                                  (nsites = slots) */
     int nsites;
-    bool brief; /* a short job (placement: seconds): it may backfill the workers a gang holds */
+    bool brief;                   /* a short job (placement: seconds): it may backfill the workers a gang holds */
+    const char *const *site_keys; /* federated: slot k only on the worker whose site_key is site_keys[k] (spec.sites[k].
+                                     public_key), any when NULL (nsites entries; NULL: none) */
 } pol_job;
 
 typedef enum { POL_WAIT, POL_PLACE } pol_action;

@@ -53,12 +53,17 @@ static void decode_shape(sched_entry *e, char **sites_key)
             const char *label = json_string_value(json_object_get(json_array_get(sites, k), "label"));
             e->sites[k] = label && strncmp(label, "site=", 5) == 0 ? label + 5 : label;
             keylen += (e->sites[k] ? strlen(e->sites[k]) : 1) + 1;
+            /* pinned to a worker's identity key (policy.h) */
+            const char *key = json_string_value(json_object_get(json_array_get(sites, k), "public_key"));
+            if (key && !e->site_keys) e->site_keys = xcalloc(n + 1, sizeof(char *));
+            if (key) e->site_keys[k] = key, keylen += strlen(key) + 1;
         }
         e->nsites = (int)n;
     }
     *sites_key = xcalloc(1, keylen);
     for (int k = 0; k < e->nsites; k++) {
         strcat(*sites_key, e->sites[k] ? e->sites[k] : "\x1e"); /* any worker: not the same as a label "site=" */
+        if (e->site_keys && e->site_keys[k]) strcat(*sites_key, "\x1d"), strcat(*sites_key, e->site_keys[k]);
         strcat(*sites_key, "\x1f");
     }
 }
@@ -182,7 +187,7 @@ void sq_remove(sched_queue *q, sched_entry *e)
         q->newest = e->older;
     q->len--;
     free(e->raw);
-    free(e->sites);
+    free(e->sites), free(e->site_keys);
     msg_task_clear(&e->task);
     free(e);
 }

@@ -32,6 +32,7 @@ typedef struct sched_entry {
     const char **sites; /* a federated job's sites: NAME of spec.sites[k].label "site=NAME", NULL for any worker
                            (borrowed from task.spec); NULL: not a federated job */
     int nsites;
+    const char **site_keys; /* spec.sites[k].public_key, NULL for none (nsites entries; NULL: no site pinned) */
     /* links */
     sq_list *list;
     struct sched_entry *prev, *next;   /* in its list */

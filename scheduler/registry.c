@@ -49,6 +49,8 @@ static void fill(reg_worker *w, const char *id, redisReply *info, redisReply *in
     snprintf(w->kind, sizeof(w->kind), "%s", kind ? kind : "cpu");
     const char *site = json_string_value(json_object_get(json_object_get(j, "labels"), "site"));
     snprintf(w->site, sizeof(w->site), "%s", site ? site : "");
+    const char *key = json_string_value(json_object_get(j, "site_key"));
+    snprintf(w->site_key, sizeof(w->site_key), "%s", key ? key : "");
     json_decref(j);
     w->free = true;
     read_task(w, inflight, true);

@@ -16,8 +16,9 @@
 
 typedef struct {
     char id[64];
-    char kind[8];  /* cpu | gpu */
-    char site[64]; /* its label site=NAME ("" none): where a federated job's site runs */
+    char kind[8];      /* cpu | gpu */
+    char site[64];     /* its label site=NAME ("" none): where a federated job's site runs */
+    char site_key[64]; /* its federated identity's public key (ed25519:..., "" none): the sites pinned to it run here */
     bool free;
     /* what it runs (when not free): started when the task is in its in-flight list, not only queued for it */
     bool started;

@@ -49,8 +49,9 @@ static int site_pinned(const json_t *spec, int s, unsigned char pub[FED_SITEKEY_
  * unclaimed site that names no other worker (no label, no public key); a site pinned to another
  * key is never this worker's.  Claimed atomically in the generation's hash, so two workers never
  * run one site (a worker that claimed before, e.g. a restarted one, gets its own again).  The
- * scheduler placed the job so that every labelled site has a worker with its label; a pinned site
- * without a label may be placed on a worker without its key, which then fails the job, saying so. */
+ * scheduler placed the job so that every labelled site has a worker with its label and every pinned
+ * site the worker with its key (scheduler/policy.h); a worker whose key changed since fails the job,
+ * saying so. */
 static int claim_site(exec_ctx *ctx, const json_t *spec, int n, char *err, size_t errlen)
 {
     const json_t *sites = json_object_get(spec, "sites");

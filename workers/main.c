@@ -644,6 +644,7 @@ static void build_info(void)
     if (mem <= 0) mem = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGE_SIZE);
     json_t *info = json_pack("{s:s, s:s, s:i, s:i, s:I, s:o}", "kind", OPT("kind"), "host", host, "pid", (int)getpid(), "slots", 1,
                              "memory_bytes", (json_int_t)mem, "labels", labels);
+    if (site_key_text[0]) json_object_set_new(info, "site_key", json_string(site_key_text)); /* GET /v1/workers shows it */
     char *s = json_dumps(info, JSON_COMPACT);
     snprintf(info_json, sizeof(info_json), "%s", s);
     free(s);
@@ -775,6 +776,7 @@ int main(int argc, char **argv)
     else
         id_random("w", 6, worker_id, sizeof(worker_id));
     snprintf(source, sizeof(source), "worker:%s", worker_id);
+    if (OPT("site-key")[0] && load_site_key(OPT("site-key")) != 0) return 2; /* before the info, which shows its public key */
     build_info();
     char state_want[PATH_MAX];
     snprintf(state_want, sizeof(state_want), "%s", OPT("state"));
@@ -794,7 +796,6 @@ int main(int argc, char **argv)
     }
     max_attempts = atoi(OPT("max-attempts")) > 0 ? atoi(OPT("max-attempts")) : K_MAX_ATTEMPTS;
     if (OPT("fed-secret")[0] && load_fed_secret(OPT("fed-secret")) != 0) return 2;
-    if (OPT("site-key")[0] && load_site_key(OPT("site-key")) != 0) return 2;
     if (setup_sandbox() != 0) return 2;
 
     redis_auth rauth;

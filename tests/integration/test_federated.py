@@ -116,9 +116,10 @@ def hello_tag(secret, jid, attempt, site, n, pub):
 def test_a_roster_of_site_keys():
     """Three workers, each with its own identity key (--site-key, made by gantry-worker --make-site-key as
     ./deploy/up does); a job pinning each site to its worker's public key (spec.sites[i].public_key) runs, every
-    site signing its key and its group sums.  Then: a roster naming a key no worker holds for site 1 fails the job,
-    naming the field; and whoever holds the cluster secret and can write to Redis replaces site 1's public key by
-    one of its own with a valid tag: the key is refused, it is not signed by site 1's roster key."""
+    site signing its key and its group sums; without labels the keys alone place the sites.  Then: a roster naming
+    a key no worker holds for site 1 waits, naming the field; and whoever holds the cluster secret and can write to
+    Redis replaces site 1's public key by one of its own with a valid tag: the key is refused, it is not signed by
+    site 1's roster key."""
     with Stack(workers=0, env={"GANTRY_TEST_FED_HOLD": "1"}) as s:
         keys = []
         for i in range(3):
@@ -126,6 +127,10 @@ def test_a_roster_of_site_keys():
             s.start_worker(i, labels=f"site=s{i}", site_key=True)
         assert all(k.startswith("ed25519:") and len(k) == 52 for k in keys) and len(set(keys)) == 3, keys
         _, tok = s.tenant("roster")
+        # each worker shows its public key in GET /v1/workers (and logs it at start)
+        wait_until("three workers registered", lambda: len(s.workers()) == 3, 15)
+        shown = {w["id"]: w.get("site_key") for w in s.workers()}
+        assert shown == {f"w_test{i}": keys[i] for i in range(3)}, shown
 
         def pinned(name, roster):
             job = fed_job(3, rounds=2, local_steps=5, name=name)
@@ -145,15 +150,24 @@ def test_a_roster_of_site_keys():
         sizes = s.redis("EVAL", "local t = {} for _, e in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do "
                         "t[#t + 1] = string.len(e[2][2]) end return table.concat(t, ',')", "1", f"gantry:fed:{jid}:0:hello")
         assert sizes == "150,150,150", sizes
+        # without labels, the roster alone places and claims: site k on the worker holding its key (here reversed)
+        job = pinned("keys-only", keys[::-1])
+        for site in job["spec"]["sites"]:
+            del site["label"]
+        jid = s.submit(tok, job)
+        go(jid)
+        assert s.wait_state(tok, jid, "succeeded", timeout=180)["result"]["metrics"]["sites"] == 3
         # a spec error names the field
         bad = s.post("/v1/jobs", tok, pinned("dup", [keys[0], keys[0], keys[2]]))
         assert bad.status == 400 and bad.json["error"]["field"] == "spec.sites[1].public_key", bad.json
-        # a roster naming another key for site 1: its labelled worker does not hold it and refuses the site
+        # a roster naming another key for site 1: no worker holds it, so the scheduler places nothing and says why
         other = s.site_key(9)[1]
         jid = s.submit(tok, pinned("wrong-roster", [keys[0], other, keys[2]]))
-        job = s.wait_state(tok, jid, "failed", timeout=120)
-        assert "pinned by spec.sites[i].public_key to another worker's key" in job["error"], job
-        assert f"its site key: {keys[1]}" in job["error"], job
+        why = wait_until("the wait reason", lambda: [e["reason"] for e in s.events(tok, jid)
+                                                     if "holds the key spec.sites[1].public_key" in e["reason"]], 30)[-1]
+        assert f"no worker labelled site=s1 holds the key spec.sites[1].public_key ({other[:20]}...)" in why, why
+        assert s.job(tok, jid)["state"] == "queued"
+        assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200
         # the cluster secret's holder, writing to Redis, poses as site 1 with a key of its own and a valid tag
         jid = s.submit(tok, pinned("forged", keys))
         stream = f"gantry:fed:{jid}:0:hello"

@@ -39,19 +39,19 @@ static int job(cluster *c, const char *tenant, int prio, int slots)
     static const char *ids[MAXJ] = {"j0",  "j1",  "j2",  "j3",  "j4",  "j5",  "j6",  "j7",  "j8",  "j9",  "j10",
                                     "j11", "j12", "j13", "j14", "j15", "j16", "j17", "j18", "j19", "j20", "j21",
                                     "j22", "j23", "j24", "j25", "j26", "j27", "j28", "j29", "j30", "j31"};
-    c->j[c->nj] = (pol_job){ids[c->nj], tenant, prio, slots, 0, false, (unsigned long long)c->nj, NULL, 0, false};
+    c->j[c->nj] = (pol_job){ids[c->nj], tenant, prio, slots, 0, false, (unsigned long long)c->nj, NULL, 0, false, NULL};
     return c->nj++;
 }
 
 static void busy(cluster *c, int w, const char *tenant, int prio, bool preemptible, unsigned long long seq)
 {
-    c->w[w] = (pol_worker){false, tenant, "running", prio, preemptible, seq, NULL, false, 0};
+    c->w[w] = (pol_worker){false, tenant, "running", prio, preemptible, seq, NULL, false, 0, NULL};
 }
 
 /* worker w serves a replica of inference job `id` (its minimum: min replicas) */
 static void serving(cluster *c, int w, const char *tenant, const char *id, int prio, int min)
 {
-    c->w[w] = (pol_worker){false, tenant, id, prio, false, (unsigned long long)w, NULL, true, min};
+    c->w[w] = (pol_worker){false, tenant, id, prio, false, (unsigned long long)w, NULL, true, min, NULL};
 }
 
 static pol_claim last_claim;
@@ -289,6 +289,50 @@ static void test_sites_pin_slots(void **state)
     assert_int_equal(d.d[other].action, POL_PLACE);
 }
 
+/* sites pinned to identity keys (spec.sites[k].public_key) go to the workers holding them, whatever the order of the
+ * workers, with or without a label; a key no free worker holds makes the job wait, naming the field */
+static void test_sites_pinned_to_keys(void **state)
+{
+    (void)state;
+    static const char *k0 = "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                      *k1 = "ed25519:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA=";
+    cluster c = {0};
+    workers(&c, 4);
+    c.w[0].site_key = NULL, c.w[1].site_key = k1, c.w[2].site_key = NULL, c.w[3].site_key = k0;
+    c.w[3].site = "h"; /* a labelled worker with a key */
+    tenant(&c, "t", 1, -1);
+    static const char *labels[] = {"h", NULL, NULL};
+    const char *keys[] = {k0, k1, NULL};
+    int f = job(&c, "t", 1, 3);
+    c.j[f].sites = labels, c.j[f].site_keys = keys, c.j[f].nsites = 3;
+    decide(&c);
+    assert_int_equal(c.d[f].action, POL_PLACE);
+    assert_int_equal(c.d[f].workers[0], 3); /* label h and key k0 */
+    assert_int_equal(c.d[f].workers[1], 1); /* key k1, though worker 0 is free and comes first */
+    assert_int_equal(c.d[f].workers[2], 0); /* no pin: the first free other worker */
+    /* k1's worker busy: the job waits, naming the site's field; a key no worker holds, likewise */
+    cluster d = {0};
+    workers(&d, 4);
+    d.w[3].site_key = k0, d.w[3].site = "h";
+    busy(&d, 1, "u", 1, false, 1);
+    d.w[1].site_key = k1;
+    tenant(&d, "t", 1, -1);
+    tenant(&d, "u", 1, -1);
+    f = job(&d, "t", 1, 3);
+    d.j[f].sites = labels, d.j[f].site_keys = keys, d.j[f].nsites = 3;
+    decide(&d);
+    assert_int_equal(d.d[f].action, POL_WAIT);
+    assert_non_null(strstr(d.d[f].reason, "spec.sites[1]: the worker holding its public_key is busy"));
+    d.w[1].site_key = NULL;
+    decide(&d);
+    assert_int_equal(d.d[f].action, POL_WAIT);
+    assert_non_null(strstr(d.d[f].reason, "no worker holds the key spec.sites[1].public_key (ed25519:BBBBBBBBBBBB"));
+    /* the label's worker without the site's key */
+    d.w[3].site_key = k1;
+    decide(&d);
+    assert_non_null(strstr(d.d[f].reason, "no worker labelled site=h holds the key spec.sites[0].public_key"));
+}
+
 /* Backfill: behind a gang that holds free workers while it waits for busy ones, a short job
  * (placement) may use them; a job that may run long may not */
 static void test_backfill_short_jobs_behind_a_gang(void **state)
@@ -522,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_gang_preempts_only_when_enough),
         cmocka_unit_test(test_elastic_gang_takes_leftovers),
         cmocka_unit_test(test_sites_pin_slots),
+        cmocka_unit_test(test_sites_pinned_to_keys),
         cmocka_unit_test(test_backfill_short_jobs_behind_a_gang),
         cmocka_unit_test(test_gang_blocked_by_inference_at_its_minimum),
         cmocka_unit_test(test_gang_waits_for_a_replica_given_back),

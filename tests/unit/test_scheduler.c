@@ -335,7 +335,8 @@ static pol_job job_of(const sched_entry *e)
                      e->seq,
                      e->sites,
                      e->sites ? e->nsites : 0,
-                     strcmp(t->type, "placement") == 0}; /* as main.c: placement jobs are brief (backfill) */
+                     strcmp(t->type, "placement") == 0, /* as main.c: placement jobs are brief (backfill) */
+                     e->sites ? e->site_keys : NULL};
 }
 
 /* one random cluster and queue; returns how many jobs the window left out */
@@ -361,7 +362,8 @@ static size_t compare_once(void)
                              rnd(100),
                              rnd(3) ? NULL : site_names[rnd(3)],
                              serving,
-                             serving ? 1 + (int)rnd(2) : 0};
+                             serving ? 1 + (int)rnd(2) : 0,
+                             NULL};
     }
     sched_queue q;
     sq_init(&q);

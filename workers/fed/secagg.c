@@ -207,8 +207,12 @@ static int hello_sig(const fed_party *p, int s, const unsigned char pub[32], uns
 int fed_hello_check(const fed_party *p, int s, const unsigned char *blob, size_t len)
 {
     const unsigned char *pub = blob + FED_HDR_LEN;
-    if (p->pinned[s]) return len == HELLO_LEN + FED_SIG_LEN && hello_sig(p, s, pub, (unsigned char *)blob + HELLO_LEN, 0) ? 0 : 1;
-    unsigned char want[32];
+    unsigned char want[32], sig[FED_SIG_LEN];
+    if (p->pinned[s]) {
+        if (len != HELLO_LEN + FED_SIG_LEN) return 1;
+        memcpy(sig, blob + HELLO_LEN, FED_SIG_LEN);
+        return hello_sig(p, s, pub, sig, 0) ? 0 : 1;
+    }
     return hello_tag(p, s, pub, want) == 0 && CRYPTO_memcmp(want, pub + 32, 32) == 0 ? 0 : 2;
 }
 

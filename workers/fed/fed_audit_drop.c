@@ -5,7 +5,7 @@
 #include "workers/fed/mask.h"
 #include "workers/fed/memnet.h"
 #include "workers/fed/secagg_drop.h"
-#include "workers/fed/secagg_internal.h"
+#include "workers/fed/secagg.h"
 #include "workers/fed/shamir.h"
 
 #include <openssl/crypto.h>

@@ -1,6 +1,5 @@
 /* secagg.c - keys bound to the job and sums that reveal only the total (secagg.h). */
 #include "workers/fed/secagg.h"
-#include "workers/fed/secagg_internal.h"
 #include "common/alloc.h"
 #include "workers/fed/mask.h"
 #include "spec/fed_sitekey.h"
@@ -600,7 +599,7 @@ int fed_party_round(fed_party *p, const double *w, double *lambda, const fed_adm
     return rc;
 }
 
-/* ---- for the threshold mode (secagg_internal.h) ---- */
+/* ---- for the threshold mode (secagg.h, its last section) ---- */
 
 void fed_hdr_write(unsigned char *b, const fed_hdr *h)
 {

@@ -2,7 +2,7 @@
 #include "workers/fed/secagg_drop.h"
 #include "common/alloc.h"
 #include "workers/fed/mask.h"
-#include "workers/fed/secagg_internal.h"
+#include "workers/fed/secagg.h"
 #include "workers/fed/shamir.h"
 
 #include <openssl/crypto.h>

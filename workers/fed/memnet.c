@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,24 @@ static int mem_put(fed_net *net, const char *chan, const void *data, size_t len,
     return FED_NET_OK;
 }
 
+/* waits, with the hub locked, until channel chan holds count messages or timeout_ms passed; the channel (NULL: none
+ * yet), the hub still locked; *full: whether it holds count */
+static channel *wait_for(fed_memnet *h, const char *chan, int count, int timeout_ms, bool *full)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&h->mu);
+    channel *c;
+    while ((!(c = find(h, chan, 0)) || c->n < count) && pthread_cond_timedwait(&h->cv, &h->mu, &dl) != ETIMEDOUT)
+        ;
+    c = find(h, chan, 0);
+    *full = c && c->n >= count;
+    return c;
+}
+
 static int mem_get(fed_net *net, const char *chan, int count, int timeout_ms, fed_blob *out, char *err, size_t errlen)
 {
     endpoint *e = (endpoint *)net;
@@ -109,20 +128,12 @@ static int mem_get(fed_net *net, const char *chan, int count, int timeout_ms, fe
         snprintf(err, errlen, "party %d was killed", e->who);
         return FED_NET_ERROR;
     }
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
-    pthread_mutex_lock(&h->mu);
-    channel *c;
-    while (!(c = find(h, chan, 0)) || c->n < count) {
-        if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT) {
-            c = find(h, chan, 0);
-            snprintf(err, errlen, "channel %s: %d of %d messages within %d ms", chan, c ? c->n : 0, count, timeout_ms);
-            pthread_mutex_unlock(&h->mu);
-            return FED_NET_TIMEOUT;
-        }
+    bool full;
+    channel *c = wait_for(h, chan, count, timeout_ms, &full);
+    if (!full) {
+        snprintf(err, errlen, "channel %s: %d of %d messages within %d ms", chan, c ? c->n : 0, count, timeout_ms);
+        pthread_mutex_unlock(&h->mu);
+        return FED_NET_TIMEOUT;
     }
     for (int i = 0; i < count; i++) {
         out[i].len = c->msgs[i].len;
@@ -137,24 +148,15 @@ static int mem_get(fed_net *net, const char *chan, int count, int timeout_ms, fe
 static int mem_count(fed_net *net, const char *chan, int count, int timeout_ms, int *have, char *err, size_t errlen)
 {
     endpoint *e = (endpoint *)net;
-    fed_memnet *h = e->hub;
     *have = 0;
     if (e->dead) {
         snprintf(err, errlen, "party %d was killed", e->who);
         return FED_NET_ERROR;
     }
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
-    pthread_mutex_lock(&h->mu);
-    channel *c;
-    while ((!(c = find(h, chan, 0)) || c->n < count) && pthread_cond_timedwait(&h->cv, &h->mu, &dl) != ETIMEDOUT)
-        ;
-    c = find(h, chan, 0);
+    bool full;
+    channel *c = wait_for(e->hub, chan, count, timeout_ms, &full);
     *have = c ? c->n : 0;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&e->hub->mu);
     return FED_NET_OK;
 }
 

@@ -27,6 +27,12 @@ typedef struct {
     char *next; /* the task with attempt + 1 (malloc'd) */
 } next_task;
 
+/* gantry:fed:<job>:<attempt>:live, the generation's record of its live sites (requeue_tolerate) */
+static void live_key(char *out, size_t len, const char *job_id, int attempt)
+{
+    snprintf(out, len, "%s%s:%d:live", K_FED_PREFIX, job_id, attempt);
+}
+
 /* 0, or -1 when raw is not a task (nothing to give back: no worker could run it either) */
 static int next_of(const char *raw, next_task *n)
 {
@@ -38,7 +44,7 @@ static int next_of(const char *raw, next_task *n)
     snprintf(n->retry, sizeof(n->retry), "%s%s:%d", K_RETRY_PREFIX, t.job_id, t.attempt);
     snprintf(n->failures, sizeof(n->failures), "%s%s", K_FAILURES_PREFIX, t.job_id);
     snprintf(n->preempt, sizeof(n->preempt), "%s%s:%d", K_PREEMPT_PREFIX, t.job_id, t.attempt);
-    snprintf(n->live, sizeof(n->live), "%s%s:%d:live", K_FED_PREFIX, t.job_id, t.attempt);
+    live_key(n->live, sizeof(n->live), t.job_id, t.attempt);
     t.attempt++;
     n->next = msg_task_encode(&t);
     msg_task_clear(&t);
@@ -197,7 +203,7 @@ int requeue_forgive(rs_conn *r, const char *job_id)
 int requeue_tolerate(rs_conn *r, const char *job_id, int attempt, const char *worker_id, int site, int threshold)
 {
     char key[192];
-    snprintf(key, sizeof(key), "%s%s:%d:live", K_FED_PREFIX, job_id, attempt);
+    live_key(key, sizeof(key), job_id, attempt);
     redisReply *rep = rs_command(r, "HSET %s %s %d t %d", key, worker_id, site, threshold);
     int rc = !rep || rep->type != REDIS_REPLY_INTEGER ? -1 : 0;
     freeReplyObject(rep);
@@ -212,7 +218,9 @@ int requeue_tolerate(rs_conn *r, const char *job_id, int attempt, const char *wo
 int requeue_live_sites(rs_conn *r, const char *job_id, int attempt, uint64_t *sites)
 {
     *sites = 0;
-    redisReply *rep = rs_command(r, "HGETALL %s%s:%d:live", K_FED_PREFIX, job_id, attempt);
+    char key[192];
+    live_key(key, sizeof(key), job_id, attempt);
+    redisReply *rep = rs_command(r, "HGETALL %s", key);
     int rc = !rep || rep->type != REDIS_REPLY_ARRAY ? -1 : 0;
     for (size_t i = 0; rc == 0 && i + 1 < rep->elements; i += 2) {
         const char *field = rep->element[i]->str, *value = rep->element[i + 1]->str;

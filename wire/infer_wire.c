@@ -7,7 +7,7 @@
 
 int iw_request_head(char *out, size_t outlen, uint64_t id, const char *reply_to, size_t json_len)
 {
-    if (!reply_to[0] || strchr(reply_to, ' ')) return -1;
+    if (!reply_to[0] || strlen(reply_to) > IW_REPLY_TO_MAX || strchr(reply_to, ' ')) return -1;
     int n = snprintf(out, outlen, "%" PRIu64 " %s %zu ", id, reply_to, json_len);
     return n > 0 && (size_t)n < outlen ? n : -1;
 }
@@ -33,7 +33,8 @@ int iw_request_parse(char *raw, size_t len, iw_request *out)
     char *b = a ? memchr(a + 1, ' ', len - (size_t)(a + 1 - raw)) : NULL;
     char *c = b ? memchr(b + 1, ' ', len - (size_t)(b + 1 - raw)) : NULL;
     uint64_t id, json;
-    if (!c || number(raw, a, &id) != 0 || b == a + 1 || memchr(a + 1, '\0', (size_t)(b - a - 1)) || number(b + 1, c, &json) != 0)
+    if (!c || number(raw, a, &id) != 0 || b == a + 1 || b - a - 1 > IW_REPLY_TO_MAX || memchr(a + 1, '\0', (size_t)(b - a - 1)) ||
+        number(b + 1, c, &json) != 0)
         return -1;
     size_t body = len - (size_t)(c + 1 - raw);
     if (json > body) return -1;

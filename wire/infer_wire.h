@@ -15,10 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IW_HEAD_MAX 192 /* the longest request head: 20 digits, a stream name of up to 140, 20 digits, spaces */
+#define IW_REPLY_TO_MAX 140 /* the longest reply stream name a request carries */
+#define IW_HEAD_MAX 192     /* the longest request head: 20 digits, a stream name of up to IW_REPLY_TO_MAX, 20 digits, spaces */
 
 /* the request's head (everything before the body) into out (IW_HEAD_MAX bytes); its length, or -1
- * when reply_to is empty, holds a space or does not fit */
+ * when reply_to is empty, longer than IW_REPLY_TO_MAX, holds a space or does not fit */
 int iw_request_head(char *out, size_t outlen, uint64_t id, const char *reply_to, size_t json_len);
 
 typedef struct {
@@ -31,7 +32,7 @@ typedef struct {
 
 /* parses a request line in place (the three spaces after the head fields become NULs); 0, or -1 when
  * it is malformed (a field missing or empty, the id or the JSON length not a decimal number, a NUL in
- * the stream name, the JSON length larger than the body) */
+ * the stream name or one longer than IW_REPLY_TO_MAX, the JSON length larger than the body) */
 int iw_request_parse(char *raw, size_t len, iw_request *out);
 
 /* the reply's head "<id> <status> " into out; its length, or -1 when the id is empty, holds a space or

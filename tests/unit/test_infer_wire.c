@@ -49,6 +49,16 @@ static void test_request_refused(void **state)
     iw_request r;
     assert_int_equal(iw_request_parse(ok, 6, &r), 0); /* an empty body */
     assert_int_equal(r.len, 0);
+    /* a stream name longer than any head carries (the fuzzer's find: it parsed, and could not be written again) */
+    char longer[IW_REPLY_TO_MAX + 16], head[IW_HEAD_MAX];
+    memset(longer, 'r', sizeof longer);
+    memcpy(longer, "1 ", 2);
+    memcpy(longer + 2 + IW_REPLY_TO_MAX + 1, " 0 ", 3);
+    assert_int_equal(iw_request_parse(longer, 2 + IW_REPLY_TO_MAX + 4, &r), -1);
+    longer[2 + IW_REPLY_TO_MAX] = ' '; /* IW_REPLY_TO_MAX of them: parsed, and written again */
+    memcpy(longer + 2 + IW_REPLY_TO_MAX + 1, "0 ", 2);
+    assert_int_equal(iw_request_parse(longer, 2 + IW_REPLY_TO_MAX + 3, &r), 0);
+    assert_true(iw_request_head(head, sizeof head, 1, r.reply_to, 0) > 0);
 }
 
 static void test_reply(void **state)

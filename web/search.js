@@ -396,8 +396,17 @@ export function mountSearch(root, { id, live, signal }) {
         if (plot && key === plotKey) {
             if (dKey !== dataKey) plot.setData(aligned);
             dataKey = dKey;
-            return;
+        } else {
+            newPlot(trials, aligned, rungs, looks, key, dKey);
         }
+        // how uPlot draws each series, read back from it, with the state of this round (a trial that went from
+        // running to succeeded looks the same and keeps its plot, but is no longer running)
+        ds.trials = JSON.stringify(plot.series.slice(1).map((s, i) => ({
+            trial: trials[i].trial, state: trials[i].state, best: trials[i].trial === data.best, alpha: s.alpha, width: s.width,
+        })));
+    }
+
+    function newPlot(trials, aligned, rungs, looks, key, dKey) {
         if (plot) plot.destroy();
         plotKey = key;
         dataKey = dKey;
@@ -428,10 +437,6 @@ export function mountSearch(root, { id, live, signal }) {
                 onDraw: (xs) => { host.dataset.rungsDrawn = JSON.stringify(xs); },
             })],
         }, aligned, host);
-        // how uPlot draws each series, read back from it
-        ds.trials = JSON.stringify(plot.series.slice(1).map((s, i) => ({
-            trial: trials[i].trial, state: trials[i].state, best: trials[i].trial === data.best, alpha: s.alpha, width: s.width,
-        })));
     }
 }
 

@@ -42,6 +42,32 @@ class TestTimeout(BaseException):
     """raised in a test's main thread when its time is up"""
 
 
+class TailTee:
+    """sys.stdout of a test's child: writes through to the real stdout and keeps the last TAIL_LINES lines, so
+    that a failure's record carries what the test printed before it failed (a browser script's checks, a
+    daemon's log) and not only its traceback"""
+    TAIL_LINES = 40
+
+    def __init__(self, out):
+        self.out, self.lines, self.partial = out, [], ""
+
+    def write(self, s):
+        self.out.write(s)
+        parts = (self.partial + s).split("\n")
+        self.partial = parts.pop()
+        self.lines = (self.lines + parts)[-self.TAIL_LINES:]
+        return len(s)
+
+    def flush(self):
+        self.out.flush()
+
+    def fileno(self):
+        return self.out.fileno()
+
+    def tail(self):
+        return "\n".join(line for line in self.lines + [self.partial] if line.strip())
+
+
 def collect(selectors):
     tests = []
     for fname in sorted(os.listdir(HERE)):
@@ -69,6 +95,7 @@ def run_child(full, fn, limit):
 
     signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, limit)
+    tee = sys.stdout = TailTee(sys.stdout)
     t0 = time.monotonic()
     try:
         fn()
@@ -78,18 +105,21 @@ def run_child(full, fn, limit):
     except BaseException:  # noqa: BLE001 - a failure of any kind (a timeout too) is this test's verdict
         signal.setitimer(signal.ITIMER_REAL, 0)
         verdict = f"FAIL {full} ({time.monotonic() - t0:.1f}s)\n{traceback.format_exc()}"
+        printed = tee.tail()
         print(verdict, end="", flush=True)
-        record_failure(verdict)
+        record_failure(verdict, printed)
         return FAILED
     finally:
         faulthandler.cancel_dump_traceback_later()
 
 
-def record_failure(text):
-    """appends a failure's verdict (the last 40 lines of it) to FAILURES"""
+def record_failure(text, printed=""):
+    """appends a failure's verdict (the last 40 lines of it) to FAILURES, after the last lines the test printed"""
     lines = text.splitlines()
     if len(lines) > 40:
         lines = lines[:1] + ["  [...]"] + lines[-39:]
+    if printed:
+        lines[1:1] = ["  what it printed last:"] + ["  | " + line for line in printed.splitlines()]
     with open(FAILURES, "a") as f:
         f.write("\n".join(lines) + "\n")
 

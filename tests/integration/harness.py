@@ -56,6 +56,14 @@ def timeout(seconds):
     return mark
 
 
+def alone(fn):
+    """decorator: run.py runs this test with no other test beside it (it measures time or load, or it holds
+    something every test would share: deploy/up's sandbox uids, network namespaces).  A module whose tests all
+    need it says ALONE = True instead"""
+    fn.alone = True
+    return fn
+
+
 def iso_seconds(iso):
     """the API's ISO 8601 UTC times (2026-11-28T09:05:33.384Z) in seconds since the epoch"""
     from datetime import datetime

@@ -5,6 +5,13 @@ against its own real stack.  Prints one line per test, the ten slowest tests, an
 final summary line 'integration: N passed, M failed' (always the last line).  Exit
 status 1 when any test failed.
 
+GANTRY_INTEGRATION_JOBS tests run at once (default 2): the tests wait on their stacks
+far more than they compute, and each stack has its own ports, directories and sandbox
+uids.  A test that measures time or load, or holds something every test would share,
+runs with nothing beside it (harness.alone, or ALONE = True in its module).  With more
+than one at a time, each test's output goes to tests/out/integration/<test>.log and is
+printed whole when the test ends; with one, it streams.
+
 Every test has a time limit: DEFAULT_TIMEOUT seconds, or its own, set with
 harness.timeout(seconds) as a decorator (the long chaos and elastic tests).
 Each test runs in a forked child process.  At the limit the child dumps the stacks of
@@ -12,10 +19,11 @@ all its threads and raises TestTimeout (a BaseException, so no `except Exception
 test swallows it) in the test's main thread: the stacks the test started (harness.Stack,
 test_up's Up) are torn down by their own __exit__, and the test fails with its stack
 and its daemons' logs.  Should that cleanup itself hang for CLEANUP_GRACE seconds, the
-child is killed.  Either way, the runner then kills every process still below it: it is
-the subreaper of everything its tests start (deploy/up's own session included), so no
+child is killed.  Each child is the subreaper of everything its test starts (deploy/up's
+own session included) and kills whatever is still below it when the test ends, so no
 redis-server, gantry-server, scheduler or worker outlives its test, whatever it left
-running and however it renamed itself."""
+running and however it renamed itself; the runner, subreaper of the children, kills
+what a killed child leaves."""
 
 import ctypes
 import faulthandler
@@ -36,6 +44,8 @@ PASSED, FAILED = 0, 3  # a child's exit status once it printed its verdict
 # each failure's traceback, also written here so tests/run can repeat them after everything else (CI shows
 # only the head and the tail of a run's output)
 FAILURES = os.path.join(HERE, "..", "out", "integration-failures.txt")
+LOGS = os.path.join(HERE, "..", "out", "integration")  # each test's output when tests run side by side
+JOBS = max(1, int(os.environ.get("GANTRY_INTEGRATION_JOBS", "2")))
 
 
 class TestTimeout(BaseException):
@@ -69,6 +79,7 @@ class TailTee:
 
 
 def collect(selectors):
+    """[(name, function, alone)] of the tests to run"""
     tests = []
     for fname in sorted(os.listdir(HERE)):
         if not (fname.startswith("test_") and fname.endswith(".py")):
@@ -76,10 +87,11 @@ def collect(selectors):
         mod_name = fname[:-3]
         mod = importlib.import_module(mod_name)
         for name in dir(mod):
-            if name.startswith("test_") and callable(getattr(mod, name)):
+            fn = getattr(mod, name)
+            if name.startswith("test_") and callable(fn) and getattr(fn, "__module__", None) == mod_name:
                 full = f"{mod_name}::{name}"
                 if not selectors or any(full == s or mod_name == s or name == s for s in selectors):
-                    tests.append((full, getattr(mod, name)))
+                    tests.append((full, fn, bool(getattr(mod, "ALONE", False) or getattr(fn, "alone", False))))
     return tests
 
 
@@ -114,7 +126,8 @@ def run_child(full, fn, limit):
 
 
 def record_failure(text, printed=""):
-    """appends a failure's verdict (the last 40 lines of it) to FAILURES, after the last lines the test printed"""
+    """appends a failure's verdict (the last 40 lines of it) to FAILURES, after the last lines the test printed
+    (one write: two tests' children may append at once)"""
     lines = text.splitlines()
     if len(lines) > 40:
         lines = lines[:1] + ["  [...]"] + lines[-39:]
@@ -125,15 +138,16 @@ def record_failure(text, printed=""):
 
 
 def become_subreaper():
-    """makes this runner the parent of every orphan its tests leave (prctl PR_SET_CHILD_SUBREAPER): whatever
-    a test started, even in its own session and whatever it calls itself, stays below the runner"""
+    """makes this process the parent of every orphan below it (prctl PR_SET_CHILD_SUBREAPER): whatever a test
+    started, even in its own session and whatever it calls itself, stays below it"""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
-def descendants():
-    """{pid: program} of the live processes below this runner"""
+def descendants(keep=()):
+    """{pid: program} of the live processes below this process, leaving out the pids in keep and everything
+    below them (the other tests' children, for the runner)"""
     parent, name = {}, {}
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
         try:
@@ -147,31 +161,30 @@ def descendants():
     found, todo = {}, [os.getpid()]
     while todo:
         p = todo.pop()
-        for child in (c for c, pp in parent.items() if pp == p and c not in found):
+        for child in (c for c, pp in parent.items() if pp == p and c not in found and c not in keep):
             found[child] = name[child]
             todo.append(child)
     return found
 
 
-def reap_orphans(child=None):
-    """collects exited processes below the runner; the wait status of `child` if it was among them"""
-    status = None
+def reap(statuses):
+    """collects exited processes below this one; a test child's wait status goes into statuses[pid]"""
     while True:
         try:
             pid, st = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return status
+            return
         if pid == 0:
-            return status
-        if pid == child:
-            status = st
+            return
+        if pid in statuses:
+            statuses[pid] = st
 
 
-def kill_leftovers():
-    """kills what the last test left running (its child process is gone by now); a description of each"""
+def kill_leftovers(keep=(), statuses=None):
+    """kills what is still running below this process but outside keep; a description of each"""
     killed = []
     for _ in range(5):  # a supervisor may start one more process while we kill: look again
-        procs = descendants()
+        procs = descendants(keep)
         if not procs:
             break
         for pid, name in procs.items():
@@ -181,84 +194,125 @@ def kill_leftovers():
             except OSError:
                 pass
         time.sleep(0.1)  # let them die before looking again
-        reap_orphans()
+        reap({} if statuses is None else statuses)
     return killed
 
 
-def wait_child(pid, deadline):
-    """waits for the test's child process until the deadline, collecting orphans meanwhile (as init would);
-    its wait status, or None if it is still running"""
-    fd = os.pidfd_open(pid)
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            select.select([fd], [], [], min(left, 0.2))
-            status = reap_orphans(pid)
-            if status is not None:
-                return status
-    finally:
-        os.close(fd)
+class Running:
+    """one test in its child process"""
 
+    def __init__(self, full, fn, alone):
+        self.full, self.alone = full, alone
+        self.limit = getattr(fn, "timeout", DEFAULT_TIMEOUT)
+        self.log = os.path.join(LOGS, full.replace("::", "__") + ".log") if JOBS > 1 else None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + self.limit + CLEANUP_GRACE + 10
+        self.pid = os.fork()
+        if self.pid == 0:
+            self.child(fn)
+        self.fd = os.pidfd_open(self.pid)
 
-def run_one(full, fn):
-    """runs one test in a child process; (passed, seconds)"""
-    limit = getattr(fn, "timeout", DEFAULT_TIMEOUT)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    t0 = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
+    def child(self, fn):
         rc = 2
         try:
-            rc = run_child(full, fn, limit)
+            if self.log:
+                out = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(out, 1)
+                os.dup2(out, 2)
+                os.close(out)
+            become_subreaper()
+            rc = run_child(self.full, fn, self.limit)
+            sys.stdout.flush()
+            killed = kill_leftovers()
+            if killed:
+                print(f"note: killed what {self.full} left running: {', '.join(killed)}", flush=True)
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(rc)
-    status = None
-    try:
-        status = wait_child(pid, t0 + limit + CLEANUP_GRACE + 10)
-    except KeyboardInterrupt:  # the child got the same SIGINT: let it stop its stacks, then stop
-        status = wait_child(pid, time.monotonic() + CLEANUP_GRACE)
-        raise
-    finally:
+
+    def finish(self, status, others):
+        """prints the test's output and verdict once its child is gone (status None: it was killed at its
+        deadline); whether it passed"""
+        os.close(self.fd)
+        seconds = time.monotonic() - self.t0
+        if self.log:
+            with open(self.log, errors="replace") as f:
+                sys.stdout.write(f.read())
         if status is None:
-            why = f"FAIL {full}: the test process did not end after its {limit}s limit and {CLEANUP_GRACE}s of cleanup; killed"
+            why = f"FAIL {self.full}: the test process did not end after its {self.limit}s limit and {CLEANUP_GRACE}s of cleanup; killed"
             print(why, flush=True)
             record_failure(why)
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        killed = kill_leftovers()
+        # what a killed child left is the runner's now
+        killed = kill_leftovers(others)
         if killed:
-            print(f"note: killed what {full} left running: {', '.join(killed)}", flush=True)
-    seconds = time.monotonic() - t0
-    code = None if status is None else os.waitstatus_to_exitcode(status)
-    if code is not None and code not in (PASSED, FAILED):
-        why = (f"died of signal {-code}" if code < 0 else f"hung in its cleanup after the timeout ({CLEANUP_GRACE}s; "
-               "its stacks above)" if code == 1 else f"exited with status {code} before its verdict")
-        print(f"FAIL {full} ({seconds:.1f}s): the test process {why}", flush=True)
-        record_failure(f"FAIL {full} ({seconds:.1f}s): the test process {why}")
-    return code == PASSED, seconds
+            print(f"note: killed what {self.full} left running: {', '.join(killed)}", flush=True)
+        code = None if status is None else os.waitstatus_to_exitcode(status)
+        if code is not None and code not in (PASSED, FAILED):
+            why = (f"died of signal {-code}" if code < 0 else f"hung in its cleanup after the timeout ({CLEANUP_GRACE}s; "
+                   "its stacks above)" if code == 1 else f"exited with status {code} before its verdict")
+            print(f"FAIL {self.full} ({seconds:.1f}s): the test process {why}", flush=True)
+            record_failure(f"FAIL {self.full} ({seconds:.1f}s): the test process {why}")
+        sys.stdout.flush()
+        return code == PASSED, seconds
+
+
+def run_all(tests):
+    """runs the tests, JOBS at a time in the order given, then the alone ones one by one; [(passed, seconds,
+    name)]"""
+    results, running, statuses = [], {}, {}
+    # the ones that run alone last: the others never wait for a slot to drain before each of them
+    pending = [t for t in tests if not t[2] or JOBS == 1] + [t for t in tests if t[2] and JOBS > 1]
+    try:
+        while pending or running:
+            while pending and len(running) < JOBS and not any(r.alone for r in running.values()) and \
+                    (not pending[0][2] or not running):
+                r = Running(*pending.pop(0))
+                running[r.pid], statuses[r.pid] = r, None
+            select.select([r.fd for r in running.values()], [], [],
+                          max(0.0, min(0.2, *(r.deadline - time.monotonic() for r in running.values()))))
+            reap(statuses)
+            for pid, r in list(running.items()):
+                status = statuses[pid]
+                if status is None and time.monotonic() < r.deadline:
+                    continue
+                if status is None:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                del running[pid], statuses[pid]
+                ok, seconds = r.finish(status, set(running))
+                results.append((ok, seconds, r.full))
+    except KeyboardInterrupt:  # the children got the same SIGINT: let them stop their stacks, then stop
+        end = time.monotonic() + CLEANUP_GRACE
+        while running and time.monotonic() < end:
+            time.sleep(0.2)
+            reap(statuses)
+            running = {pid: r for pid, r in running.items() if statuses[pid] is None}
+        for pid in running:
+            os.kill(pid, signal.SIGKILL)
+        kill_leftovers()
+        raise
+    return results
 
 
 def main():
     tests = collect(sys.argv[1:])
     os.makedirs(os.path.dirname(FAILURES), exist_ok=True)
     open(FAILURES, "w").close()
-    passed = failed = 0
-    times = []
+    if JOBS > 1:
+        os.makedirs(LOGS, exist_ok=True)
     become_subreaper()
-    for full, fn in tests:
-        ok, seconds = run_one(full, fn)
-        times.append((seconds, full))
-        passed += ok
-        failed += not ok
-    if times:
+    t0 = time.monotonic()
+    results = run_all(tests)
+    passed = sum(ok for ok, _, _ in results)
+    failed = len(results) - passed
+    if results:
         print("slowest tests:")
-        for seconds, full in sorted(times, reverse=True)[:10]:
+        for _, seconds, full in sorted(results, key=lambda r: r[1], reverse=True)[:10]:
             print(f"  {seconds:6.1f}s {full}")
+        print(f"({len(results)} tests in {time.monotonic() - t0:.0f} s, {JOBS} at a time but the ones that run alone)")
     print(f"integration: {passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
 

@@ -4,7 +4,7 @@ given back, a frozen worker fenced, scheduler failover."""
 import signal
 import time
 
-from harness import ADMIN, Stack, placement_job, wait_until
+from harness import ADMIN, Stack, alone, placement_job, wait_until
 
 
 def reasons(s, token, job_id):
@@ -67,6 +67,7 @@ def test_lost_worker_work_is_given_back():
         assert [e["source"] for e in runs] == ["worker:w_test1"], runs
 
 
+@alone  # the standby's takeover is timed
 def test_scheduler_failover():
     with Stack(workers=1) as s:
         s.start_scheduler("scheduler-b")

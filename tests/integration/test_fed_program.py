@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 
-from harness import ADMIN, ROOT, Stack, timeout, wait_until
+from harness import ADMIN, ROOT, Stack, alone, timeout, wait_until
 from test_federated import kill_a_site_after_round
 from test_program_fence import PROBE_FN
 from test_program_jobs import marker_pids
@@ -297,6 +297,7 @@ def test_spec_errors_name_the_field():
             assert r.status == 400 and r.json["error"]["field"] == field, (field, r.json)
 
 
+@alone  # real PyTorch on every site
 @timeout(600)
 def test_pytorch_federated_example_reports_its_accuracy():
     """deploy/examples/pytorch-federated as the README runs it (both example folders under the tenant's root, the

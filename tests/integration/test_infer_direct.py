@@ -9,7 +9,7 @@ import socket
 import struct
 import time
 
-from harness import Stack, wait_until
+from harness import Stack, alone, wait_until
 from test_inference import fmnist_samples, infer_body, serve_job, trained_model
 
 
@@ -33,6 +33,7 @@ def closed_within(sock, seconds):
         return False
 
 
+@alone  # the retries are timed
 def test_direct_path_refuses_strangers_and_retries_a_lost_replica():
     with Stack(workers=2) as s:
         _, tok = s.tenant("direct")

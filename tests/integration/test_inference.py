@@ -15,6 +15,8 @@ from harness import ADMIN, Stack, iso_seconds, timeout, wait_until
 from test_flow import SSEReader
 from test_training import training_job
 
+ALONE = True  # run.py runs these tests with nothing beside them: latency, overload and autoscaling measured
+
 FMNIST = "/usr/share/datasets/fashion-mnist"
 
 

@@ -6,7 +6,7 @@ job."""
 
 import time
 
-from harness import ADMIN, Stack, iso_seconds, placement_job, wait_until
+from harness import ADMIN, Stack, alone, iso_seconds, placement_job, wait_until
 from test_federated import fed_job
 
 MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 32}, {"type": "relu"},
@@ -128,6 +128,7 @@ def test_memory_limit_fails_the_job_and_the_worker_runs_the_next():
         assert job["worker"] == "w_test0" and job["result"]["metrics"]["steps"] == 30, job
 
 
+@alone  # a runtime limit is timed
 def test_runtime_counts_every_generation():
     """a job stopped and requeued (here preempted) keeps what it ran: the next generation fails
     when the total passes the limit, not after a whole limit of its own"""

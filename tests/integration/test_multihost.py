@@ -14,6 +14,8 @@ import time
 
 from harness import ADMIN, BUILD, ROOT, Stack, placement_job, sandbox_uid, timeout, wait_until
 
+ALONE = True  # run.py runs these tests with nothing beside them: network namespaces and veth pairs of the machine
+
 MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 32}, {"type": "relu"},
                                         {"type": "dense", "units": 10}]}
 

@@ -15,6 +15,8 @@ import time
 from harness import BUILD, Stack, sandbox_uid, wait_until
 from test_program_jobs import job_dir, log_entries, marker_pids, program_job, program_root
 
+ALONE = True  # run.py runs these tests with nothing beside them: a CPU quota measured, and the machine's nftables
+
 # job A: listens on its MASTER_PORT, records every connection it accepts, until a file "stop-<marker>"
 # appears in its (read-only) workdir
 HOLD = """import os, socket, sys, time

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import ADMIN, ROOT, Stack, placement_job, timeout, wait_until
+from harness import ADMIN, ROOT, Stack, alone, placement_job, timeout, wait_until
 
 # every script takes a marker argument (its job's own, unique) so the test finds its processes in /proc
 ENV_DUMP = """#!/bin/sh
@@ -437,6 +437,7 @@ def fmnist_test(n):
     return list(img), lab
 
 
+@alone  # real PyTorch on two ranks
 @timeout(900)
 def test_pytorch_example_trains_and_registers_its_model():
     """deploy/examples/pytorch as a user runs it: the folder copied to the tenant's first root as

@@ -16,6 +16,8 @@ import threading
 
 from harness import ROOT, Stack, timeout, wait_until
 
+ALONE = True  # run.py runs these tests with nothing beside them: deploy/up's sandbox uids
+
 EXAMPLES = os.path.join(ROOT, "deploy", "examples")
 
 

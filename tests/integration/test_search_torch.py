@@ -21,6 +21,8 @@ import time
 from harness import ROOT, Stack, iso_seconds, timeout, wait_until
 from test_program_jobs import example_root
 
+ALONE = True  # run.py runs these tests with nothing beside them: real PyTorch trials, a core each
+
 EXAMPLE = os.path.join(ROOT, "deploy", "examples", "pytorch")
 
 

@@ -20,7 +20,7 @@ import threading
 import time
 import zipfile
 
-from harness import ADMIN, ROOT, Stack, timeout, wait_until
+from harness import ADMIN, ROOT, Stack, alone, timeout, wait_until
 
 TORCH_PY = "/usr/bin/python3"
 MODELS = os.path.join(ROOT, "tests", "integration", "torch_models.py")
@@ -216,6 +216,7 @@ def test_models_that_read_files_or_leak_memory_are_refused():
             assert job["state"] == "failed"
 
 
+@alone  # 8 clients of load, no request may fail
 @timeout(300)
 def test_alias_rolls_replicas_under_load():
     """8 clients (JSON and binary bodies) for 10 s or more; the alias moves in the middle: no request

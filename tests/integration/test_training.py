@@ -6,7 +6,7 @@ import os
 import tempfile
 import time
 
-from harness import ADMIN, Stack, timeout, wait_until
+from harness import ADMIN, Stack, alone, timeout, wait_until
 
 MLP = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "dense", "units": 64}, {"type": "relu"},
                                         {"type": "dense", "units": 10}]}
@@ -94,6 +94,7 @@ def test_two_and_three_worker_training():
             assert sum(1 for e in s.events(tok, jid) if e["state"] == "succeeded") == 1
 
 
+@alone  # the survivor's notice is timed
 def test_gang_member_killed_mid_epoch_resumes_from_checkpoint():
     """SIGKILL one of two training workers mid-epoch: the survivor fails the step at once (the
     peer's socket closes), requeues the job once, and the job resumes from its last checkpoint
@@ -215,6 +216,7 @@ def test_elastic_gang_shrinks_for_inference_and_grows_back():
         assert s.post(f"/v1/jobs/{jid}/cancel", tok).status == 200
 
 
+@alone  # the survivors' pause is timed
 @timeout(600)
 def test_elastic_gang_continues_with_survivors_after_sigkill():
     """an elastic gang {min 2, max 3} on 3 workers; one worker is killed with SIGKILL: the survivors

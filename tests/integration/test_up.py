@@ -30,6 +30,8 @@ from test_federated import fed_job
 from test_inference import serve_job
 from test_training import training_job
 
+ALONE = True  # run.py runs these tests with nothing beside them: deploy/up's sandbox uids, and a 10 s stop measured
+
 UP = os.path.join(ROOT, "deploy", "up")
 
 

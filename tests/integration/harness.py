@@ -42,10 +42,31 @@ def sandbox_uid(i):
     return SANDBOX_UID_MIN + (os.getpid() % 8000) * 8 + i
 
 
+# Ports for the stacks' daemons: below the kernel's ephemeral range (32768 and up by default, where bind(0) and
+# every outgoing connection take theirs), in a block of PORT_BLOCK per test (run.py numbers the tests it runs:
+# GANTRY_TEST_PORT_BLOCK; else by pid), never the same one twice in a process.  bind(0) could hand the same port to two tests running side by side (run.py runs two at
+# once), or twice to one stack, between its close here and the daemon's bind.
+PORT_LOW, PORT_HIGH, PORT_BLOCK = 20000, 32760, 48
+_ports_given = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """a port on 127.0.0.1 nothing listens on, not given before in this process"""
+    blocks = (PORT_HIGH - PORT_LOW) // PORT_BLOCK
+    start = PORT_LOW + (int(os.environ.get("GANTRY_TEST_PORT_BLOCK", os.getpid())) % blocks) * PORT_BLOCK
+    for k in range(PORT_HIGH - PORT_LOW):  # this process's block first, then the ones after it
+        port = PORT_LOW + (start - PORT_LOW + k) % (PORT_HIGH - PORT_LOW)
+        if port in _ports_given:
+            continue
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ports_given.add(port)
+        return port
+    raise OSError("no free port left below the ephemeral range")
 
 
 def timeout(seconds):

@@ -201,8 +201,12 @@ def kill_leftovers(keep=(), statuses=None):
 class Running:
     """one test in its child process"""
 
+    started = 0  # tests started so far: each gets its own block of ports (harness.free_port)
+
     def __init__(self, full, fn, alone):
         self.full, self.alone = full, alone
+        self.number = Running.started
+        Running.started += 1
         self.limit = getattr(fn, "timeout", DEFAULT_TIMEOUT)
         self.log = os.path.join(LOGS, full.replace("::", "__") + ".log") if JOBS > 1 else None
         sys.stdout.flush()
@@ -223,6 +227,7 @@ class Running:
                 os.dup2(out, 2)
                 os.close(out)
             become_subreaper()
+            os.environ["GANTRY_TEST_PORT_BLOCK"] = str(self.number)
             rc = run_child(self.full, fn, self.limit)
             sys.stdout.flush()
             killed = kill_leftovers()

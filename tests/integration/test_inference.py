@@ -11,11 +11,10 @@ import os
 import re
 import time
 
-from harness import ADMIN, Stack, iso_seconds, timeout, wait_until
+from harness import ADMIN, Stack, alone, iso_seconds, timeout, wait_until
 from test_flow import SSEReader
 from test_training import training_job
 
-ALONE = True  # run.py runs these tests with nothing beside them: latency, overload and autoscaling measured
 
 FMNIST = "/usr/share/datasets/fashion-mnist"
 
@@ -109,6 +108,7 @@ def test_serving_predictions_errors_and_metrics():
         assert s.post("/v2/models/fmnist/infer", tok, infer_body(data[:784], 1)).status == 404
 
 
+@alone  # a stalled replica's 504 is timed
 def test_full_queue_429_and_stalled_replica_504():
     with Stack(workers=2) as s:
         _, tok = s.tenant("serving-limits")
@@ -163,6 +163,7 @@ def trace_rates(jobs, minutes, start=2880):
     return [[r[j] for r in lines] for j in jobs]
 
 
+@alone  # the replicas follow a timed trace
 def test_autoscaler_follows_a_compressed_trace():
     """two models served through the real stack under a load that follows the Faro trace, one trace
     minute every 2 s: the scheduler's autoscaler (Faro-FairSum, rounds every 10 s) changes the replica
@@ -240,6 +241,7 @@ def test_autoscaler_follows_a_compressed_trace():
             assert sum(now.values()) <= 4, changes
 
 
+@alone  # no request may fail while a replica is replaced
 def test_lost_replica_is_replaced_while_the_others_serve():
     """SIGKILL the worker of one of two replicas: the job is not requeued (the other replica keeps
     answering), and the autoscaler starts a replacement on the free worker"""
@@ -323,6 +325,7 @@ torch.jit.script(Slow()).save(sys.argv[1])
 """
 
 
+@alone  # latency under overload measured
 @timeout(240)
 def test_overloaded_job_sheds_at_the_gateway_and_serves_the_rest_in_time():
     """one replica (max 1) offered about 2.5 times what it serves: once the autoscaler sees it cannot grow,

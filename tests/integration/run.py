@@ -268,8 +268,14 @@ def run_all(tests):
     """runs the tests, JOBS at a time in the order given, then the alone ones one by one; [(passed, seconds,
     name)]"""
     results, running, statuses = [], {}, {}
-    # the ones that run alone last: the others never wait for a slot to drain before each of them
-    pending = [t for t in tests if not t[2] or JOBS == 1] + [t for t in tests if t[2] and JOBS > 1]
+    # the ones that run alone last: the others never wait for a slot to drain before each of them; and side by
+    # side, the long ones (those with a time limit of their own) first, so that no long test is left running
+    # alone at the end of that phase
+    if JOBS > 1:
+        long_first = sorted((t for t in tests if not t[2]), key=lambda t: -getattr(t[1], "timeout", DEFAULT_TIMEOUT))
+        pending = long_first + [t for t in tests if t[2]]
+    else:
+        pending = list(tests)
     try:
         while pending or running:
             while pending and len(running) < JOBS and not any(r.alone for r in running.values()) and \
@@ -303,7 +309,9 @@ def run_all(tests):
 
 
 def main():
+    global JOBS
     tests = collect(sys.argv[1:])
+    JOBS = min(JOBS, max(1, len(tests)))  # one test alone streams its output
     os.makedirs(os.path.dirname(FAILURES), exist_ok=True)
     open(FAILURES, "w").close()
     if JOBS > 1:

@@ -238,9 +238,10 @@ class Running:
             sys.stderr.flush()
             os._exit(rc)
 
-    def finish(self, status, others):
+    def finish(self, status, others, statuses):
         """prints the test's output and verdict once its child is gone (status None: it was killed at its
-        deadline); whether it passed"""
+        deadline); whether it passed.  others: the pids of the tests still running, whose exits reaped meanwhile
+        go into statuses"""
         os.close(self.fd)
         seconds = time.monotonic() - self.t0
         if self.log:
@@ -251,7 +252,7 @@ class Running:
             print(why, flush=True)
             record_failure(why)
         # what a killed child left is the runner's now
-        killed = kill_leftovers(others)
+        killed = kill_leftovers(others, statuses)
         if killed:
             print(f"note: killed what {self.full} left running: {', '.join(killed)}", flush=True)
         code = None if status is None else os.waitstatus_to_exitcode(status)
@@ -293,7 +294,7 @@ def run_all(tests):
                     os.kill(pid, signal.SIGKILL)
                     os.waitpid(pid, 0)
                 del running[pid], statuses[pid]
-                ok, seconds = r.finish(status, set(running))
+                ok, seconds = r.finish(status, set(running), statuses)
                 results.append((ok, seconds, r.full))
     except KeyboardInterrupt:  # the children got the same SIGINT: let them stop their stacks, then stop
         end = time.monotonic() + CLEANUP_GRACE
